@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Extract the parameter schemas of the endpoints pve-gitops uses from Proxmox's apidata.json.
+
+Usage: scripts/extract-api-schema.py PATH/TO/apidata.json > src/core/proxmox-api-schema.json
+
+Descriptions are dropped to keep the file small; everything validation needs stays.
+"""
+import json
+import sys
+
+ENDPOINTS = [
+    ("/version", "GET"),
+    ("/nodes", "GET"),
+    ("/cluster/resources", "GET"),
+    ("/cluster/nextid", "GET"),
+]
+for kind in ("qemu", "lxc"):
+    base = "/nodes/{node}/" + kind
+    ENDPOINTS += [
+        (base, "GET"), (base, "POST"),
+        (base + "/{vmid}", "DELETE"),
+        (base + "/{vmid}/config", "GET"), (base + "/{vmid}/config", "PUT"),
+        (base + "/{vmid}/pending", "GET"),
+        (base + "/{vmid}/status/start", "POST"), (base + "/{vmid}/status/stop", "POST"),
+        (base + "/{vmid}/status/shutdown", "POST"), (base + "/{vmid}/status/current", "GET"),
+        (base + "/{vmid}/resize", "PUT"),
+    ]
+ENDPOINTS += [
+    ("/nodes/{node}/qemu/{vmid}/config", "POST"),
+    ("/nodes/{node}/qemu/{vmid}/move_disk", "POST"),
+    ("/nodes/{node}/lxc/{vmid}/move_volume", "POST"),
+    ("/nodes/{node}/tasks/{upid}/status", "GET"),
+    ("/nodes/{node}/tasks/{upid}/log", "GET"),
+]
+
+DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}
+
+
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in DROP}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+def find(tree, path):
+    for node in tree:
+        if node["path"] == path:
+            return node
+        if path.startswith(node["path"] + "/") and "children" in node:
+            found = find(node["children"], path)
+            if found:
+                return found
+    return None
+
+
+def main():
+    data = json.load(open(sys.argv[1]))
+    out = {}
+    for path, method in ENDPOINTS:
+        node = find(data, path)
+        if node is None or method not in node.get("info", {}):
+            sys.exit(f"missing {method} {path}")
+        info = node["info"][method]
+        out[f"{method} {path}"] = {
+            "parameters": strip(info.get("parameters", {})),
+            "protected": info.get("protected", 0),
+            "returns": {"type": info.get("returns", {}).get("type")},
+        }
+    json.dump(out, sys.stdout, indent=None, sort_keys=True, separators=(",", ":"))
+    sys.stdout.write("\n")
+
+
+main()

@@ -1,0 +1,202 @@
+/**
+ * The shared vocabulary of the pure core: what a spec says, what a cluster looks like when read,
+ * and what a plan proposes. Adapters (the Proxmox client, the CLI, the GitHub app) translate to
+ * and from these types; nothing here does I/O.
+ */
+
+/** Proxmox guest type as the API names it in paths. */
+export type GuestType = 'qemu' | 'lxc';
+
+/** Where a spec document came from, so every error can point at `file:line:col`. */
+export interface SourceRef {
+  file: string;
+  line: number;
+  col: number;
+}
+
+/** A `kind: Cluster` document: policy only, never a URL or credential. */
+export interface ClusterSpec {
+  name: string;
+  vmids: { lower: number; upper: number };
+  ownerTag: string;
+  nodes: string[];
+  storages?: string[];
+  bridges?: string[];
+  prune: boolean;
+  source: SourceRef;
+}
+
+export type PowerState = 'running' | 'stopped' | 'ignore';
+
+/**
+ * A `kind: VM` or `kind: Container` document after parsing. `config` holds Proxmox option names
+ * with values already in Proxmox's wire syntax (strings), e.g. `{ memory: '8192', tags: 'a;b' }`.
+ */
+export interface GuestSpec {
+  kind: 'VM' | 'Container';
+  type: GuestType;
+  name: string;
+  cluster: string;
+  node: string;
+  /** The identity. Always set after loading: pinned in the spec or derived from `cluster/name`. */
+  vmid: number;
+  /** True when the VMID was derived rather than written in the spec. */
+  vmidDerived: boolean;
+  power: PowerState;
+  state: 'present' | 'absent';
+  adopt: boolean;
+  ignore: string[];
+  config: Record<string, string>;
+  source: SourceRef;
+  /** Source positions of individual config keys, for annotations on the YAML line. */
+  keySources?: Record<string, SourceRef>;
+}
+
+/** Every spec document of a repository at one revision, already validated. */
+export interface SpecSet {
+  clusters: ClusterSpec[];
+  guests: GuestSpec[];
+}
+
+/** One line of `GET /cluster/resources?type=vm`, the cheap cluster-wide listing. */
+export interface ListedGuest {
+  vmid: number;
+  type: GuestType;
+  node: string;
+  name?: string;
+  status?: string;
+  /** Raw tag string as Proxmox stores it (`a;b`), from the live config. */
+  tags?: string;
+  lock?: string;
+  template?: boolean;
+}
+
+/**
+ * One guest as read for planning: `GET …/pending` gives current values, queued pending values,
+ * pending deletions and the digest in a single call, so the digest guards exactly what was read.
+ */
+export interface ObservedGuest {
+  vmid: number;
+  type: GuestType;
+  node: string;
+  /** `running`, `stopped`, … from status/current or the listing. */
+  status: string;
+  digest: string;
+  /** Values in effect now (the main config section), stringified as Proxmox returns them. */
+  current: Record<string, string>;
+  /** Values queued for the next restart (`[PENDING]`). */
+  pending: Record<string, string>;
+  /** Keys queued for deletion at the next restart. */
+  pendingDelete: string[];
+}
+
+/** What the planner knows about one cluster: its listing and the guests read in full. */
+export interface ObservedCluster {
+  name: string;
+  /** Nodes the API reported (online or not). */
+  nodes: string[];
+  listing: ListedGuest[];
+  /** Guests read in full, by VMID. Only guests in scope need to be here. */
+  guests: Record<number, ObservedGuest>;
+}
+
+export interface ObservedState {
+  clusters: Record<string, ObservedCluster>;
+}
+
+/** How a change reaches the running guest. */
+export type Impact = 'live' | 'pending-restart' | 'needs-stop' | 'data-loss';
+
+/** Severity classes, in rising order. */
+export type Severity = 'read-only' | 'configuration' | 'service-impact' | 'data-loss';
+
+/** One config key change: `from` undefined means added, `to` undefined means deleted. */
+export interface KeyChange {
+  key: string;
+  from?: string;
+  to?: string;
+  impact: Impact;
+}
+
+/**
+ * The steps the executor carries out for one guest, in order. Each step is precise enough that
+ * re-planning after a partial apply yields exactly the steps not yet done.
+ */
+export type Operation =
+  | { op: 'create'; node: string; params: Record<string, string> }
+  | { op: 'config'; set: Record<string, string>; delete: string[] }
+  | { op: 'resize'; disk: string; size: string; from: string }
+  | { op: 'move-disk'; disk: string; storage: string; from: string }
+  | { op: 'start' }
+  | { op: 'shutdown' }
+  | { op: 'stop' }
+  | { op: 'destroy' };
+
+/** A key where the cluster differs from the base branch's spec: changed outside git. */
+export interface DriftItem {
+  key: string;
+  /** Value the base spec wants (undefined: the base spec does not set it). */
+  expected?: string;
+  /** Value on the cluster (undefined: not set). */
+  actual?: string;
+}
+
+/** A value accepted by Proxmox but not yet in effect (running guest, not restarted). */
+export interface PendingItem {
+  key: string;
+  current?: string;
+  pending?: string;
+  delete?: boolean;
+}
+
+export type GuestAction = 'create' | 'update' | 'destroy' | 'noop' | 'orphan' | 'error';
+
+/** The plan for one guest. */
+export interface GuestPlan {
+  cluster: string;
+  name: string;
+  vmid: number;
+  vmidDerived: boolean;
+  type: GuestType;
+  /** Node the guest lives on now, or the spec's node for a create. */
+  node: string;
+  action: GuestAction;
+  /** Digest of the read the plan was made from (absent for creates and unread guests). */
+  digest?: string;
+  /** Set when the spec adopts an unowned guest: the plan adds the owner tag. */
+  adopt?: boolean;
+  changes: KeyChange[];
+  operations: Operation[];
+  drift: DriftItem[];
+  pending: PendingItem[];
+  errors: string[];
+  warnings: string[];
+  impact?: Impact;
+  severity: Severity;
+  /** Spec file of the guest, when there is one. */
+  source?: SourceRef;
+}
+
+export interface PlanSummary {
+  create: number;
+  update: number;
+  destroy: number;
+  noop: number;
+  orphan: number;
+  error: number;
+  drifted: number;
+  pending: number;
+}
+
+/** A plan is data: versioned JSON that can be stored and applied later. */
+export interface Plan {
+  version: 1;
+  createdAt: string;
+  /** Free-form label of what was planned: a git SHA, a directory. */
+  ref?: string;
+  clusters: string[];
+  guests: GuestPlan[];
+  /** Errors not tied to one guest (an empty listing, an unreachable cluster). */
+  errors: { cluster?: string; message: string }[];
+  summary: PlanSummary;
+}
