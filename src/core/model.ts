@@ -175,6 +175,11 @@ export interface GuestPlan {
   severity: Severity;
   /** Spec file of the guest, when there is one. */
   source?: SourceRef;
+  /**
+   * What the executor needs to recompute this guest's change at apply time without the spec
+   * files: the head spec (absent for orphans and removed specs) and the cluster's ownership policy.
+   */
+  target: { spec?: GuestSpec; ownerTag: string; prune: boolean };
 }
 
 export interface PlanSummary {
