@@ -47,6 +47,11 @@ export interface GuestSpec {
   adopt: boolean;
   ignore: string[];
   config: Record<string, string>;
+  /**
+   * Parameters Proxmox takes only when creating the guest (a container's `ostemplate`, say): sent
+   * with the create, never compared afterwards.
+   */
+  createOptions?: Record<string, string>;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -124,7 +129,13 @@ export interface KeyChange {
  */
 export type Operation =
   | { op: 'create'; node: string; params: Record<string, string> }
-  | { op: 'config'; set: Record<string, string>; delete: string[] }
+  | {
+      op: 'config';
+      set: Record<string, string>;
+      delete: string[];
+      /** Each touched key's value when planned (absent: not set), so apply can tell what moved. */
+      from: Record<string, string>;
+    }
   | { op: 'resize'; disk: string; size: string; from: string }
   | { op: 'move-disk'; disk: string; storage: string; from: string }
   | { op: 'start' }
@@ -203,5 +214,7 @@ export interface Plan {
   guests: GuestPlan[];
   /** Errors not tied to one guest (an empty listing, an unreachable cluster). */
   errors: { cluster?: string; message: string }[];
+  /** Notes not tied to one guest that a reviewer should see (e.g. an empty listing on a new cluster). */
+  warnings: { cluster?: string; message: string }[];
   summary: PlanSummary;
 }
