@@ -1,0 +1,89 @@
+import type { GuestSpec, GuestType } from '../model.js';
+import { normaliseTags } from '../property-string.js';
+
+/**
+ * Which config keys the repository owns (DESIGN §2): everything except server-managed keys,
+ * keys Proxmox fills in at creation when the spec leaves them out, and the spec's `ignore` list.
+ */
+
+const SERVER_MANAGED = new Set([
+  'digest',
+  'meta',
+  'lock',
+  'parent',
+  'snaptime',
+  'vmstate',
+  'runningmachine',
+  'runningcpu',
+  'lxc',
+]);
+
+/** Keys Proxmox chooses at creation: owned only when the spec sets them. */
+const FILLED_AT_CREATE: Record<GuestType, Set<string>> = {
+  qemu: new Set(['boot', 'bootdisk', 'smbios1', 'vmgenid', 'template']),
+  lxc: new Set(['arch', 'ostype', 'rootfs', 'template', 'unprivileged']),
+};
+
+/** True for keys the server manages and a spec may never set. */
+export function isServerManaged(key: string): boolean {
+  return SERVER_MANAGED.has(key) || /^unused\d+$/.test(key);
+}
+
+/** True when the repository owns `key` of a guest described by `spec`. */
+export function isOwnedKey(spec: GuestSpec, key: string): boolean {
+  if (isServerManaged(key)) return false;
+  if (spec.ignore.includes(key)) return false;
+  if (FILLED_AT_CREATE[spec.type].has(key)) return key in spec.config;
+  return true;
+}
+
+/** True when a guest's raw tag string carries the owner tag. */
+export function hasOwnerTag(tags: string | undefined, ownerTag: string): boolean {
+  if (!tags) return false;
+  return normaliseTags(tags).split(';').includes(ownerTag.toLowerCase());
+}
+
+/**
+ * The config a spec asks for, as Proxmox would store it: the guest's name in `name`/`hostname`,
+ * the owner tag among the tags, SSH keys URL-encoded as the API expects them.
+ */
+export function desiredConfig(spec: GuestSpec, ownerTag: string): Record<string, string> {
+  const config: Record<string, string> = {};
+  for (const [key, value] of Object.entries(spec.config)) {
+    if (spec.ignore.includes(key)) continue;
+    config[key] = value;
+  }
+  const nameKey = spec.type === 'qemu' ? 'name' : 'hostname';
+  if (!spec.ignore.includes(nameKey)) config[nameKey] ??= spec.name;
+  if (!spec.ignore.includes('tags')) {
+    config.tags = normaliseTags([...(config.tags ?? '').split(';'), ownerTag]);
+  }
+  if (config.sshkeys !== undefined) config.sshkeys = encodeSshKeys(config.sshkeys);
+  return config;
+}
+
+/** Proxmox wants `sshkeys` URL-encoded; it stores them that way too. */
+export function encodeSshKeys(value: string): string {
+  let plain = value;
+  try {
+    plain = decodeURIComponent(value);
+  } catch {
+    // Not encoded yet.
+  }
+  return encodeURIComponent(plain.replace(/\r\n/g, '\n'));
+}
+
+/**
+ * The configuration the guest will have once pending changes are in effect: the main section,
+ * pending values on top, pending deletions removed.
+ */
+export function effectiveConfig(
+  current: Record<string, string>,
+  pending: Record<string, string>,
+  pendingDelete: readonly string[],
+): Record<string, string> {
+  const merged: Record<string, string> = { ...current, ...pending };
+  for (const key of pendingDelete) delete merged[key];
+  delete merged.digest;
+  return merged;
+}

@@ -1,0 +1,366 @@
+import type {
+  DriftItem,
+  GuestPlan,
+  GuestSpec,
+  GuestType,
+  Impact,
+  KeyChange,
+  ListedGuest,
+  ObservedGuest,
+  Operation,
+  PendingItem,
+  Severity,
+} from '../model.js';
+import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey } from './desired-config.js';
+import { hotplugFeatures, keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
+import {
+  diffDisk,
+  formatDiskUpdate,
+  formatNicUpdate,
+  formatSize,
+  isDiskKey,
+  isNicKey,
+  parseDisk,
+  sameValue,
+} from './values.js';
+
+/** Everything the planner knows about one guest. */
+export interface GuestPlanInput {
+  cluster: string;
+  vmid: number;
+  /** The head spec; absent for orphans and guests whose spec was removed. */
+  spec?: GuestSpec;
+  /** The base branch's spec, for drift. */
+  baseSpec?: GuestSpec;
+  ownerTag: string;
+  prune: boolean;
+  /** The guest's line in the cluster listing; absent when it does not exist. */
+  listed?: ListedGuest;
+  /** The guest read in full; needed whenever it is listed. */
+  observed?: ObservedGuest;
+}
+
+interface Draft {
+  plan: GuestPlan;
+}
+
+function emptyPlan(input: GuestPlanInput, type: GuestType, name: string, node: string): GuestPlan {
+  const spec = input.spec;
+  const plan: GuestPlan = {
+    cluster: input.cluster,
+    name,
+    vmid: input.vmid,
+    vmidDerived: spec?.vmidDerived ?? false,
+    type,
+    node,
+    action: 'noop',
+    changes: [],
+    operations: [],
+    drift: [],
+    pending: [],
+    errors: [],
+    warnings: [],
+    severity: 'read-only',
+    target: { ownerTag: input.ownerTag, prune: input.prune },
+  };
+  if (spec) {
+    plan.target.spec = spec;
+    plan.source = spec.source;
+  }
+  if (input.observed) plan.digest = input.observed.digest;
+  return plan;
+}
+
+function observedName(observed: ObservedGuest | undefined, listed: ListedGuest | undefined): string | undefined {
+  if (observed) return observed.type === 'qemu' ? observed.current.name : observed.current.hostname;
+  return listed?.name;
+}
+
+function fail(draft: Draft, message: string): GuestPlan {
+  draft.plan.action = 'error';
+  draft.plan.errors.push(message);
+  draft.plan.changes = [];
+  draft.plan.operations = [];
+  draft.plan.severity = 'read-only';
+  delete draft.plan.impact;
+  return draft.plan;
+}
+
+function pendingItems(observed: ObservedGuest): PendingItem[] {
+  const items: PendingItem[] = [];
+  for (const [key, value] of Object.entries(observed.pending)) {
+    const item: PendingItem = { key, pending: value };
+    if (observed.current[key] !== undefined) item.current = observed.current[key];
+    items.push(item);
+  }
+  for (const key of observed.pendingDelete) {
+    const item: PendingItem = { key, delete: true };
+    if (observed.current[key] !== undefined) item.current = observed.current[key];
+    items.push(item);
+  }
+  return items.sort((a, b) => a.key.localeCompare(b.key));
+}
+
+/** Keys where the cluster differs from what a spec asks for (used for drift against base). */
+export function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Record<string, string>): DriftItem[] {
+  const desired = desiredConfig(spec, ownerTag);
+  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
+  const drift: DriftItem[] = [];
+  for (const key of [...keys].sort()) {
+    const expected = desired[key];
+    const actual = effective[key];
+    if (expected !== undefined && actual !== undefined && sameValue(spec.type, key, expected, actual)) continue;
+    if (expected === undefined && actual === undefined) continue;
+    const item: DriftItem = { key };
+    if (expected !== undefined) item.expected = expected;
+    if (actual !== undefined) item.actual = actual;
+    drift.push(item);
+  }
+  return drift;
+}
+
+function addChange(plan: GuestPlan, change: KeyChange): void {
+  plan.changes.push(change);
+  plan.impact = maxImpact(plan.impact, change.impact);
+}
+
+function bump(plan: GuestPlan, severity: Severity): void {
+  plan.severity = maxSeverity(plan.severity, severity);
+}
+
+function severityOfImpact(impact: Impact): Severity {
+  if (impact === 'data-loss') return 'data-loss';
+  if (impact === 'needs-stop') return 'service-impact';
+  return 'configuration';
+}
+
+function planCreate(draft: Draft, spec: GuestSpec): GuestPlan {
+  const plan = draft.plan;
+  const desired = desiredConfig(spec, plan.target.ownerTag);
+  plan.action = 'create';
+  plan.node = spec.node;
+  for (const key of Object.keys(desired).sort()) addChange(plan, { key, to: desired[key], impact: 'live' });
+  plan.operations.push({ op: 'create', node: spec.node, params: { ...desired, ...(spec.createOptions ?? {}) } });
+  if (spec.power === 'running') {
+    plan.operations.push({ op: 'start' });
+    bump(plan, 'service-impact');
+  }
+  bump(plan, 'configuration');
+  return plan;
+}
+
+function planDestroy(draft: Draft, observed: ObservedGuest, why: string): GuestPlan {
+  const plan = draft.plan;
+  const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
+  if (effective.protection === '1' || observed.current.protection === '1') {
+    return fail(
+      draft,
+      `protection blocks destroy (${why}): protection is never lifted implicitly; apply \`protection: 0\` in a change of its own first`,
+    );
+  }
+  plan.action = 'destroy';
+  if (observed.status === 'running') plan.operations.push({ op: 'stop' });
+  plan.operations.push({ op: 'destroy' });
+  plan.impact = 'data-loss';
+  bump(plan, 'data-loss');
+  plan.warnings.push(`destroys the guest and its disks (${why})`);
+  return plan;
+}
+
+/** The config write, resizes and moves that turn `effective` into `desired`. */
+function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): GuestPlan {
+  const plan = draft.plan;
+  const type = spec.type;
+  const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
+  const desired = desiredConfig(spec, plan.target.ownerTag);
+  const ctx: ImpactContext = {
+    type,
+    running: observed.status === 'running',
+    hotplug: hotplugFeatures(effective.hotplug),
+  };
+  const config: Extract<Operation, { op: 'config' }> = { op: 'config', set: {}, delete: [], from: {} };
+  const resizes: Operation[] = [];
+  const moves: Operation[] = [];
+  const protectedGuest = effective.protection === '1';
+
+  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
+  for (const key of [...keys].sort()) {
+    const want = desired[key];
+    const have = effective[key];
+    if (want !== undefined && have !== undefined && sameValue(type, key, want, have)) continue;
+    if (want === undefined && have === undefined) continue;
+
+    if (want === undefined && have !== undefined) {
+      // Removed from the spec: `delete`, never an empty value. A dropped disk is detached
+      // (it becomes unusedN), never destroyed.
+      if (isDiskKey(type, key)) {
+        if (protectedGuest) {
+          fail(draft, `cannot detach ${key}: protection is enabled on the guest and is never lifted implicitly`);
+          return plan;
+        }
+        plan.warnings.push(`${key} is detached and kept as an unused volume; its data is not destroyed`);
+        bump(plan, 'service-impact');
+      }
+      config.delete.push(key);
+      config.from[key] = have;
+      const change: KeyChange = { key, from: have, impact: keyImpact(ctx, key, have, undefined) };
+      addChange(plan, change);
+      continue;
+    }
+
+    if (want !== undefined && have !== undefined && isDiskKey(type, key)) {
+      const d = parseDisk(type, key, want);
+      const a = parseDisk(type, key, have);
+      const diff = diffDisk(d, a);
+      const isMedia = d.head !== undefined || d.cloudinit || d.options.get('media') === 'cdrom';
+      if (diff.mediumChanged && !isMedia) {
+        fail(draft, `${key} names a different volume than the guest has (${have}): replacing a disk is not supported; detach it and attach a new key`);
+        return plan;
+      }
+      if (diff.shrink !== undefined) {
+        fail(
+          draft,
+          `refusing to shrink ${key} from ${a.sizeBytes === undefined ? '?' : formatSize(a.sizeBytes)} to ${formatSize(diff.shrink)}: Proxmox cannot shrink disks and data would be lost`,
+        );
+        return plan;
+      }
+      let impact: Impact | undefined;
+      if (diff.mediumChanged || diff.optionsChanged) {
+        const value = diff.mediumChanged ? want : formatDiskUpdate(type, key, d, have);
+        config.set[key] = value;
+        config.from[key] = have;
+        impact = keyImpact(ctx, key, have, value);
+      }
+      if (diff.grow !== undefined) {
+        const from = a.sizeBytes === undefined ? '' : formatSize(a.sizeBytes);
+        resizes.push({ op: 'resize', disk: key, size: formatSize(diff.grow), from });
+        impact = maxImpact(impact, 'live');
+      }
+      if (diff.storageChanged && d.storage !== undefined) {
+        moves.push({ op: 'move-disk', disk: key, storage: d.storage, from: a.storage ?? '' });
+        impact = maxImpact(impact, 'live');
+      }
+      addChange(plan, { key, from: have, to: want, impact: impact ?? 'live' });
+      continue;
+    }
+
+    if (want !== undefined) {
+      // A NIC keeps its MAC: the new value carries the one Proxmox assigned.
+      const value = have !== undefined && isNicKey(key) ? formatNicUpdate(type, key, want, have) : want;
+      config.set[key] = value;
+      if (have !== undefined) config.from[key] = have;
+      const change: KeyChange = { key, to: want, impact: keyImpact(ctx, key, have, value) };
+      if (have !== undefined) change.from = have;
+      addChange(plan, change);
+    }
+  }
+
+  if (Object.keys(config.set).length > 0 || config.delete.length > 0) plan.operations.push(config);
+  plan.operations.push(...resizes, ...moves);
+
+  const power = powerOperation(spec, observed.status);
+  if (power) {
+    plan.operations.push(power);
+    plan.impact = maxImpact(plan.impact, power.op === 'start' ? 'live' : 'needs-stop');
+    bump(plan, 'service-impact');
+  }
+  for (const change of plan.changes) bump(plan, severityOfImpact(change.impact));
+  plan.action = plan.operations.length > 0 ? 'update' : 'noop';
+  if (plan.action === 'noop') {
+    delete plan.impact;
+    plan.severity = 'read-only';
+  }
+  return plan;
+}
+
+function powerOperation(spec: GuestSpec, status: string): Operation | undefined {
+  if (spec.power === 'running' && status !== 'running') return { op: 'start' };
+  if (spec.power === 'stopped' && status === 'running') return { op: 'shutdown' };
+  return undefined;
+}
+
+/**
+ * Plans one guest (DESIGN §2–§3): create, update, destroy, no-op, orphan or error. Pure.
+ * A guest is found where it lives (`listed.node`), never moved back to its spec's node.
+ */
+export function planGuest(input: GuestPlanInput): GuestPlan {
+  const { spec, listed, observed } = input;
+  const type: GuestType = spec?.type ?? observed?.type ?? listed?.type ?? 'qemu';
+  const name = spec?.name ?? observedName(observed, listed) ?? input.baseSpec?.name ?? `${input.vmid}`;
+  const node = listed?.node ?? observed?.node ?? spec?.node ?? '';
+  const draft: Draft = { plan: emptyPlan(input, type, name, node) };
+  const plan = draft.plan;
+  const exists = listed !== undefined || observed !== undefined;
+
+  if (observed) plan.pending = pendingItems(observed);
+  const liveTags = observed?.current.tags ?? listed?.tags;
+  const owned = hasOwnerTag(liveTags, input.ownerTag);
+  const lock = observed?.current.lock ?? listed?.lock;
+
+  if (exists && !observed) {
+    return fail(draft, `guest ${input.vmid} is listed on ${node} but was not read; re-run the plan`);
+  }
+  if (lock && exists) plan.warnings.push(`locked (${lock}) at plan time; apply waits for the lock to clear and never clears it`);
+
+  if (observed && input.baseSpec && owned) {
+    const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
+    plan.drift = driftAgainst(input.baseSpec, input.ownerTag, effective);
+  }
+
+  // No spec at head: the guest is an orphan, or its spec was removed.
+  if (!spec) {
+    if (!exists) return plan;
+    if (!owned) {
+      plan.warnings.push(`does not carry the owner tag '${input.ownerTag}': not managed by this repository`);
+      return plan;
+    }
+    if (input.prune && observed) return planDestroy(draft, observed, 'no spec and the cluster has prune: true');
+    plan.action = 'orphan';
+    plan.warnings.push(
+      `carries the owner tag '${input.ownerTag}' but has no spec: reported only (set prune: true on the cluster to destroy orphans)`,
+    );
+    return plan;
+  }
+
+  if (spec.state === 'absent') {
+    if (!exists) return plan;
+    if (!owned) return fail(draft, `state: absent, but guest ${input.vmid} does not carry the owner tag '${input.ownerTag}': refusing to destroy a guest this repository does not own`);
+    return planDestroy(draft, observed!, 'state: absent');
+  }
+
+  if (!exists) {
+    if (input.baseSpec) {
+      plan.drift.push({ key: '(guest)', expected: 'present' });
+      plan.warnings.push('was in the base branch but is missing from the cluster: deleted outside git? it will be created again');
+    }
+    return planCreate(draft, spec);
+  }
+
+  const live = observed!;
+  if (live.type !== spec.type) {
+    return fail(draft, `VMID ${input.vmid} is taken by a ${live.type === 'qemu' ? 'VM' : 'container'} on ${node}; the spec describes a ${spec.kind}`);
+  }
+  const liveName = observedName(live, listed);
+  if (!owned) {
+    if (!spec.adopt) {
+      return fail(
+        draft,
+        `collision: VMID ${input.vmid} already exists on ${node} (${liveName ?? 'unnamed'}) without the owner tag '${input.ownerTag}'; choose another vmid, or set adopt: true to take it over`,
+      );
+    }
+    if (liveName !== undefined && liveName !== spec.name) {
+      return fail(draft, `adopt: guest ${input.vmid} is named '${liveName}', the spec says '${spec.name}'; adoption needs the same VMID and name`);
+    }
+    plan.adopt = true;
+    plan.warnings.push(`adopts the existing guest: the owner tag '${input.ownerTag}' is added`);
+  } else if (spec.vmidDerived && liveName !== undefined && liveName !== spec.name) {
+    return fail(
+      draft,
+      `derived VMID ${input.vmid} belongs to owned guest '${liveName}', not '${spec.name}'; pin a free vmid in the spec`,
+    );
+  }
+  if (listed && listed.node !== spec.node) {
+    plan.warnings.push(`lives on ${listed.node} (the spec's node ${spec.node} is used only at creation); not moved`);
+  }
+  return planUpdate(draft, spec, live);
+}

@@ -1,0 +1,200 @@
+import type { ClusterSpec, GuestPlan, ObservedState, Plan, PlanSummary, SpecSet } from '../model.js';
+import { hasOwnerTag } from './desired-config.js';
+import { severityRank } from './impact.js';
+import { planGuest } from './plan-guest.js';
+
+/**
+ * Which guests a plan covers. A pull request plans what it adds, changes or removes — every guest
+ * of a cluster whose Cluster document changed — so cost grows with the change, not the estate.
+ * Without a base (a CLI run, a drift report) everything is in scope, orphans included.
+ */
+export interface PlanScope {
+  /** `cluster/vmid` keys of guests in scope. */
+  guests: Set<string>;
+  /** Clusters planned in full (listing orphans too). */
+  fullClusters: Set<string>;
+  /** Clusters touched at all. */
+  clusters: Set<string>;
+}
+
+export function guestKey(cluster: string, vmid: number): string {
+  return `${cluster}/${vmid}`;
+}
+
+/** JSON with sorted keys and without source positions, for "did it change" comparisons. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([k, v]) => v !== undefined && k !== 'source' && k !== 'keySources')
+      .sort(([a], [b]) => a.localeCompare(b));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The scope of a plan of `head` against `base` (undefined: everything). */
+export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
+  const scope: PlanScope = { guests: new Set(), fullClusters: new Set(), clusters: new Set() };
+  if (!base) {
+    for (const c of head.clusters) {
+      scope.fullClusters.add(c.name);
+      scope.clusters.add(c.name);
+    }
+    for (const g of head.guests) {
+      scope.guests.add(guestKey(g.cluster, g.vmid));
+      scope.clusters.add(g.cluster);
+    }
+    return scope;
+  }
+  const baseClusters = new Map(base.clusters.map((c) => [c.name, stableJson(c)]));
+  const headClusters = new Map(head.clusters.map((c) => [c.name, stableJson(c)]));
+  const changedClusters = new Set<string>();
+  for (const [name, json] of headClusters) if (baseClusters.get(name) !== json) changedClusters.add(name);
+  for (const name of baseClusters.keys()) if (!headClusters.has(name)) changedClusters.add(name);
+
+  const baseGuests = new Map(base.guests.map((g) => [guestKey(g.cluster, g.vmid), stableJson(g)]));
+  const headGuests = new Map(head.guests.map((g) => [guestKey(g.cluster, g.vmid), stableJson(g)]));
+  const add = (key: string, cluster: string): void => {
+    scope.guests.add(key);
+    scope.clusters.add(cluster);
+  };
+  for (const g of head.guests) {
+    const key = guestKey(g.cluster, g.vmid);
+    if (changedClusters.has(g.cluster) || baseGuests.get(key) !== headGuests.get(key)) add(key, g.cluster);
+  }
+  for (const g of base.guests) {
+    const key = guestKey(g.cluster, g.vmid);
+    if (!headGuests.has(key) || changedClusters.has(g.cluster)) add(key, g.cluster);
+  }
+  for (const name of changedClusters) {
+    scope.clusters.add(name);
+    if (headClusters.has(name)) scope.fullClusters.add(name);
+  }
+  return scope;
+}
+
+/** Inputs of a whole plan. */
+export interface PlanInput {
+  head: SpecSet;
+  /** The base branch's specs: drives scope, drift and removed guests. */
+  base?: SpecSet;
+  observed: ObservedState;
+  /** Override the computed scope (e.g. the drift report plans everything against base = head). */
+  scope?: PlanScope;
+  ref?: string;
+  now?: Date;
+}
+
+function summarise(guests: GuestPlan[]): PlanSummary {
+  const summary: PlanSummary = { create: 0, update: 0, destroy: 0, noop: 0, orphan: 0, error: 0, drifted: 0, pending: 0 };
+  for (const g of guests) {
+    summary[g.action] += 1;
+    if (g.drift.length > 0) summary.drifted += 1;
+    if (g.pending.length > 0 || g.changes.some((c) => c.impact === 'pending-restart')) summary.pending += 1;
+  }
+  return summary;
+}
+
+/** Orders guests most severe first, then by cluster and name, for stable output. */
+export function sortGuestPlans(guests: GuestPlan[]): GuestPlan[] {
+  const actionRank = (g: GuestPlan): number => (g.action === 'error' ? 0 : 1);
+  return guests.sort(
+    (a, b) =>
+      actionRank(a) - actionRank(b) ||
+      severityRank(b.severity) - severityRank(a.severity) ||
+      a.cluster.localeCompare(b.cluster) ||
+      a.name.localeCompare(b.name) ||
+      a.vmid - b.vmid,
+  );
+}
+
+/**
+ * Plans `head` against the observed clusters (DESIGN §3). Pure: all reading happened before.
+ * An empty listing where the base says guests exist is an error, never "create everything".
+ */
+export function planSpecs(input: PlanInput): Plan {
+  const { head, base, observed } = input;
+  const scope = input.scope ?? planScope(head, base);
+  const plan: Plan = {
+    version: 1,
+    createdAt: (input.now ?? new Date()).toISOString(),
+    clusters: [...scope.clusters].sort(),
+    guests: [],
+    errors: [],
+    warnings: [],
+    summary: summarise([]),
+  };
+  if (input.ref !== undefined) plan.ref = input.ref;
+
+  const clusterSpecs = new Map<string, ClusterSpec>();
+  for (const c of base?.clusters ?? []) clusterSpecs.set(c.name, c);
+  for (const c of head.clusters) clusterSpecs.set(c.name, c);
+
+  for (const clusterName of plan.clusters) {
+    const clusterSpec = clusterSpecs.get(clusterName);
+    if (!clusterSpec) {
+      plan.errors.push({ cluster: clusterName, message: `no Cluster document named '${clusterName}'` });
+      continue;
+    }
+    const seen = observed.clusters[clusterName];
+    if (!seen) {
+      plan.errors.push({ cluster: clusterName, message: `cluster '${clusterName}' was not read (no connection configured, or it failed)` });
+      continue;
+    }
+    const headGuests = head.guests.filter((g) => g.cluster === clusterName);
+    const baseGuests = (base?.guests ?? []).filter((g) => g.cluster === clusterName);
+    const expected = baseGuests.filter((g) => g.state === 'present');
+    if (seen.listing.length === 0 && expected.length > 0) {
+      plan.errors.push({
+        cluster: clusterName,
+        message: `the cluster listing is empty, but the base branch has ${expected.length} guest(s) there: missing privileges (VM.Audit) look like missing data; refusing to plan creates`,
+      });
+      continue;
+    }
+    if (seen.listing.length === 0 && headGuests.length > 0) {
+      plan.warnings.push({
+        cluster: clusterName,
+        message: 'the cluster listing is empty: every guest would be created; if this cluster is not new, check that the token has VM.Audit on /vms',
+      });
+    }
+
+    const listed = new Map(seen.listing.map((l) => [l.vmid, l]));
+    const headByVmid = new Map(headGuests.map((g) => [g.vmid, g]));
+    const baseByVmid = new Map(baseGuests.map((g) => [g.vmid, g]));
+    const vmids = new Set<number>();
+    for (const g of headGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
+    for (const g of baseGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
+    if (scope.fullClusters.has(clusterName)) {
+      for (const l of seen.listing) if (hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
+    }
+
+    for (const vmid of [...vmids].sort((a, b) => a - b)) {
+      const guestPlan = planGuest({
+        cluster: clusterName,
+        vmid,
+        spec: headByVmid.get(vmid),
+        baseSpec: baseByVmid.get(vmid),
+        ownerTag: clusterSpec.ownerTag,
+        prune: clusterSpec.prune,
+        listed: listed.get(vmid),
+        observed: seen.guests[vmid],
+      });
+      plan.guests.push(guestPlan);
+    }
+  }
+  sortGuestPlans(plan.guests);
+  plan.summary = summarise(plan.guests);
+  return plan;
+}
+
+/** True when the plan would change something. */
+export function planHasChanges(plan: Plan): boolean {
+  const s = plan.summary;
+  return s.create + s.update + s.destroy > 0;
+}
+
+/** True when the plan has errors (plan-level or per guest). */
+export function planHasErrors(plan: Plan): boolean {
+  return plan.errors.length > 0 || plan.summary.error > 0;
+}

@@ -1,0 +1,281 @@
+import { configOption, defaultSubKey, subOptions, type OptionSchema } from '../config-options.js';
+import type { GuestType } from '../model.js';
+import { normaliseTags, parsePropertyString, type PropertyString } from '../property-string.js';
+
+/**
+ * Values are compared as Proxmox stores them (DESIGN §2): tags normalised, booleans 0/1, numbers
+ * numerically, property strings as key=value sets. Disks and NICs have their own parsers because
+ * Proxmox fills in parts of them (volume names, sizes, MACs) that are not drift.
+ */
+
+const DISK_KEY: Record<GuestType, RegExp> = {
+  qemu: /^(scsi|virtio|sata|ide)\d+$|^efidisk0$|^tpmstate0$/,
+  lxc: /^rootfs$|^mp\d+$/,
+};
+
+/** True for keys holding a disk or mount point. */
+export function isDiskKey(type: GuestType, key: string): boolean {
+  return DISK_KEY[type].test(key);
+}
+
+/** True for keys holding a network device. */
+export function isNicKey(key: string): boolean {
+  return /^net\d+$/.test(key);
+}
+
+const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
+const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
+
+function normaliseBoolean(value: string): string {
+  const lower = value.toLowerCase();
+  if (TRUE_WORDS.has(lower)) return '1';
+  if (FALSE_WORDS.has(lower)) return '0';
+  return value;
+}
+
+function normaliseScalar(schema: OptionSchema | undefined, value: string): string {
+  switch (schema?.type) {
+    case 'boolean':
+      return normaliseBoolean(value);
+    case 'integer':
+    case 'number': {
+      const n = Number(value);
+      return Number.isFinite(n) && value.trim() !== '' ? String(n) : value;
+    }
+    default:
+      return value;
+  }
+}
+
+/** A property string as a map: the key-less head is stored under the schema's default key. */
+export function propertyMap(schema: OptionSchema | undefined, value: string): Map<string, string> {
+  const subs = subOptions(schema) ?? {};
+  const ps = parsePropertyString(value);
+  const map = new Map<string, string>();
+  const head = defaultSubKey(schema);
+  if (ps.head !== undefined) map.set(head ?? '', normaliseScalar(subs[head ?? ''], ps.head));
+  for (const [k, v] of ps.pairs) map.set(k, normaliseScalar(subs[k], v));
+  return map;
+}
+
+function mapsEqual(a: Map<string, string>, b: Map<string, string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
+
+/** Size strings (`32G`, `512M`, `1T`, bare numbers = bytes) to bytes. */
+export function sizeToBytes(size: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*([KMGT]?)B?$/i.exec(size.trim());
+  if (!m) return undefined;
+  const unit = (m[2] ?? '').toUpperCase();
+  const exp = unit === '' ? 0 : 'KMGT'.indexOf(unit) + 1;
+  return Math.round(Number(m[1]) * 1024 ** exp);
+}
+
+/** Bytes as Proxmox writes sizes (`32G`, `512M`): the largest unit that divides evenly. */
+export function formatSize(bytes: number): string {
+  const units = ['T', 'G', 'M', 'K'];
+  for (let i = 0; i < units.length; i++) {
+    const factor = 1024 ** (4 - i);
+    if (bytes % factor === 0 && bytes >= factor) return `${bytes / factor}${units[i]}`;
+  }
+  return String(bytes);
+}
+
+/** A disk or mount point value, split into what Proxmox manages and what the spec owns. */
+export interface DiskValue {
+  /** Storage ID (`local-lvm`), when the head names one. */
+  storage?: string;
+  /** Volume within the storage (`vm-100-disk-0`, `iso/x.iso`), when the head names one. */
+  volume?: string;
+  /** `STORAGE:SIZE` allocation syntax: a new volume of this many GiB. */
+  allocateGiB?: number;
+  /** `STORAGE:cloudinit`: a cloud-init drive to allocate. */
+  cloudinit: boolean;
+  /** `none` (an empty CD-ROM drive) or a path without storage. */
+  head?: string;
+  /** Size in bytes: the `size=` option, or the allocation. */
+  sizeBytes?: number;
+  /** Every option other than the head and `size`. */
+  options: Map<string, string>;
+}
+
+/** Parses a disk value: `local-lvm:32,ssd=1`, `local-lvm:vm-100-disk-0,size=32G`, `none,media=cdrom`. */
+export function parseDisk(type: GuestType, key: string, value: string): DiskValue {
+  const schema = configOption(type, key);
+  const map = propertyMap(schema, value);
+  const headKey = defaultSubKey(schema) ?? '';
+  const head = map.get(headKey);
+  map.delete(headKey);
+  const sizeOption = map.get('size');
+  map.delete('size');
+  const disk: DiskValue = { cloudinit: false, options: map };
+  if (head !== undefined) {
+    const colon = head.indexOf(':');
+    if (colon > 0 && !head.startsWith('/')) {
+      disk.storage = head.slice(0, colon);
+      const rest = head.slice(colon + 1);
+      if (/^\d+(\.\d+)?$/.test(rest)) disk.allocateGiB = Number(rest);
+      else if (rest === 'cloudinit') disk.cloudinit = true;
+      else disk.volume = rest;
+    } else {
+      disk.head = head;
+    }
+  }
+  if (sizeOption !== undefined) disk.sizeBytes = sizeToBytes(sizeOption);
+  else if (disk.allocateGiB !== undefined) disk.sizeBytes = Math.round(disk.allocateGiB * 1024 ** 3);
+  return disk;
+}
+
+/** Options Proxmox adds to a disk on its own, which are not drift when the spec leaves them out. */
+function serverFilledDiskOption(desired: DiskValue, option: string): boolean {
+  // A cloud-init drive is always stored as a CD-ROM.
+  return desired.cloudinit && option === 'media';
+}
+
+/** Differences between a desired and an actual disk, each handled by its own operation. */
+export interface DiskDiff {
+  storageChanged: boolean;
+  /** Desired size when larger than actual (bytes). */
+  grow?: number;
+  /** Desired size when smaller than actual (bytes): never carried out. */
+  shrink?: number;
+  /** Options (other than size and the volume) differ: written through the config. */
+  optionsChanged: boolean;
+  /** The desired value names a different volume or medium: a replacement, not an edit. */
+  mediumChanged: boolean;
+}
+
+/** Compares a desired disk with the one on the guest. */
+export function diffDisk(desired: DiskValue, actual: DiskValue): DiskDiff {
+  const storageChanged =
+    desired.storage !== undefined && actual.storage !== undefined && desired.storage !== actual.storage && !desired.volume;
+  const mediumChanged =
+    (desired.volume !== undefined && (desired.volume !== actual.volume || desired.storage !== actual.storage)) ||
+    (desired.head !== undefined && desired.head !== actual.head) ||
+    (desired.head === undefined && actual.head !== undefined) ||
+    (desired.cloudinit && !(actual.volume ?? '').endsWith('cloudinit'));
+  let optionsChanged = false;
+  for (const [k, v] of desired.options) if (actual.options.get(k) !== v) optionsChanged = true;
+  for (const k of actual.options.keys()) {
+    if (!desired.options.has(k) && !serverFilledDiskOption(desired, k)) optionsChanged = true;
+  }
+  const diff: DiskDiff = { storageChanged, optionsChanged, mediumChanged };
+  // Sizes matter only for real volumes: CD-ROMs and cloud-init drives have server-chosen sizes.
+  const sized = !desired.cloudinit && desired.head === undefined && !mediumChanged;
+  if (sized && desired.sizeBytes !== undefined && actual.sizeBytes !== undefined) {
+    if (desired.sizeBytes > actual.sizeBytes) diff.grow = desired.sizeBytes;
+    if (desired.sizeBytes < actual.sizeBytes) diff.shrink = desired.sizeBytes;
+  }
+  return diff;
+}
+
+/** Writes a disk back as a property string: the actual volume, the desired options, the size. */
+export function formatDiskUpdate(type: GuestType, key: string, desired: DiskValue, actualRaw: string): string {
+  const schema = configOption(type, key);
+  const actualMap = propertyMap(schema, actualRaw);
+  const headKey = defaultSubKey(schema) ?? '';
+  const parts: string[] = [];
+  const head = actualMap.get(headKey);
+  if (head !== undefined) parts.push(head);
+  for (const [k, v] of desired.options) parts.push(`${k}=${v}`);
+  const size = actualMap.get('size');
+  if (size !== undefined) parts.push(`size=${size}`);
+  return parts.join(',');
+}
+
+const NIC_MAC_KEYS = new Set(['macaddr', 'hwaddr']);
+
+/** A NIC as a map of its settings with the model and MAC made explicit (`virtio=AA:..` → both). */
+export function parseNic(type: GuestType, key: string, value: string): { mac?: string; settings: Map<string, string> } {
+  const schema = configOption(type, key);
+  const subs = subOptions(schema) ?? {};
+  const ps: PropertyString = parsePropertyString(value);
+  const settings = new Map<string, string>();
+  let mac: string | undefined;
+  const take = (k: string, v: string): void => {
+    const sub = subs[k];
+    if (sub?.keyAlias === 'model') {
+      // `virtio=BC:24:11:…` is shorthand for `model=virtio,macaddr=BC:24:11:…`.
+      settings.set('model', k);
+      if (v !== '') mac = v.toUpperCase();
+      return;
+    }
+    if (NIC_MAC_KEYS.has(k)) {
+      mac = v.toUpperCase();
+      return;
+    }
+    settings.set(k, normaliseScalar(sub, v));
+  };
+  if (ps.head !== undefined) {
+    const headKey = defaultSubKey(schema);
+    if (headKey && subs[ps.head]?.keyAlias !== 'model') settings.set(headKey, ps.head);
+    else take(ps.head, '');
+  }
+  for (const [k, v] of ps.pairs) take(k, v);
+  return { mac, settings };
+}
+
+/** True when a desired NIC matches the actual one; a MAC the spec leaves out is Proxmox's to choose. */
+export function sameNic(type: GuestType, key: string, desired: string, actual: string): boolean {
+  const d = parseNic(type, key, desired);
+  const a = parseNic(type, key, actual);
+  if (d.mac !== undefined && d.mac !== a.mac) return false;
+  return mapsEqual(d.settings, a.settings);
+}
+
+/** The NIC value to write for a change: the desired settings with the existing MAC kept. */
+export function formatNicUpdate(type: GuestType, key: string, desired: string, actual: string): string {
+  const d = parseNic(type, key, desired);
+  const a = parseNic(type, key, actual);
+  const mac = d.mac ?? a.mac;
+  const parts: string[] = [];
+  const settings = new Map(d.settings);
+  if (type === 'qemu') {
+    const model = settings.get('model');
+    settings.delete('model');
+    if (model !== undefined) parts.push(mac ? `${model}=${mac}` : model);
+  } else {
+    const name = settings.get('name');
+    settings.delete('name');
+    if (name !== undefined) parts.push(`name=${name}`);
+    if (mac) settings.set('hwaddr', mac);
+  }
+  for (const [k, v] of settings) parts.push(`${k}=${v}`);
+  if (type === 'qemu' && d.settings.get('model') === undefined && mac) parts.push(`macaddr=${mac}`);
+  return parts.join(',');
+}
+
+/** Keys whose stored value is a secret Proxmox masks on read (`**********`): write-only. */
+const MASKED = new Set(['cipassword']);
+
+function decodeSshKeys(value: string): string {
+  let decoded = value;
+  try {
+    decoded = decodeURIComponent(value);
+  } catch {
+    // Not URL-encoded: compare as written.
+  }
+  return decoded.replace(/\r\n/g, '\n').trim();
+}
+
+/**
+ * True when the desired value for `key` is what the guest has. Both sides are wire strings;
+ * `actual` comes from the cluster.
+ */
+export function sameValue(type: GuestType, key: string, desired: string, actual: string): boolean {
+  if (desired === actual) return true;
+  if (key === 'tags') return normaliseTags(desired) === normaliseTags(actual);
+  if (MASKED.has(key)) return true;
+  if (key === 'sshkeys') return decodeSshKeys(desired) === decodeSshKeys(actual);
+  if (key === 'description') return desired.trimEnd() === actual.trimEnd();
+  if (isNicKey(key)) return sameNic(type, key, desired, actual);
+  if (isDiskKey(type, key)) {
+    const diff = diffDisk(parseDisk(type, key, desired), parseDisk(type, key, actual));
+    return !diff.storageChanged && !diff.optionsChanged && !diff.mediumChanged && !diff.grow && !diff.shrink;
+  }
+  const schema = configOption(type, key);
+  if (subOptions(schema)) return mapsEqual(propertyMap(schema, desired), propertyMap(schema, actual));
+  return normaliseScalar(schema, desired) === normaliseScalar(schema, actual);
+}
