@@ -1,0 +1,74 @@
+/**
+ * What an apply did, guest by guest. The executor produces it; the renderers turn it into the
+ * sticky "apply" comment, the `pve-gitops/apply` check run and CLI output. Pure data, no I/O.
+ */
+
+/** Outcome of one guest's apply job. */
+export type ApplyStatus = 'applied' | 'unchanged' | 'conflict' | 'failed' | 'skipped';
+
+/** One step the executor carried out (or tried), in order. */
+export interface ApplyStep {
+  /** The operation, e.g. `config`, `resize`, `start`, `destroy`, `wait-lock`. */
+  op: string;
+  /** Human-readable detail: keys written, the disk resized, why a step was skipped. */
+  detail?: string;
+  /** Proxmox task id when the step ran as a task, so an operator can find its log. */
+  upid?: string;
+  /** Wall time of the step in milliseconds. */
+  ms?: number;
+}
+
+/** A before/after pair of one key: `from` undefined means unset, `to` undefined means deleted. */
+export interface ApplyValueChange {
+  from?: string;
+  to?: string;
+}
+
+/**
+ * An owned value that moved between review and apply. `reviewed` is the change the PR showed,
+ * `now` the change recomputed from the fresh read; either is absent when that side had no change
+ * for the key.
+ */
+export interface ApplyConflict {
+  key: string;
+  reviewed?: ApplyValueChange;
+  now?: ApplyValueChange;
+}
+
+/** The result for one guest. */
+export interface GuestApplyResult {
+  cluster: string;
+  name: string;
+  vmid: number;
+  node: string;
+  status: ApplyStatus;
+  steps: ApplyStep[];
+  /** Set when `status` is `conflict`: what moved after review. Nothing was written. */
+  conflict?: ApplyConflict[];
+  /** Set when `status` is `failed` (or `skipped` for a reason worth showing). */
+  error?: string;
+}
+
+/** The result of applying one stored plan. Versioned like the plan, so it can be stored. */
+export interface ApplyResult {
+  version: 1;
+  /** ISO timestamps. */
+  startedAt: string;
+  finishedAt: string;
+  /** Free-form label of what was applied (the merged head SHA), when known. */
+  ref?: string;
+  guests: GuestApplyResult[];
+}
+
+/** How many guests ended in each status. */
+export type ApplyCounts = Record<ApplyStatus, number>;
+
+/** Every status in the order reports list them. */
+export const APPLY_STATUSES: readonly ApplyStatus[] = ['applied', 'unchanged', 'conflict', 'failed', 'skipped'];
+
+/** Counts guests per status, e.g. to decide a check run's conclusion. */
+export function countApplyResult(guests: readonly GuestApplyResult[]): ApplyCounts {
+  const counts: ApplyCounts = { applied: 0, unchanged: 0, conflict: 0, failed: 0, skipped: 0 };
+  for (const guest of guests) counts[guest.status] += 1;
+  return counts;
+}

@@ -1,0 +1,146 @@
+/**
+ * The stored plan, as zod: a plan is written as JSON after review and read back before apply, so
+ * what is read must be exactly what `model.ts` describes. Objects are strict because a plan is
+ * applied as reviewed: a field this build does not understand must not be silently dropped.
+ * Records come out with sorted keys so the same plan always serialises to the same text.
+ */
+import { z } from 'zod';
+import type { Plan } from '../model.js';
+
+/** The plan format version this build reads and writes. */
+export const PLAN_VERSION = 1;
+
+/** Sorting record keys makes the JSON independent of the order a planner happened to insert them; the generic keeps values typed (strings, source refs). */
+function sortKeys<T>(record: Record<string, T>): Record<string, T> {
+  const sorted: Record<string, T> = {};
+  for (const key of Object.keys(record).sort()) sorted[key] = record[key] as T;
+  return sorted;
+}
+
+const StringRecordSchema = z.record(z.string(), z.string()).transform(sortKeys);
+
+export const SourceRefSchema = z.strictObject({
+  file: z.string(),
+  line: z.number().int().nonnegative(),
+  col: z.number().int().nonnegative(),
+});
+
+export const GuestTypeSchema = z.enum(['qemu', 'lxc']);
+export const ImpactSchema = z.enum(['live', 'pending-restart', 'needs-stop', 'data-loss']);
+export const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss']);
+export const GuestActionSchema = z.enum(['create', 'update', 'destroy', 'noop', 'orphan', 'error']);
+
+export const KeyChangeSchema = z.strictObject({
+  key: z.string().min(1),
+  from: z.string().optional(),
+  to: z.string().optional(),
+  impact: ImpactSchema,
+});
+
+export const OperationSchema = z.discriminatedUnion('op', [
+  z.strictObject({ op: z.literal('create'), node: z.string().min(1), params: StringRecordSchema }),
+  z.strictObject({
+    op: z.literal('config'),
+    set: StringRecordSchema,
+    delete: z.array(z.string()),
+    from: StringRecordSchema,
+  }),
+  z.strictObject({ op: z.literal('resize'), disk: z.string().min(1), size: z.string().min(1), from: z.string() }),
+  z.strictObject({ op: z.literal('move-disk'), disk: z.string().min(1), storage: z.string().min(1), from: z.string() }),
+  z.strictObject({ op: z.literal('start') }),
+  z.strictObject({ op: z.literal('shutdown') }),
+  z.strictObject({ op: z.literal('stop') }),
+  z.strictObject({ op: z.literal('destroy') }),
+]);
+
+export const GuestSpecSchema = z.strictObject({
+  kind: z.enum(['VM', 'Container']),
+  type: GuestTypeSchema,
+  name: z.string().min(1),
+  cluster: z.string().min(1),
+  node: z.string(),
+  vmid: z.number().int().positive(),
+  vmidDerived: z.boolean(),
+  power: z.enum(['running', 'stopped', 'ignore']),
+  state: z.enum(['present', 'absent']),
+  adopt: z.boolean(),
+  ignore: z.array(z.string()),
+  config: StringRecordSchema,
+  createOptions: StringRecordSchema.optional(),
+  source: SourceRefSchema,
+  keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
+});
+
+export const DriftItemSchema = z.strictObject({
+  key: z.string().min(1),
+  expected: z.string().optional(),
+  actual: z.string().optional(),
+});
+
+export const PendingItemSchema = z.strictObject({
+  key: z.string().min(1),
+  current: z.string().optional(),
+  pending: z.string().optional(),
+  delete: z.boolean().optional(),
+});
+
+export const GuestPlanSchema = z.strictObject({
+  cluster: z.string().min(1),
+  name: z.string().min(1),
+  vmid: z.number().int().positive(),
+  vmidDerived: z.boolean(),
+  type: GuestTypeSchema,
+  node: z.string(),
+  action: GuestActionSchema,
+  digest: z.string().optional(),
+  adopt: z.boolean().optional(),
+  changes: z.array(KeyChangeSchema),
+  operations: z.array(OperationSchema),
+  drift: z.array(DriftItemSchema),
+  pending: z.array(PendingItemSchema),
+  errors: z.array(z.string()),
+  warnings: z.array(z.string()),
+  impact: ImpactSchema.optional(),
+  severity: SeveritySchema,
+  source: SourceRefSchema.optional(),
+  target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
+});
+
+const count = z.number().int().nonnegative();
+
+export const PlanSummarySchema = z.strictObject({
+  create: count,
+  update: count,
+  destroy: count,
+  noop: count,
+  orphan: count,
+  error: count,
+  drifted: count,
+  pending: count,
+});
+
+/** A plan-level error or warning: not tied to one guest. */
+export const PlanNoteSchema = z.strictObject({ cluster: z.string().optional(), message: z.string() });
+
+/** A stored plan. Key order here is the key order of the serialised JSON. */
+export const PlanSchema = z.strictObject({
+  version: z.literal(PLAN_VERSION),
+  createdAt: z.string().min(1),
+  ref: z.string().optional(),
+  clusters: z.array(z.string()),
+  summary: PlanSummarySchema,
+  errors: z.array(PlanNoteSchema),
+  warnings: z.array(PlanNoteSchema),
+  guests: z.array(GuestPlanSchema),
+});
+
+/** The parsed plan; identical to `model.ts`'s `Plan` (checked below at compile time). */
+export type PlanSchema = z.infer<typeof PlanSchema>;
+
+/** True only when A and B are the same type, so a field added to one side fails the build. */
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+/** Re-maps interfaces and zod's inferred objects into one shape so only real differences count. */
+type Normalise<T> = T extends object ? { [K in keyof T]: Normalise<T[K]> } : T;
+type Assert<T extends true> = T;
+/** Compile-time guard: the schema mirrors `Plan` exactly. */
+export type PlanSchemaMirrorsModel = Assert<Equals<Normalise<PlanSchema>, Normalise<Plan>>>;
