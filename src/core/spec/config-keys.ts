@@ -1,0 +1,213 @@
+/**
+ * Which config keys a spec may set, per guest type, from Proxmox's own API schema
+ * (`PUT /nodes/{node}/{qemu|lxc}/{vmid}/config`) plus what the product decides about them.
+ */
+import apiSchema from '../proxmox-api-schema.json' with { type: 'json' };
+import type { GuestType } from '../model.js';
+
+/** The part of a parameter's JSON schema this module reads. */
+export interface OptionSchema {
+  type?: string;
+  format?: string | Record<string, { default_key?: number; alias?: string } | undefined>;
+}
+
+interface EndpointSchema {
+  parameters?: { properties?: Record<string, OptionSchema> };
+}
+
+const endpoints = apiSchema as unknown as Record<string, EndpointSchema | undefined>;
+
+function properties(endpoint: string): Record<string, OptionSchema> {
+  return endpoints[endpoint]?.parameters?.properties ?? {};
+}
+
+/** The config endpoint's parameters for a guest type. */
+export function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
+  return properties(`PUT /nodes/{node}/${type}/{vmid}/config`);
+}
+
+/**
+ * How many of each indexed option exist (`net[n]` → net0…net31). The API schema says `[n]` without
+ * bounds, so these are Proxmox's constants (qemu-server `MAX_NETS`, `MAX_UNUSED_DISKS`, …;
+ * pve-container `MAX_LXC_NETWORKS`, `MAX_MOUNT_POINTS`, `MAX_DEVICES`), which the API docs
+ * repeat in the option descriptions ("n is 0 to 30").
+ */
+export const INDEX_COUNTS: Record<GuestType, Record<string, number>> = {
+  qemu: {
+    hostpci: 16,
+    ide: 4,
+    ipconfig: 32,
+    net: 32,
+    numa: 8,
+    parallel: 3,
+    sata: 6,
+    scsi: 31,
+    serial: 4,
+    unused: 256,
+    usb: 14,
+    virtio: 16,
+    virtiofs: 10,
+  },
+  lxc: { dev: 256, mp: 256, net: 32, unused: 256 },
+};
+
+/**
+ * Options the stored API schema lacks but Proxmox has. `description` was lost when the schema
+ * subset was extracted (its property is literally named like the stripped doc field).
+ */
+const MISSING_FROM_SCHEMA: Record<string, OptionSchema> = { description: { type: 'string' } };
+
+/**
+ * Keys Proxmox manages itself (DESIGN §2 "Owned keys"): a spec never sets them. `smbios1` and
+ * `vmgenid` are not here: Proxmox fills them in at creation, but a spec may pin them (an SMBIOS
+ * serial for licensing, a fixed generation ID) and then owns them, as the planner does.
+ */
+export const SERVER_MANAGED = new Set([
+  'digest',
+  'lock',
+  'meta',
+  'parent',
+  'snaptime',
+  'vmstate',
+  'runningmachine',
+  'runningcpu',
+  'pending',
+  'snapshots',
+  'lxc',
+]);
+
+/** Parameters of the config call that steer the call itself rather than name a guest option. */
+const API_PARAMETERS = new Set(['delete', 'revert', 'skiplock', 'force', 'background_delay', 'import-working-storage']);
+
+/** Document-level fields that users sometimes put under `config:` by mistake. */
+const TOP_LEVEL_FIELDS = new Set(['vmid', 'node']);
+
+/** Create-only options per guest type: they go under `create:`, not `config:`. */
+export const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
+  qemu: ['pool', 'storage'],
+  lxc: ['ostemplate', 'pool', 'ssh-public-keys', 'storage'],
+};
+
+/** Keys Proxmox knows but this product refuses, with the reason shown to the user. */
+const REFUSED: Partial<Record<GuestType, Record<string, string>>> = {
+  qemu: {
+    cipassword:
+      'cipassword cannot be managed from git: Proxmox never returns it (reads show **********) and a password does not belong in a repository; use sshkeys',
+  },
+};
+
+/** Hints for keys that are not config options but look like they belong somewhere. */
+const HINTS: Record<string, string> = {
+  start: 'use power: running',
+  password: 'a password does not belong in a repository; use create.ssh-public-keys',
+  archive: 'restoring from a backup is not supported',
+};
+
+/** The verdict on one config key for one guest type. */
+export type KeyVerdict =
+  | { kind: 'option'; schema: OptionSchema }
+  | { kind: 'unknown'; suggestion?: string; hint?: string }
+  | { kind: 'index-out-of-range'; prefix: string; count: number }
+  | { kind: 'server-managed' }
+  | { kind: 'api-parameter' }
+  | { kind: 'top-level' }
+  | { kind: 'create-only' }
+  | { kind: 'refused'; reason: string };
+
+const INDEXED_KEY = /^([a-z][a-z_-]*?)(0|[1-9][0-9]*)$/;
+
+const verdictCache: Record<GuestType, Map<string, KeyVerdict>> = { qemu: new Map(), lxc: new Map() };
+
+/** Classifies a config key: a settable Proxmox option, or why it is not one. */
+export function classifyConfigKey(type: GuestType, key: string): KeyVerdict {
+  const cache = verdictCache[type];
+  let verdict = cache.get(key);
+  if (!verdict) {
+    verdict = classifyUncached(type, key);
+    cache.set(key, verdict);
+  }
+  return verdict;
+}
+
+function classifyUncached(type: GuestType, key: string): KeyVerdict {
+  if (SERVER_MANAGED.has(key) || /^unused\d+$/.test(key)) return { kind: 'server-managed' };
+  if (API_PARAMETERS.has(key)) return { kind: 'api-parameter' };
+  if (TOP_LEVEL_FIELDS.has(key)) return { kind: 'top-level' };
+  const refused = REFUSED[type]?.[key];
+  if (refused) return { kind: 'refused', reason: refused };
+  const props = configEndpointProperties(type);
+  const direct = props[key] ?? MISSING_FROM_SCHEMA[key];
+  if (direct && !key.includes('[')) return { kind: 'option', schema: direct };
+  const indexed = INDEXED_KEY.exec(key);
+  if (indexed) {
+    const [, prefix = '', digits = ''] = indexed;
+    const schema = props[`${prefix}[n]`];
+    if (schema) {
+      const count = INDEX_COUNTS[type][prefix] ?? 0;
+      return Number(digits) < count ? { kind: 'option', schema } : { kind: 'index-out-of-range', prefix, count };
+    }
+  }
+  if (CREATE_OPTIONS[type].includes(key)) return { kind: 'create-only' };
+  const hint = HINTS[key];
+  const suggestion = suggestKey(type, key);
+  return { kind: 'unknown', ...(suggestion ? { suggestion } : {}), ...(hint ? { hint } : {}) };
+}
+
+/** True when `key` names an option Proxmox keeps in this guest type's config (settable or not). */
+export function isRealConfigKey(type: GuestType, key: string): boolean {
+  const verdict = classifyConfigKey(type, key);
+  return verdict.kind === 'option' || verdict.kind === 'server-managed' || verdict.kind === 'refused';
+}
+
+/**
+ * The sub-key a property string's first, key-less item stands for (`model` of `netN`, `file` of
+ * disks, `volume` of `rootfs`), so a YAML mapping can be written back in Proxmox's own order.
+ */
+export function defaultSubKey(schema: OptionSchema): string | undefined {
+  if (typeof schema.format !== 'object') return undefined;
+  for (const [name, sub] of Object.entries(schema.format)) if (sub?.default_key) return name;
+  return undefined;
+}
+
+/** Closest known key within edit distance 2, for "did you mean". */
+export function suggestKey(type: GuestType, key: string): string | undefined {
+  const indexed = INDEXED_KEY.exec(key);
+  const names = Object.keys(configEndpointProperties(type))
+    .concat(Object.keys(MISSING_FROM_SCHEMA))
+    .filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !SERVER_MANAGED.has(name));
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const name of names) {
+    // Indexed options are compared by prefix so `nett0` suggests `net0`, keeping the user's index.
+    let distance: number;
+    let suggestion: string;
+    if (name.endsWith('[n]')) {
+      if (!indexed) continue;
+      const prefix = name.slice(0, -3);
+      distance = editDistance(indexed[1] ?? '', prefix);
+      suggestion = `${prefix}${indexed[2] ?? ''}`;
+    } else {
+      distance = editDistance(key, name);
+      suggestion = name;
+    }
+    if (distance > 0 && distance < bestDistance) {
+      bestDistance = distance;
+      best = suggestion;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance; the strings are short option names. */
+export function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}

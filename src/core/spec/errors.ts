@@ -1,0 +1,30 @@
+import type { SourceRef } from '../model.js';
+
+/**
+ * A problem in the spec repository, pinned to the YAML node that causes it so the CLI can print
+ * `file:line:col: message` and the check run can annotate the line. Lines and columns are 1-based.
+ */
+export class SpecError extends Error {
+  override readonly name = 'SpecError';
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+
+  constructor(at: SourceRef, message: string) {
+    super(message);
+    this.file = at.file;
+    this.line = at.line;
+    this.col = at.col;
+  }
+}
+
+/** `file:line:col: message`, the form editors and CI log parsers understand. */
+export function formatSpecError(error: SpecError): string {
+  return `${error.file}:${error.line}:${error.col}: ${error.message}`;
+}
+
+/** Orders errors by file, then position, so output is stable whatever order the checks ran in. */
+export function compareSpecErrors(a: SpecError, b: SpecError): number {
+  if (a.file !== b.file) return a.file < b.file ? -1 : 1;
+  return a.line - b.line || a.col - b.col || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0);
+}

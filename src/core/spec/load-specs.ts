@@ -1,0 +1,312 @@
+/**
+ * Loads the spec repository (DESIGN §2) from file texts: parse every YAML document, check its
+ * shape, convert values to Proxmox's wire strings, derive missing VMIDs and validate the whole set.
+ * Pure: the caller reads the files (`src/spec-files/read-spec-dir.ts`, or the GitHub API at a SHA).
+ */
+import { isMap, isScalar, LineCounter, parseAllDocuments, type Document } from 'yaml';
+import type { z } from 'zod';
+import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
+import { classifyConfigKey } from './config-keys.js';
+import { documentPositions, type DocPath, type DocumentPositions } from './document-positions.js';
+import { compareSpecErrors, SpecError } from './errors.js';
+import {
+  ClusterDocument,
+  ContainerDocument,
+  DOCUMENT_SCHEMAS,
+  SpecKind,
+  VmDocument,
+} from './schema.js';
+import { validateSpecs, type SpecPositions } from './validate-specs.js';
+import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
+import { toWireValue } from './wire-values.js';
+
+/** One file of the spec repository: its path relative to the spec root, and its text. */
+export interface SpecFile {
+  path: string;
+  text: string;
+}
+
+/** What loading found. `specs` is complete only when `errors` is empty; never plan from it otherwise. */
+export interface LoadedSpecs {
+  specs: SpecSet;
+  /** Every problem, ordered by file and position. */
+  errors: SpecError[];
+  /** Where each spec's parts were written, for annotations. */
+  positions: SpecPositions;
+}
+
+/**
+ * Loads and validates spec files. Documents without content are skipped; every other document must
+ * be a mapping with `kind: Cluster | VM | Container` — a document without `kind` is an error, not
+ * silently ignored, because a misspelt `kind` would otherwise drop a guest from the repository
+ * (and with `prune: true`, destroy it). Other YAML files do not belong under the spec root.
+ *
+ * Config values are converted by `toWireValue` (see `wire-values.ts`); the guest's name, owner tag
+ * and other derived values are left to the planner, so `config` holds exactly what was written.
+ */
+export function loadSpecs(files: readonly SpecFile[]): LoadedSpecs {
+  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
+  for (const file of files) loadFile(file, state);
+  assignGuestVmids(state);
+  const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
+  const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
+  errors.sort(compareSpecErrors);
+  return { specs, errors, positions: state.positions };
+}
+
+interface LoadState {
+  clusters: ClusterSpec[];
+  guests: GuestSpec[];
+  errors: SpecError[];
+  positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
+  /** Clusters whose document failed to load: guests naming them skip cluster checks. */
+  brokenClusters: Set<string>;
+}
+
+function loadFile(file: SpecFile, state: LoadState): void {
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(file.text, { lineCounter, prettyErrors: false, merge: true });
+  const at = (offset: number): SourceRef => ({ file: file.path, ...lineCounter.linePos(offset) });
+  for (const doc of docs) {
+    if (doc.errors.length > 0) {
+      for (const error of doc.errors) state.errors.push(new SpecError(at(error.pos[0]), `YAML: ${error.message}`));
+      continue;
+    }
+    const contents = doc.contents;
+    if (contents === null || (isScalar(contents) && contents.value === null)) continue;
+    const positions = documentPositions(file.path, doc, lineCounter);
+    if (!isMap(contents)) {
+      state.errors.push(new SpecError(positions.start, 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
+      continue;
+    }
+    loadDocument(doc, positions, state);
+  }
+}
+
+function loadDocument(doc: Document, at: DocumentPositions, state: LoadState): void {
+  let raw: Record<string, unknown>;
+  try {
+    raw = doc.toJS({ maxAliasCount: 1000 }) as Record<string, unknown>;
+  } catch (error) {
+    state.errors.push(new SpecError(at.start, `YAML: ${(error as Error).message}`));
+    return;
+  }
+  if (!('kind' in raw)) {
+    state.errors.push(
+      new SpecError(
+        at.start,
+        'document has no kind (Cluster, VM or Container); every YAML document under the spec root must be a spec',
+      ),
+    );
+    return;
+  }
+  const kind = SpecKind.safeParse(raw.kind);
+  if (!kind.success) {
+    state.errors.push(new SpecError(at.value(['kind']), `unknown kind ${describe(raw.kind)} (expected Cluster, VM or Container)`));
+    return;
+  }
+  const parsed = DOCUMENT_SCHEMAS[kind.data].safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) state.errors.push(...issueErrors(issue, raw, at, kind.data));
+    if (kind.data === 'Cluster' && typeof raw.name === 'string') state.brokenClusters.add(raw.name);
+    return;
+  }
+  if (parsed.data.kind === 'Cluster') {
+    const cluster = toClusterSpec(parsed.data, at.start);
+    state.clusters.push(cluster);
+    state.positions.set(cluster, at);
+  } else {
+    const guest = toGuestSpec(parsed.data, at, state.errors);
+    state.guests.push(guest);
+    state.positions.set(guest, at);
+  }
+}
+
+function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
+  return {
+    name: doc.name,
+    vmids: { lower: doc.vmids.lower, upper: doc.vmids.upper },
+    ownerTag: doc.ownerTag,
+    nodes: doc.nodes,
+    ...(doc.storages ? { storages: doc.storages } : {}),
+    ...(doc.bridges ? { bridges: doc.bridges } : {}),
+    prune: doc.prune,
+    source,
+  };
+}
+
+function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions, errors: SpecError[]): GuestSpec {
+  const type: GuestType = doc.kind === 'VM' ? 'qemu' : 'lxc';
+  const config: Record<string, string> = {};
+  const keySources: Record<string, SourceRef> = {};
+  for (const [key, value] of Object.entries(doc.config)) {
+    const verdict = classifyConfigKey(type, key);
+    const converted = toWireValue(key, value, verdict.kind === 'option' ? verdict.schema : undefined);
+    if (!converted.ok) {
+      errors.push(new SpecError(at.value(['config', key]), `config.${key}: ${converted.message}`));
+      continue;
+    }
+    config[key] = converted.value;
+    keySources[key] = at.key(['config', key]);
+  }
+  const createOptions: Record<string, string> = {};
+  for (const [key, value] of Object.entries(doc.create)) {
+    if (value === undefined) continue;
+    createOptions[key] = Array.isArray(value) ? value.join('\n') : value;
+  }
+  return {
+    kind: doc.kind,
+    type,
+    name: doc.name,
+    cluster: doc.cluster,
+    node: doc.node,
+    vmid: doc.vmid ?? UNASSIGNED_VMID,
+    vmidDerived: doc.vmid === undefined,
+    power: doc.power,
+    state: doc.state,
+    adopt: doc.adopt,
+    ignore: doc.ignore,
+    config,
+    ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
+    source: at.start,
+    keySources,
+  };
+}
+
+/** Derives the VMIDs left out, per cluster, once every document is known (see `vmid.ts`). */
+function assignGuestVmids(state: LoadState): void {
+  const byCluster = new Map<string, GuestSpec[]>();
+  for (const guest of state.guests) {
+    const members = byCluster.get(guest.cluster) ?? [];
+    members.push(guest);
+    byCluster.set(guest.cluster, members);
+  }
+  const seen = new Set<string>();
+  for (const cluster of state.clusters) {
+    // A duplicate cluster is an error reported by validation; its first definition decides.
+    if (seen.has(cluster.name)) continue;
+    seen.add(cluster.name);
+    const members = byCluster.get(cluster.name);
+    if (!members || cluster.vmids.lower >= cluster.vmids.upper) continue;
+    const requests = members.map((g) => ({ name: g.name, ...(g.vmidDerived ? {} : { vmid: g.vmid }) }));
+    const { vmids } = assignVmids(cluster.name, cluster.vmids, requests);
+    members.forEach((guest, index) => {
+      if (!guest.vmidDerived) return;
+      const vmid = vmids[index];
+      if (vmid === undefined) {
+        state.errors.push(
+          new SpecError(
+            guest.source,
+            `no free VMID left in cluster "${cluster.name}" range [${cluster.vmids.lower}, ${cluster.vmids.upper}) for "${guest.name}"; widen the range or pin a vmid`,
+          ),
+        );
+      } else {
+        guest.vmid = vmid;
+      }
+    });
+  }
+}
+
+const EXPECTED: Record<string, string> = {
+  int: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping',
+  record: 'a mapping',
+};
+
+/** A short description of a YAML value for messages. */
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+function pathLabel(path: readonly PropertyKey[]): string {
+  let label = '';
+  for (const segment of path) label += typeof segment === 'number' ? `[${segment}]` : `${label ? '.' : ''}${String(segment)}`;
+  return label;
+}
+
+function valueAtPath(root: unknown, path: readonly PropertyKey[]): unknown {
+  let node = root;
+  for (const segment of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[segment];
+  }
+  return node;
+}
+
+/** Top-level keys of each kind, for "did you mean". */
+const KIND_KEYS: Record<SpecKind, string[]> = {
+  Cluster: Object.keys(ClusterDocument.shape),
+  VM: Object.keys(VmDocument.shape),
+  Container: Object.keys(ContainerDocument.shape),
+};
+
+function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: string): string {
+  if (parent.length === 0) {
+    if (kind !== 'Cluster' && classifyConfigKey(kind === 'VM' ? 'qemu' : 'lxc', key).kind === 'option') {
+      return ' (Proxmox options go under config:)';
+    }
+    const near = closest(key, KIND_KEYS[kind]);
+    return near ? ` (did you mean "${near}"?)` : '';
+  }
+  if (parent.length === 1 && parent[0] === 'create') {
+    if (key === 'password') return ' (a password does not belong in a repository; use ssh-public-keys)';
+    const allowed = Object.keys((kind === 'Container' ? ContainerDocument : VmDocument).shape.create.unwrap().shape);
+    return ` (create options for ${kind === 'VM' ? 'a VM' : 'a container'}: ${allowed.join(', ')})`;
+  }
+  return '';
+}
+
+function closest(key: string, candidates: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  return candidates.find((c) => c.toLowerCase() === lower) ?? candidates.find((c) => c.startsWith(key) || key.startsWith(c));
+}
+
+/** Turns one zod issue into errors at the YAML node it concerns. */
+function issueErrors(issue: z.core.$ZodIssue, raw: unknown, at: DocumentPositions, kind: SpecKind): SpecError[] {
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  const label = pathLabel(path);
+  const value = valueAtPath(raw, path);
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return issue.keys.map(
+        (key) =>
+          new SpecError(
+            at.key([...path, key]),
+            `unknown key "${key}" ${path.length ? `in ${label}` : `in ${kind}`}${unknownKeyHint(kind, path, key)}`,
+          ),
+      );
+    case 'invalid_type': {
+      const parentPath: DocPath = path.slice(0, -1);
+      const parent = valueAtPath(raw, parentPath);
+      const last = path[path.length - 1];
+      if (last !== undefined && parent !== null && typeof parent === 'object' && !(last in parent)) {
+        const ref = parentPath.length === 0 ? at.start : at.value(parentPath);
+        return [new SpecError(ref, `missing required key "${String(last)}"${parentPath.length ? ` in ${pathLabel(parentPath)}` : ''}`)];
+      }
+      return [new SpecError(at.value(path), `${label}: expected ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(value)}`)];
+    }
+    case 'invalid_value':
+      return [new SpecError(at.value(path), `${label}: expected one of ${issue.values.map(String).join(', ')}, got ${describe(value)}`)];
+    case 'too_small':
+      return [
+        new SpecError(
+          at.value(path),
+          issue.origin === 'array' || issue.origin === 'string'
+            ? `${label}: must not be empty`
+            : `${label}: must be at least ${String(issue.minimum)}`,
+        ),
+      ];
+    case 'too_big':
+      return [new SpecError(at.value(path), `${label}: must be at most ${String(issue.maximum)}`)];
+    default:
+      return [new SpecError(at.value(path), `${label}: ${issue.message}`)];
+  }
+}

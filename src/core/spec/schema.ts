@@ -1,0 +1,124 @@
+/**
+ * The spec documents as users write them (DESIGN §2). Strict objects: an unknown key is an error,
+ * never silently ignored, because a misspelt key would otherwise quietly do nothing.
+ *
+ * These schemas check shape and types only. Rules that need context (a node of the named cluster,
+ * a VMID inside the cluster's range, a config key Proxmox knows) live in `validate-specs.ts`, where
+ * each error can point at the exact YAML node.
+ */
+import { z } from 'zod';
+
+/** The three document kinds. */
+export const SpecKind = z.enum(['Cluster', 'VM', 'Container']);
+export type SpecKind = z.infer<typeof SpecKind>;
+
+/** Proxmox accepts VMIDs 100…999999999. */
+export const VMID_MIN = 100;
+export const VMID_MAX = 999_999_999;
+
+/** A guest's VMID as written: an integer in Proxmox's range. */
+export const Vmid = z.int().min(VMID_MIN).max(VMID_MAX);
+export type Vmid = z.infer<typeof Vmid>;
+
+const nonEmpty = z.string().min(1);
+
+/** `kind: Cluster`: policy only. URLs and credentials are server-side and never in git. */
+export const ClusterDocument = z.strictObject({
+  kind: z.literal('Cluster'),
+  name: nonEmpty,
+  /** Every guest of the cluster has its VMID in [lower, upper). */
+  vmids: z.strictObject({ lower: z.int(), upper: z.int() }),
+  /** Tag that marks a guest as owned by this repository. */
+  ownerTag: nonEmpty.default('pve-gitops'),
+  nodes: z.array(nonEmpty).min(1),
+  /** Optional naming contract: disks may only use these storages. */
+  storages: z.array(nonEmpty).optional(),
+  /** Optional naming contract: NICs may only use these bridges. */
+  bridges: z.array(nonEmpty).optional(),
+  /** true: a guest whose document is removed is destroyed; false: reported as an orphan. */
+  prune: z.boolean().default(false),
+});
+export type ClusterDocument = z.infer<typeof ClusterDocument>;
+
+const scalar = z.union([z.string(), z.number(), z.boolean()]);
+
+/**
+ * One value under `config:`. Scalars are Proxmox's own syntax (`net0: virtio,bridge=vmbr0`);
+ * booleans become `1`/`0`. A list is accepted where Proxmox takes a list (`tags`, `sshkeys`,
+ * `nameserver`, `searchdomain`); a mapping is a property string written as YAML
+ * (`net0: { model: virtio, bridge: vmbr0, firewall: true }`), see `wire-values.ts`.
+ */
+export const ConfigValue = z.union([scalar, z.array(z.union([z.string(), z.number()])), z.record(z.string(), scalar)], {
+  error: 'expected a string, number, boolean, list or mapping of scalars',
+});
+export type ConfigValue = z.infer<typeof ConfigValue>;
+
+/** Proxmox option names and values, as `qm set` / `pct set` take them. */
+export const GuestConfig = z.record(z.string(), ConfigValue);
+export type GuestConfig = z.infer<typeof GuestConfig>;
+
+/**
+ * Create-only options of a VM: passed to `POST /nodes/{node}/qemu` when the guest is created and
+ * never compared afterwards (Proxmox keeps them nowhere in the config).
+ */
+export const VmCreateOptions = z.strictObject({
+  /** Resource pool the new guest joins. */
+  pool: nonEmpty.optional(),
+  /** Default storage for disks written as a bare size. */
+  storage: nonEmpty.optional(),
+});
+export type VmCreateOptions = z.infer<typeof VmCreateOptions>;
+
+/**
+ * Create-only options of a container (`POST /nodes/{node}/lxc`). `password` is deliberately not
+ * accepted: a root password does not belong in a git repository; use `ssh-public-keys`.
+ */
+export const ContainerCreateOptions = z.strictObject({
+  /** Template volume the container is created from, e.g. `local:vztmpl/debian-12-…tar.zst`. */
+  ostemplate: nonEmpty.optional(),
+  /** Public keys for root, one per list item. */
+  'ssh-public-keys': z.union([z.string(), z.array(z.string())]).optional(),
+  pool: nonEmpty.optional(),
+  storage: nonEmpty.optional(),
+});
+export type ContainerCreateOptions = z.infer<typeof ContainerCreateOptions>;
+
+const guestFields = {
+  /** DNS name, unique per cluster. Not the identity: that is the VMID. */
+  name: nonEmpty,
+  cluster: nonEmpty,
+  /** Placement at creation only. */
+  node: nonEmpty,
+  /** The identity; derived from `cluster/name` when left out (see `vmid.ts`). */
+  vmid: Vmid.optional(),
+  power: z.enum(['running', 'stopped', 'ignore']).default('ignore'),
+  state: z.enum(['present', 'absent']).default('present'),
+  /** Take ownership of an existing, unowned guest with this VMID and name. */
+  adopt: z.boolean().default(false),
+  /** Config keys this repository does not own: never set, never deleted. */
+  ignore: z.array(nonEmpty).default([]),
+  config: GuestConfig.default({}),
+};
+
+/** `kind: VM` (QEMU). */
+export const VmDocument = z.strictObject({
+  kind: z.literal('VM'),
+  ...guestFields,
+  create: VmCreateOptions.default({}),
+});
+export type VmDocument = z.infer<typeof VmDocument>;
+
+/** `kind: Container` (LXC). */
+export const ContainerDocument = z.strictObject({
+  kind: z.literal('Container'),
+  ...guestFields,
+  create: ContainerCreateOptions.default({}),
+});
+export type ContainerDocument = z.infer<typeof ContainerDocument>;
+
+/** The schema for each kind, for looking up by the document's `kind` value. */
+export const DOCUMENT_SCHEMAS = {
+  Cluster: ClusterDocument,
+  VM: VmDocument,
+  Container: ContainerDocument,
+} as const;

@@ -1,0 +1,333 @@
+/**
+ * Cross-document validation of a loaded spec set: everything that needs more than one document or
+ * knowledge of Proxmox. Each rule reports at the YAML node that causes it.
+ *
+ * VMIDs are cluster-scoped in Proxmox, so duplicates are checked per cluster. Cluster ranges must
+ * not overlap (the naming-contract practice of keeping clusters apart), and every pinned VMID must
+ * lie in its cluster's range, so a VMID can never be claimed by two clusters either.
+ */
+import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
+import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
+import { validateParams } from '../proxmox-params.js';
+import { classifyConfigKey, isRealConfigKey, suggestKey, type KeyVerdict } from './config-keys.js';
+import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
+import { SpecError } from './errors.js';
+import { VMID_MAX, VMID_MIN } from './schema.js';
+import { UNASSIGNED_VMID } from './vmid.js';
+
+/** Where each spec's parts were written, by spec object. Specs without an entry report at `source`. */
+export type SpecPositions = ReadonlyMap<ClusterSpec | GuestSpec, DocumentPositions>;
+
+/** Disk options whose volume names a storage; the naming contract applies to them. */
+const DISK_KEY: Record<GuestType, RegExp> = {
+  qemu: /^(?:(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$/,
+  lxc: /^(?:rootfs|mp\d+)$/,
+};
+
+/** `STORAGE:volume` with Proxmox's storage-ID syntax (`pve-storage-id`). */
+const VOLUME_STORAGE = /^([a-z][a-z0-9._-]*[a-z0-9]):(.*)$/i;
+
+/** A generation ID as Proxmox stores it; `1` would ask Proxmox to generate one (a new value every create). */
+const UUID_RE = /^[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}$/i;
+
+const DESCRIPTION_MAX = 8192;
+
+const typeLabel = (type: GuestType): string => (type === 'qemu' ? 'a VM' : 'a container');
+const list = (items: readonly string[]): string => items.join(', ');
+const where = (at: SourceRef): string => `${at.file}:${at.line}:${at.col}`;
+
+/** Context for {@link validateSpecs}. */
+export interface ValidateOptions {
+  /**
+   * Where each spec's parts were written (from `loadSpecs`), so each error points at the offending
+   * YAML node; without it errors point at each document's `source` (or a config key's `keySources`).
+   */
+  positions?: SpecPositions;
+  /** Clusters whose document failed to load: their guests are not also reported as orphaned from them. */
+  brokenClusters?: ReadonlySet<string>;
+}
+
+/** Validates a spec set; returns every error found (unordered). */
+export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): SpecError[] {
+  const errors: SpecError[] = [];
+  const positions = options.positions ?? new Map();
+  const posOf = (spec: ClusterSpec | GuestSpec): DocumentPositions => positions.get(spec) ?? fallbackPositions(spec);
+  const clusters = validateClusters(specs.clusters, posOf, errors);
+  validateIdentity(specs.guests, clusters, options.brokenClusters ?? new Set(), posOf, errors);
+  for (const guest of specs.guests) validateGuest(guest, clusters.get(guest.cluster), posOf(guest), errors);
+  return errors;
+}
+
+function fallbackPositions(spec: ClusterSpec | GuestSpec): DocumentPositions {
+  const base = fixedPositions(spec.source);
+  const keySources = 'keySources' in spec ? spec.keySources : undefined;
+  if (!keySources) return base;
+  const configRef = (path: DocPath): SourceRef =>
+    path[0] === 'config' && typeof path[1] === 'string' ? (keySources[path[1]] ?? spec.source) : spec.source;
+  return { start: spec.source, key: configRef, value: configRef };
+}
+
+type PositionsOf = (spec: ClusterSpec | GuestSpec) => DocumentPositions;
+
+function validateClusters(clusters: readonly ClusterSpec[], posOf: PositionsOf, errors: SpecError[]): Map<string, ClusterSpec> {
+  const byName = new Map<string, ClusterSpec>();
+  const ranged: ClusterSpec[] = [];
+  for (const cluster of clusters) {
+    const at = posOf(cluster);
+    const first = byName.get(cluster.name);
+    if (first) {
+      errors.push(new SpecError(at.value(['name']), `duplicate cluster "${cluster.name}" (first defined at ${where(posOf(first).value(['name']))})`));
+      continue;
+    }
+    byName.set(cluster.name, cluster);
+    const { lower, upper } = cluster.vmids;
+    if (lower >= upper) {
+      errors.push(new SpecError(at.value(['vmids']), `vmids: lower (${lower}) must be below upper (${upper})`));
+    } else if (lower < VMID_MIN || upper > VMID_MAX + 1) {
+      errors.push(new SpecError(at.value(['vmids']), `vmids: the range must lie within [${VMID_MIN}, ${VMID_MAX + 1})`));
+    } else {
+      const other = ranged.find((c) => lower < c.vmids.upper && c.vmids.lower < upper);
+      if (other) {
+        errors.push(
+          new SpecError(
+            at.value(['vmids']),
+            `vmids [${lower}, ${upper}) overlaps cluster "${other.name}" [${other.vmids.lower}, ${other.vmids.upper}); give each cluster its own range`,
+          ),
+        );
+      } else {
+        ranged.push(cluster);
+      }
+    }
+    if (!TAG_RE.test(cluster.ownerTag)) {
+      errors.push(new SpecError(at.value(['ownerTag']), `ownerTag "${cluster.ownerTag}" is not a valid Proxmox tag`));
+    }
+    cluster.nodes.forEach((node, index) => {
+      if (cluster.nodes.indexOf(node) !== index) errors.push(new SpecError(at.value(['nodes', index]), `node "${node}" is listed twice`));
+    });
+  }
+  return byName;
+}
+
+/** Names and VMIDs unique per cluster; pinned VMIDs inside the cluster's range. */
+function validateIdentity(
+  guests: readonly GuestSpec[],
+  clusters: Map<string, ClusterSpec>,
+  brokenClusters: ReadonlySet<string>,
+  posOf: PositionsOf,
+  errors: SpecError[],
+): void {
+  const names = new Map<string, GuestSpec>();
+  const vmids = new Map<string, GuestSpec>();
+  for (const guest of guests) {
+    const at = posOf(guest);
+    const cluster = clusters.get(guest.cluster);
+    if (!cluster) {
+      if (brokenClusters.has(guest.cluster)) continue;
+      const known = [...clusters.keys()];
+      errors.push(new SpecError(at.value(['cluster']), `unknown cluster "${guest.cluster}"${known.length ? ` (clusters: ${list(known)})` : ' (no kind: Cluster document defines it)'}`));
+      continue;
+    }
+    if (!cluster.nodes.includes(guest.node)) {
+      errors.push(new SpecError(at.value(['node']), `node "${guest.node}" is not a node of cluster "${cluster.name}" (${list(cluster.nodes)})`));
+    }
+    const nameKey = `${guest.cluster}\0${guest.name}`;
+    const sameName = names.get(nameKey);
+    if (sameName) {
+      errors.push(new SpecError(at.value(['name']), `duplicate guest name "${guest.name}" in cluster "${guest.cluster}" (first defined at ${where(posOf(sameName).value(['name']))})`));
+    } else {
+      names.set(nameKey, guest);
+    }
+    const vmidAt = guest.vmidDerived ? at.start : at.value(['vmid']);
+    const { lower, upper } = cluster.vmids;
+    if (!guest.vmidDerived && (guest.vmid < lower || guest.vmid >= upper)) {
+      errors.push(new SpecError(vmidAt, `vmid ${guest.vmid} is outside cluster "${cluster.name}" range [${lower}, ${upper})`));
+    }
+    // A VMID that could not be derived has its own error already.
+    if (guest.vmid === UNASSIGNED_VMID) continue;
+    const vmidKey = `${guest.cluster}\0${guest.vmid}`;
+    const sameVmid = vmids.get(vmidKey);
+    if (sameVmid) {
+      errors.push(new SpecError(vmidAt, `vmid ${guest.vmid} is already used by "${sameVmid.name}" (${where(posOf(sameVmid).start)})`));
+    } else {
+      vmids.set(vmidKey, guest);
+    }
+  }
+}
+
+function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, errors: SpecError[]): void {
+  // Keys with an error of our own; Proxmox's value check would only repeat it less clearly.
+  const reported = new Set<string>();
+  const report = (ref: SourceRef, message: string, key?: string): void => {
+    errors.push(new SpecError(ref, message));
+    if (key) reported.add(key);
+  };
+
+  if (!DNS_NAME_RE.test(guest.name)) report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
+  validatePowerState(guest, at, report);
+  validateConfigKeys(guest, at, report);
+  validateConfigValues(guest, cluster, at, report);
+  validateIgnore(guest, at, report);
+  validateCreateOptions(guest, cluster, at, report);
+  validateWithProxmoxSchema(guest, at, reported, report);
+}
+
+type Report = (ref: SourceRef, message: string, key?: string) => void;
+
+function validatePowerState(guest: GuestSpec, at: DocumentPositions, report: Report): void {
+  if (guest.state === 'absent' && guest.power === 'running') {
+    report(at.value(['power']), 'power: running contradicts state: absent (an absent guest is destroyed)');
+  }
+  if (guest.power === 'running' && guest.config.template === '1') {
+    report(at.value(['power']), 'power: running is impossible for a template (config template is 1)');
+  }
+  if (guest.type === 'lxc' && guest.state === 'present' && !guest.adopt && !guest.createOptions?.ostemplate) {
+    report(at.start, 'a container needs create.ostemplate (the template it is created from), or adopt: true to take over an existing one');
+  }
+}
+
+function keyMessage(type: GuestType, key: string, verdict: KeyVerdict): string | undefined {
+  switch (verdict.kind) {
+    case 'option':
+      return undefined;
+    case 'unknown': {
+      const extra = verdict.hint ?? (verdict.suggestion ? `did you mean "${verdict.suggestion}"?` : undefined);
+      return `unknown config key "${key}" for ${typeLabel(type)}${extra ? ` (${extra})` : ''}`;
+    }
+    case 'index-out-of-range':
+      return `config key "${key}" is out of range for ${typeLabel(type)} (${verdict.prefix}0 to ${verdict.prefix}${verdict.count - 1})`;
+    case 'server-managed':
+      return `config key "${key}" is managed by Proxmox and cannot be set`;
+    case 'api-parameter':
+      return `"${key}" is an API parameter, not a config key`;
+    case 'top-level':
+      return `"${key}" belongs at the top level of the document, not under config`;
+    case 'create-only':
+      return `"${key}" is a create-only option: put it under create:`;
+    case 'refused':
+      return verdict.reason;
+  }
+}
+
+function validateConfigKeys(guest: GuestSpec, at: DocumentPositions, report: Report): void {
+  for (const key of Object.keys(guest.config)) {
+    const message = keyMessage(guest.type, key, classifyConfigKey(guest.type, key));
+    if (message) report(at.key(['config', key]), message, key);
+  }
+}
+
+function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
+  const { config } = guest;
+  const valueAt = (key: string): SourceRef => at.value(['config', key]);
+  if (guest.type === 'qemu' && config.name !== undefined && config.name !== guest.name) {
+    report(valueAt('name'), `config name "${config.name}" differs from the guest's name "${guest.name}"; leave it out, it is the guest's name`, 'name');
+  }
+  if (guest.type === 'lxc' && config.hostname !== undefined && !DNS_NAME_RE.test(config.hostname)) {
+    report(valueAt('hostname'), `hostname "${config.hostname}" is not a valid DNS name`, 'hostname');
+  }
+  if (config.tags !== undefined) {
+    for (const tag of config.tags.split(';')) {
+      if (tag !== '' && !TAG_RE.test(tag)) report(valueAt('tags'), `tag "${tag}" is not a valid Proxmox tag`, 'tags');
+    }
+  }
+  if (config.vmgenid !== undefined && !UUID_RE.test(config.vmgenid)) {
+    report(
+      valueAt('vmgenid'),
+      'vmgenid must be a UUID: other values make Proxmox generate one, which then differs from the spec on every plan; leave it out to let Proxmox choose',
+      'vmgenid',
+    );
+  }
+  if (config.description !== undefined && config.description.length > DESCRIPTION_MAX) {
+    report(valueAt('description'), `description may only be ${DESCRIPTION_MAX} characters long`, 'description');
+  }
+  if (!cluster) return;
+  for (const [key, value] of Object.entries(config)) {
+    if (cluster.storages && DISK_KEY[guest.type].test(key)) {
+      const storage = diskStorage(guest.type, value);
+      if (storage !== undefined && !cluster.storages.includes(storage)) {
+        report(valueAt(key), `storage "${storage}" of ${key} is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`, key);
+      }
+    }
+    if (cluster.bridges && /^net\d+$/.test(key)) {
+      const bridge = propertyValue(parsePropertyString(value), 'bridge');
+      if (bridge !== undefined && !cluster.bridges.includes(bridge)) {
+        report(valueAt(key), `bridge "${bridge}" of ${key} is not in cluster "${cluster.name}" bridges (${list(cluster.bridges)})`, key);
+      }
+    }
+  }
+}
+
+/**
+ * The storage a disk value allocates on or lives on, or undefined when the naming contract does not
+ * apply: no volume (`none`, a physical `cdrom`), a host path (`/dev/…`), or an installation medium
+ * (`media=cdrom`, an `iso/` or `vztmpl/` volume), which live on content storages such as `local`
+ * that are not disk storages.
+ */
+export function diskStorage(type: GuestType, value: string): string | undefined {
+  const parsed = parsePropertyString(value);
+  if (propertyValue(parsed, 'media') === 'cdrom') return undefined;
+  const volume = parsed.head ?? propertyValue(parsed, type === 'qemu' ? 'file' : 'volume');
+  if (volume === undefined) return undefined;
+  const match = VOLUME_STORAGE.exec(volume);
+  if (!match) return undefined;
+  const [, storage, rest = ''] = match;
+  if (/^(?:iso|vztmpl)\//.test(rest)) return undefined;
+  return storage;
+}
+
+function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report): void {
+  guest.ignore.forEach((key, index) => {
+    const ref = at.value(['ignore', index]);
+    if (!isRealConfigKey(guest.type, key)) {
+      const suggestion = suggestKey(guest.type, key);
+      report(ref, `ignore: unknown config key "${key}" for ${typeLabel(guest.type)}${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`);
+    } else if (key === 'tags') {
+      report(ref, 'ignore: tags cannot be ignored, the owner tag is kept there');
+    } else if (key in guest.config) {
+      report(ref, `ignore: "${key}" is also set under config; a key is either owned or ignored`);
+    }
+  });
+}
+
+function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
+  const storage = guest.createOptions?.storage;
+  if (storage !== undefined && cluster?.storages && !cluster.storages.includes(storage)) {
+    report(at.value(['create', 'storage']), `storage "${storage}" is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`);
+  }
+}
+
+/**
+ * Runs the config and create options through Proxmox's own parameter validation for the create
+ * call, so a bad value fails in review with the text Proxmox would answer, at that key's line.
+ * Keys already reported above are skipped; `description` is checked above (the schema extract
+ * lacks it).
+ */
+function validateWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, reported: Set<string>, report: Report): void {
+  const params: Record<string, string> = {};
+  const origin: Record<string, DocPath> = {};
+  for (const [key, value] of Object.entries(guest.config)) {
+    if (reported.has(key) || key === 'description' || classifyConfigKey(guest.type, key).kind !== 'option') continue;
+    params[key] = value;
+    origin[key] = ['config', key];
+  }
+  for (const [key, value] of Object.entries(guest.createOptions ?? {})) {
+    params[key] = value;
+    origin[key] = ['create', key];
+  }
+  const nameKey = guest.type === 'qemu' ? 'name' : 'hostname';
+  const ignore = ['node', 'vmid', ...(params.ostemplate === undefined ? ['ostemplate'] : []), ...(reported.has(nameKey) ? [nameKey] : [])];
+  const found = validateParams(`POST /nodes/{node}/${guest.type}`, params, { ignore });
+  for (const [param, text] of Object.entries(found)) {
+    const path = origin[param.split('.')[0] ?? param];
+    const ref = path ? at.value(path) : at.start;
+    report(ref, `${path ? path.join('.') : param}: ${oneLine(text)}`);
+  }
+}
+
+/** Proxmox's texts end in `\n` and nest property-string errors on further lines. */
+function oneLine(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join('; ');
+}
