@@ -103,10 +103,14 @@ export interface ObservedCluster {
   listing: ListedGuest[];
   /** Guests read in full, by VMID. Only guests in scope need to be here. */
   guests: Record<number, ObservedGuest>;
+  /** Guests whose read failed, by VMID, with the reason. */
+  readErrors?: Record<number, string>;
 }
 
 export interface ObservedState {
   clusters: Record<string, ObservedCluster>;
+  /** Clusters that could not be read at all, with the reason. */
+  errors?: Record<string, string>;
 }
 
 /** How a change reaches the running guest. */

@@ -38,6 +38,8 @@ export interface GuestPlanInput {
   listed?: ListedGuest;
   /** The guest read in full; needed whenever it is listed. */
   observed?: ObservedGuest;
+  /** Why the guest could not be read, when it is listed but `observed` is missing. */
+  readError?: string;
 }
 
 interface Draft {
@@ -298,7 +300,7 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   const lock = observed?.current.lock ?? listed?.lock;
 
   if (exists && !observed) {
-    return fail(draft, `guest ${input.vmid} is listed on ${node} but was not read; re-run the plan`);
+    return fail(draft, `guest ${input.vmid} is listed on ${node} but could not be read: ${input.readError ?? 'not read'}`);
   }
   if (lock && exists) plan.warnings.push(`locked (${lock}) at plan time; apply waits for the lock to clear and never clears it`);
 

@@ -139,7 +139,8 @@ export function planSpecs(input: PlanInput): Plan {
     }
     const seen = observed.clusters[clusterName];
     if (!seen) {
-      plan.errors.push({ cluster: clusterName, message: `cluster '${clusterName}' was not read (no connection configured, or it failed)` });
+      const why = observed.errors?.[clusterName] ?? 'no connection is configured for it';
+      plan.errors.push({ cluster: clusterName, message: `cluster '${clusterName}' could not be read: ${why}` });
       continue;
     }
     const headGuests = head.guests.filter((g) => g.cluster === clusterName);
@@ -179,6 +180,7 @@ export function planSpecs(input: PlanInput): Plan {
         prune: clusterSpec.prune,
         listed: listed.get(vmid),
         observed: seen.guests[vmid],
+        readError: seen.readErrors?.[vmid],
       });
       plan.guests.push(guestPlan);
     }

@@ -1,0 +1,135 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import type { ApplyResult } from '../core/apply-result.js';
+import { countApplyResult } from '../core/apply-result.js';
+import type { Plan } from '../core/model.js';
+import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
+import { renderApplyMarkdown, renderApplyText } from '../core/render/render-apply.js';
+import { parsePlanJson } from '../core/render/render-json.js';
+import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
+import { runPlan } from '../engine/run-plan.js';
+import { intFlag, parseFlags, UsageError } from './args.js';
+import { emit, parseFormat, renderPlan } from './plan.js';
+import { clusterNames, connect, loadSpecDir, note, progress } from './shared.js';
+import type { Command, CommandIO } from './types.js';
+
+async function confirm(io: CommandIO, question: string): Promise<boolean> {
+  const rl = createInterface({ input: io.stdin, output: io.stderr, terminal: false });
+  try {
+    const answer = await rl.question(question);
+    return answer.trim().toLowerCase() === 'yes';
+  } finally {
+    rl.close();
+  }
+}
+
+function isInteractive(io: CommandIO): boolean {
+  return 'isTTY' in io.stdin && Boolean((io.stdin as { isTTY?: boolean }).isTTY);
+}
+
+/** One stderr line per step, so a long apply shows what it is doing. */
+function reportEvent(io: CommandIO): (event: ApplyEvent) => void {
+  return (event) => {
+    const who = `${event.guest.cluster}/${event.guest.name} (${event.guest.vmid})`;
+    if (event.type === 'step') {
+      note(io, `${who}: ${event.step.op}${event.step.detail ? ` — ${event.step.detail}` : ''}${event.step.upid ? ` [${event.step.upid}]` : ''}`);
+    } else if (event.type === 'guest-done') {
+      note(io, `${who}: ${event.result.status}${event.result.error ? ` — ${event.result.error}` : ''}`);
+    }
+  };
+}
+
+/** Loads a stored plan, or plans the specs afresh and asks before applying. */
+async function obtainPlan(
+  flags: { plan?: string; specs: string; yes?: boolean; clusters?: string },
+  io: CommandIO,
+): Promise<Plan | undefined> {
+  if (flags.plan !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(resolve(io.cwd, flags.plan), 'utf8');
+    } catch (err) {
+      throw new UsageError(`cannot read plan ${flags.plan}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+    try {
+      return parsePlanJson(text);
+    } catch (err) {
+      throw new UsageError(`${flags.plan}: ${(err as Error).message}`);
+    }
+  }
+  const { specs, errorLines } = await loadSpecDir(flags.specs, io);
+  if (errorLines.length > 0) {
+    for (const line of errorLines) io.stdout.write(`${line}\n`);
+    note(io, 'the specs are invalid: nothing was planned or applied');
+    return undefined;
+  }
+  const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
+  try {
+    const plan = await runPlan({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });
+    io.stdout.write(renderPlan(plan, 'text', io, false));
+    return plan;
+  } finally {
+    await open.close();
+  }
+}
+
+export const applyCommand: Command = {
+  name: 'apply',
+  summary: 'apply a stored plan, or a fresh one after showing it and asking',
+  usage:
+    'pve-gitops apply [--specs DIR] [--plan FILE] [--yes] [--format text|markdown|json] [--out FILE] [--lock-wait SECONDS] [--clusters FILE]',
+  async run(args, io) {
+    const flags = parseFlags(args, {
+      specs: { type: 'string', default: '.' },
+      plan: { type: 'string' },
+      yes: { type: 'boolean', short: 'y' },
+      format: { type: 'string', default: 'text' },
+      out: { type: 'string' },
+      'lock-wait': { type: 'string' },
+      clusters: { type: 'string' },
+    });
+    const format = parseFormat(flags.format);
+    const lockWaitMs = intFlag(flags['lock-wait'], 'lock-wait', 600) * 1000;
+    const plan = await obtainPlan(flags, io);
+    if (!plan) return 1;
+    if (planHasErrors(plan)) {
+      for (const e of plan.errors) io.stdout.write(`error: ${e.cluster ? `${e.cluster}: ` : ''}${e.message}\n`);
+      for (const g of plan.guests.filter((x) => x.action === 'error')) {
+        io.stdout.write(`error: ${g.cluster}/${g.name} (${g.vmid}): ${g.errors.join('; ')}\n`);
+      }
+      note(io, 'the plan has errors: nothing was applied');
+      return 1;
+    }
+    if (!planHasChanges(plan)) {
+      note(io, 'No changes: nothing to apply.');
+      return 0;
+    }
+    if (flags.plan === undefined && !flags.yes) {
+      if (!isInteractive(io)) {
+        note(io, 'refusing to apply without confirmation: pass --yes, or apply a stored plan with --plan FILE');
+        return 1;
+      }
+      if (!(await confirm(io, 'Apply these changes? Only "yes" is accepted: '))) {
+        note(io, 'Apply cancelled.');
+        return 1;
+      }
+    }
+    const open = await connect(plan.clusters, 'write', io, flags.clusters);
+    let result: ApplyResult;
+    try {
+      result = await executePlan(plan, open.clusters, { lockWaitMs, onEvent: reportEvent(io), ref: plan.ref });
+    } finally {
+      await open.close();
+    }
+    const text =
+      format === 'json'
+        ? `${JSON.stringify(result, null, 2)}\n`
+        : format === 'markdown'
+          ? `${renderApplyMarkdown(result)}\n`
+          : renderApplyText(result, { color: flags.out === undefined && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR });
+    await emit(text, flags.out, io);
+    const counts = countApplyResult(result.guests);
+    return counts.conflict + counts.failed > 0 ? 1 : 0;
+  },
+};

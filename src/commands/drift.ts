@@ -1,0 +1,44 @@
+import type { Plan } from '../core/model.js';
+import { planHasErrors } from '../core/plan/plan-specs.js';
+import { runDrift } from '../engine/run-plan.js';
+import { parseFlags } from './args.js';
+import { emit, parseFormat, renderPlan } from './plan.js';
+import { clusterNames, connect, loadSpecDir, note, progress } from './shared.js';
+import type { Command } from './types.js';
+
+/** True when any owned guest differs from its spec, or an orphan exists. */
+export function hasDrift(plan: Plan): boolean {
+  return plan.guests.some((g) => g.drift.length > 0 || g.action === 'orphan');
+}
+
+export const driftCommand: Command = {
+  name: 'drift',
+  summary: 'read-only report of every owned guest against the specs; exit 0 none, 2 drifted, 1 error',
+  usage: 'pve-gitops drift [--specs DIR] [--format text|markdown|json] [--out FILE] [--clusters FILE]',
+  async run(args, io) {
+    const flags = parseFlags(args, {
+      specs: { type: 'string', default: '.' },
+      format: { type: 'string', default: 'text' },
+      out: { type: 'string' },
+      clusters: { type: 'string' },
+    });
+    const format = parseFormat(flags.format);
+    const { specs, errorLines } = await loadSpecDir(flags.specs, io);
+    if (errorLines.length > 0) {
+      for (const line of errorLines) io.stdout.write(`${line}\n`);
+      note(io, 'the specs are invalid: nothing was read');
+      return 1;
+    }
+    const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
+    try {
+      const plan = await runDrift({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });
+      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
+      note(io, `${drifted} drifted guest${drifted === 1 ? '' : 's'}, ${plan.summary.orphan} orphan${plan.summary.orphan === 1 ? '' : 's'}, ${plan.summary.pending} with pending changes`);
+      if (planHasErrors(plan)) return 1;
+      return hasDrift(plan) ? 2 : 0;
+    } finally {
+      await open.close();
+    }
+  },
+};

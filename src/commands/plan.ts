@@ -1,0 +1,78 @@
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Plan } from '../core/model.js';
+import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
+import { renderPlanJson } from '../core/render/render-json.js';
+import { renderPlanMarkdown } from '../core/render/render-markdown.js';
+import { renderPlanText } from '../core/render/render-text.js';
+import { runPlan } from '../engine/run-plan.js';
+import { parseFlags, UsageError } from './args.js';
+import { clusterNames, connect, loadSpecDir, note, progress } from './shared.js';
+import type { Command, CommandIO } from './types.js';
+
+export const FORMATS = ['text', 'markdown', 'json'] as const;
+export type Format = (typeof FORMATS)[number];
+
+export function parseFormat(value: string): Format {
+  if (!(FORMATS as readonly string[]).includes(value)) {
+    throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got '${value}'`);
+  }
+  return value as Format;
+}
+
+/** Renders a plan in the chosen format. */
+export function renderPlan(plan: Plan, format: Format, io: CommandIO, toFile: boolean): string {
+  if (format === 'json') return renderPlanJson(plan);
+  if (format === 'markdown') return `${renderPlanMarkdown(plan)}\n`;
+  const color = !toFile && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
+  return renderPlanText(plan, { color });
+}
+
+/** Writes rendered output to `--out FILE` or stdout. */
+export async function emit(text: string, out: string | undefined, io: CommandIO): Promise<void> {
+  if (out === undefined) {
+    io.stdout.write(text);
+    return;
+  }
+  await writeFile(resolve(io.cwd, out), text);
+  note(io, `wrote ${out}`);
+}
+
+export const planCommand: Command = {
+  name: 'plan',
+  summary: 'read-only plan of the specs against the clusters; exit 0 no changes, 2 changes, 1 error',
+  usage: 'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--clusters FILE]',
+  async run(args, io) {
+    const flags = parseFlags(args, {
+      specs: { type: 'string', default: '.' },
+      base: { type: 'string' },
+      format: { type: 'string', default: 'text' },
+      out: { type: 'string' },
+      clusters: { type: 'string' },
+    });
+    const format = parseFormat(flags.format);
+    const head = await loadSpecDir(flags.specs, io);
+    const base = flags.base === undefined ? undefined : await loadSpecDir(flags.base, io);
+    const errors = [...head.errorLines, ...(base?.errorLines.map((l) => `base: ${l}`) ?? [])];
+    if (errors.length > 0) {
+      for (const line of errors) io.stdout.write(`${line}\n`);
+      note(io, 'the specs are invalid: nothing was planned');
+      return 1;
+    }
+    const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);
+    try {
+      const plan = await runPlan({
+        head: head.specs,
+        base: base?.specs,
+        readers: open.clusters,
+        ref: flags.specs,
+        onProgress: progress(io),
+      });
+      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      if (planHasErrors(plan)) return 1;
+      return planHasChanges(plan) ? 2 : 0;
+    } finally {
+      await open.close();
+    }
+  },
+};

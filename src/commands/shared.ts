@@ -1,0 +1,74 @@
+import { resolve } from 'node:path';
+import { ClusterConfigError, envPrefix, loadClusterConnections } from '../config/clusters.js';
+import type { SpecSet } from '../core/model.js';
+import { formatSpecError } from '../core/spec/errors.js';
+import { loadSpecs } from '../core/spec/load-specs.js';
+import { openClusters, type OpenClusters } from '../engine/open-clusters.js';
+import { readSpecDir } from '../spec-files/read-spec-dir.js';
+import type { CommandIO } from './types.js';
+import { UsageError } from './args.js';
+
+/** Writes one line to stderr: progress and diagnostics, never results. */
+export function note(io: CommandIO, line: string): void {
+  io.stderr.write(`${line}\n`);
+}
+
+/** Loads and validates a spec directory; prints each error as `file:line:col: message`. */
+export async function loadSpecDir(
+  dir: string,
+  io: CommandIO,
+): Promise<{ specs: SpecSet; errorLines: string[] }> {
+  const files = await readSpecDir(resolve(io.cwd, dir));
+  const loaded = loadSpecs(files);
+  return { specs: loaded.specs, errorLines: loaded.errors.map(formatSpecError) };
+}
+
+/** Cluster names a spec set (and its base) refers to. */
+export function clusterNames(...sets: (SpecSet | undefined)[]): string[] {
+  const names = new Set<string>();
+  for (const set of sets) {
+    for (const c of set?.clusters ?? []) names.add(c.name);
+    for (const g of set?.guests ?? []) names.add(g.cluster);
+  }
+  return [...names].sort();
+}
+
+/**
+ * Opens clients for the named clusters from the environment or the connections file. A cluster
+ * without a connection is an error that says how to configure it.
+ */
+export async function connect(
+  names: string[],
+  mode: 'read' | 'write',
+  io: CommandIO,
+  file: string | undefined,
+): Promise<OpenClusters> {
+  let connections;
+  try {
+    connections = await loadClusterConnections({ names, env: io.env, cwd: io.cwd, file });
+  } catch (err) {
+    if (err instanceof ClusterConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const missing = names.filter((n) => !connections[n]);
+  if (missing.length > 0) {
+    const first = missing[0] ?? '';
+    throw new UsageError(
+      `no connection configured for cluster${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: set ${envPrefix(first)}URL and ${envPrefix(first)}TOKEN, ` +
+        'or pass --clusters FILE (see README "Cluster connections"); to try the product without a cluster run `pve-gitops demo`',
+    );
+  }
+  const wanted = Object.fromEntries(names.map((n) => [n, connections[n]!]));
+  return openClusters(wanted, mode, { warn: (message) => note(io, `warning: ${message}`) });
+}
+
+/** A progress reporter that rewrites at most one line per second on stderr. */
+export function progress(io: CommandIO): (event: { cluster: string; read: number; total: number }) => void {
+  let last = 0;
+  return (event) => {
+    const now = Date.now();
+    if (event.read !== event.total && now - last < 1000) return;
+    last = now;
+    note(io, `reading ${event.cluster}: ${event.read}/${event.total} guests`);
+  };
+}

@@ -1,0 +1,20 @@
+import { parseFlags } from './args.js';
+import { loadSpecDir, note } from './shared.js';
+import type { Command } from './types.js';
+
+export const validateCommand: Command = {
+  name: 'validate',
+  summary: 'check the spec files; exit 0 valid, 1 invalid',
+  usage: 'pve-gitops validate [--specs DIR]',
+  async run(args, io) {
+    const flags = parseFlags(args, { specs: { type: 'string', default: '.' } });
+    const { specs, errorLines } = await loadSpecDir(flags.specs, io);
+    for (const line of errorLines) io.stdout.write(`${line}\n`);
+    if (errorLines.length > 0) {
+      note(io, `${errorLines.length} error${errorLines.length === 1 ? '' : 's'} in ${flags.specs}`);
+      return 1;
+    }
+    note(io, `${flags.specs}: valid (${specs.clusters.length} clusters, ${specs.guests.length} guests)`);
+    return 0;
+  },
+};

@@ -1,0 +1,174 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/**
+ * Cluster connections: name → API URL, credentials and TLS trust. They come from the server's
+ * environment or a config file, never from the spec repository, so a pull request can never
+ * redirect a credential (DESIGN §6).
+ */
+export interface ClusterConnection {
+  name: string;
+  url: string;
+  /** Token used for applies (`USER@REALM!ID=SECRET`). */
+  token: string;
+  /** Optional read-only (PVEAuditor) token used for plans and drift reports. */
+  readToken?: string;
+  /** PEM text of a CA to trust. */
+  ca?: string;
+  /** Pinned SHA-256 fingerprint of the server certificate. */
+  fingerprint?: string;
+  /** Explicit opt-out of TLS verification. */
+  insecure: boolean;
+  /** Requests in flight to this cluster at most. */
+  concurrency?: number;
+}
+
+/** One cluster in a connections file. Secrets may come from the environment or a file. */
+const ConnectionEntry = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }),
+  token: z.string().min(3).optional(),
+  tokenEnv: z.string().min(1).optional(),
+  tokenFile: z.string().min(1).optional(),
+  readToken: z.string().min(3).optional(),
+  readTokenEnv: z.string().min(1).optional(),
+  readTokenFile: z.string().min(1).optional(),
+  caFile: z.string().min(1).optional(),
+  fingerprint: z
+    .string()
+    .regex(/^([0-9a-fA-F]{2}:?){31}[0-9a-fA-F]{2}$/, 'must be a SHA-256 fingerprint (64 hex digits, colons optional)')
+    .optional(),
+  insecure: z.boolean().optional(),
+  concurrency: z.int().min(1).max(64).optional(),
+});
+
+const ConnectionsFile = z.strictObject({ clusters: z.record(z.string().min(1), ConnectionEntry) });
+
+/** A connection setting that is missing or malformed; says where it came from. */
+export class ClusterConfigError extends Error {
+  override name = 'ClusterConfigError';
+}
+
+async function secret(
+  direct: string | undefined,
+  envName: string | undefined,
+  file: string | undefined,
+  env: NodeJS.ProcessEnv,
+  baseDir: string,
+  what: string,
+): Promise<string | undefined> {
+  if (direct !== undefined) return direct;
+  if (envName !== undefined) {
+    const value = env[envName];
+    if (value === undefined || value === '') throw new ClusterConfigError(`${what}: environment variable ${envName} is not set`);
+    return value;
+  }
+  if (file !== undefined) {
+    try {
+      return (await readFile(resolve(baseDir, file), 'utf8')).trim();
+    } catch (err) {
+      throw new ClusterConfigError(`${what}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  }
+  return undefined;
+}
+
+async function readCa(path: string | undefined, baseDir: string, what: string): Promise<string | undefined> {
+  if (path === undefined) return undefined;
+  try {
+    return await readFile(resolve(baseDir, path), 'utf8');
+  } catch (err) {
+    throw new ClusterConfigError(`${what}: cannot read CA file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+}
+
+/** The environment-variable prefix of a cluster: `lab-2` → `PVE_CLUSTER_LAB_2_`. */
+export function envPrefix(name: string): string {
+  return `PVE_CLUSTER_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_`;
+}
+
+async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, ClusterConnection>> {
+  const full = resolve(cwd, path);
+  let text: string;
+  try {
+    text = await readFile(full, 'utf8');
+  } catch (err) {
+    throw new ClusterConfigError(`cannot read cluster connections file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new ClusterConfigError(`${path}: ${(err as Error).message}`);
+  }
+  const parsed = ConnectionsFile.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ClusterConfigError(`${path}: ${issue ? `${issue.path.join('.') || '(top)'}: ${issue.message}` : 'invalid'}`);
+  }
+  const baseDir = resolve(full, '..');
+  const result: Record<string, ClusterConnection> = {};
+  for (const [name, entry] of Object.entries(parsed.data.clusters)) {
+    const what = `${path}: cluster ${name}`;
+    const token = await secret(entry.token, entry.tokenEnv, entry.tokenFile, env, baseDir, `${what} token`);
+    if (token === undefined) throw new ClusterConfigError(`${what}: one of token, tokenEnv or tokenFile is required`);
+    const connection: ClusterConnection = { name, url: entry.url, token, insecure: entry.insecure ?? false };
+    const readToken = await secret(entry.readToken, entry.readTokenEnv, entry.readTokenFile, env, baseDir, `${what} readToken`);
+    if (readToken !== undefined) connection.readToken = readToken;
+    const ca = await readCa(entry.caFile, baseDir, what);
+    if (ca !== undefined) connection.ca = ca;
+    if (entry.fingerprint !== undefined) connection.fingerprint = entry.fingerprint;
+    if (entry.concurrency !== undefined) connection.concurrency = entry.concurrency;
+    result[name] = connection;
+  }
+  return result;
+}
+
+async function fromEnv(names: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, ClusterConnection>> {
+  const result: Record<string, ClusterConnection> = {};
+  for (const name of names) {
+    const prefix = envPrefix(name);
+    const url = env[`${prefix}URL`];
+    if (!url) continue;
+    const token = env[`${prefix}TOKEN`];
+    if (!token) throw new ClusterConfigError(`${prefix}URL is set but ${prefix}TOKEN is not`);
+    const entry = ConnectionEntry.safeParse({
+      url,
+      token,
+      readToken: env[`${prefix}READ_TOKEN`] || undefined,
+      caFile: env[`${prefix}CA_FILE`] || undefined,
+      fingerprint: env[`${prefix}FINGERPRINT`] || undefined,
+      insecure: env[`${prefix}INSECURE`] === '1' || env[`${prefix}INSECURE`] === 'true' ? true : undefined,
+      concurrency: env[`${prefix}CONCURRENCY`] ? Number(env[`${prefix}CONCURRENCY`]) : undefined,
+    });
+    if (!entry.success) {
+      const issue = entry.error.issues[0];
+      throw new ClusterConfigError(`${prefix}${String(issue?.path[0] ?? '').toUpperCase()}: ${issue?.message ?? 'invalid'}`);
+    }
+    const connection: ClusterConnection = { name, url, token, insecure: entry.data.insecure ?? false };
+    if (entry.data.readToken) connection.readToken = entry.data.readToken;
+    const ca = await readCa(entry.data.caFile, cwd, `${prefix}CA_FILE`);
+    if (ca !== undefined) connection.ca = ca;
+    if (entry.data.fingerprint) connection.fingerprint = entry.data.fingerprint;
+    if (entry.data.concurrency) connection.concurrency = entry.data.concurrency;
+    result[name] = connection;
+  }
+  return result;
+}
+
+/**
+ * Loads the connections for `names`: from `PVE_CLUSTER_<NAME>_*` variables, then from the file
+ * (`file`, or `PVE_GITOPS_CLUSTERS`), the environment winning for a cluster named in both.
+ */
+export async function loadClusterConnections(options: {
+  names: readonly string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  file?: string;
+}): Promise<Record<string, ClusterConnection>> {
+  const file = options.file ?? options.env.PVE_GITOPS_CLUSTERS;
+  const fromConfig = file ? await fromFile(file, options.env, options.cwd) : {};
+  const fromVariables = await fromEnv(options.names, options.env, options.cwd);
+  return { ...fromConfig, ...fromVariables };
+}

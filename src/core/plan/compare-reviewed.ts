@@ -1,0 +1,91 @@
+import type { ApplyConflict } from '../apply-result.js';
+import type { GuestPlan, Operation } from '../model.js';
+
+type ConfigOp = Extract<Operation, { op: 'config' }>;
+
+function configOf(plan: GuestPlan): ConfigOp | undefined {
+  return plan.operations.find((o): o is ConfigOp => o.op === 'config');
+}
+
+function sameOperation(a: Operation, b: Operation): boolean {
+  switch (a.op) {
+    case 'resize':
+      return b.op === 'resize' && a.disk === b.disk && a.size === b.size && a.from === b.from;
+    case 'move-disk':
+      return b.op === 'move-disk' && a.disk === b.disk && a.storage === b.storage && a.from === b.from;
+    case 'create':
+      return b.op === 'create' && JSON.stringify(sorted(a.params)) === JSON.stringify(sorted(b.params));
+    case 'config':
+      return b.op === 'config';
+    default:
+      return a.op === b.op;
+  }
+}
+
+function sorted(record: Record<string, string>): [string, string][] {
+  return Object.entries(record).sort(([x], [y]) => x.localeCompare(y));
+}
+
+function change(from: string | undefined, to: string | undefined): { from?: string; to?: string } {
+  const c: { from?: string; to?: string } = {};
+  if (from !== undefined) c.from = from;
+  if (to !== undefined) c.to = to;
+  return c;
+}
+
+/**
+ * Compares a guest's change recomputed at apply time with the reviewed one (DESIGN §4). The
+ * recomputed change may only be the reviewed change or what is left of it after a partial apply:
+ * every key it touches must start from the reviewed value and go to the reviewed value, and every
+ * other step must have been reviewed. Anything else means an owned value moved after review.
+ * A digest that moved without an owned value moving (a backup's lock, a snapshot) is no conflict,
+ * because digests are not compared at all.
+ */
+export function compareWithReviewed(reviewed: GuestPlan, now: GuestPlan): ApplyConflict[] {
+  const conflicts: ApplyConflict[] = [];
+  if (now.action === 'error') {
+    return [{ key: '(guest)', now: change(undefined, now.errors.join('; ')) }];
+  }
+  const was = configOf(reviewed);
+  const is = configOf(now);
+  if (is) {
+    for (const [key, to] of Object.entries(is.set)) {
+      const reviewedTo = was?.set[key];
+      if (reviewedTo !== to || was?.from[key] !== is.from[key]) {
+        conflicts.push({ key, reviewed: change(was?.from[key], reviewedTo), now: change(is.from[key], to) });
+      }
+    }
+    for (const key of is.delete) {
+      if (!was?.delete.includes(key) || was.from[key] !== is.from[key]) {
+        conflicts.push({ key, reviewed: change(was?.from[key], was?.set[key]), now: change(is.from[key], undefined) });
+      }
+    }
+  }
+  for (const op of now.operations) {
+    if (op.op === 'config') continue;
+    if (!reviewed.operations.some((r) => sameOperation(op, r))) {
+      const key = 'disk' in op ? `${op.disk} (${op.op})` : `(${op.op})`;
+      const reviewedOp = reviewed.operations.find((r) => r.op === op.op && (!('disk' in op) || ('disk' in r && r.disk === op.disk)));
+      conflicts.push({ key, reviewed: change(undefined, reviewedOp ? describe(reviewedOp) : undefined), now: change(undefined, describe(op)) });
+    }
+  }
+  return conflicts;
+}
+
+/** One line describing an operation, for results and conflicts. */
+export function describe(op: Operation): string {
+  switch (op.op) {
+    case 'create':
+      return `create on ${op.node}`;
+    case 'config': {
+      const parts = [...Object.keys(op.set).map((k) => `set ${k}`), ...op.delete.map((k) => `delete ${k}`)];
+      return parts.join(', ');
+    }
+    case 'resize':
+      return `resize ${op.disk} ${op.from ? `${op.from} → ` : ''}${op.size}`;
+    case 'move-disk':
+      return `move ${op.disk} ${op.from ? `${op.from} → ` : ''}${op.storage}`;
+    default:
+      return op.op;
+  }
+}

@@ -1,0 +1,71 @@
+import type { ClusterSpec, ObservedCluster, ObservedState, SpecSet } from '../core/model.js';
+import { hasOwnerTag } from '../core/plan/desired-config.js';
+import { guestKey, type PlanScope } from '../core/plan/plan-specs.js';
+import type { ClusterReader } from '../core/ports.js';
+import { Semaphore } from '../pve/limit.js';
+
+/** Options of {@link observeClusters}. */
+export interface ObserveOptions {
+  /** Guest reads in flight per cluster (the client bounds requests too). */
+  concurrency?: number;
+  /** Called as guests are read, for progress output. */
+  onProgress?: (event: { cluster: string; read: number; total: number }) => void;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Reads what a plan needs and nothing more (DESIGN §3): one listing per cluster in scope, then
+ * one `…/pending` read per guest in scope that exists — plus, for clusters planned in full, every
+ * guest carrying the owner tag (orphans). Failures are recorded, not thrown, so the plan can say
+ * which cluster or guest could not be read.
+ */
+export async function observeClusters(
+  readers: Readonly<Record<string, ClusterReader>>,
+  specs: { head: SpecSet; base?: SpecSet },
+  scope: PlanScope,
+  options: ObserveOptions = {},
+): Promise<ObservedState> {
+  const state: ObservedState = { clusters: {}, errors: {} };
+  const clusterSpecs = new Map<string, ClusterSpec>();
+  for (const c of [...(specs.base?.clusters ?? []), ...specs.head.clusters]) clusterSpecs.set(c.name, c);
+
+  await Promise.all(
+    [...scope.clusters].map(async (name) => {
+      const reader = readers[name];
+      if (!reader) return;
+      let cluster: ObservedCluster;
+      try {
+        cluster = { name, nodes: [], listing: await reader.listGuests(), guests: {}, readErrors: {} };
+      } catch (err) {
+        state.errors![name] = errorText(err);
+        return;
+      }
+      const ownerTag = clusterSpecs.get(name)?.ownerTag;
+      const wanted = cluster.listing.filter(
+        (l) =>
+          scope.guests.has(guestKey(name, l.vmid)) ||
+          (scope.fullClusters.has(name) && ownerTag !== undefined && hasOwnerTag(l.tags, ownerTag)),
+      );
+      const limit = new Semaphore(options.concurrency ?? 8);
+      let read = 0;
+      await Promise.all(
+        wanted.map((listed) =>
+          limit.run(async () => {
+            try {
+              cluster.guests[listed.vmid] = await reader.readGuest(listed);
+            } catch (err) {
+              cluster.readErrors![listed.vmid] = errorText(err);
+            }
+            read += 1;
+            options.onProgress?.({ cluster: name, read, total: wanted.length });
+          }),
+        ),
+      );
+      state.clusters[name] = cluster;
+    }),
+  );
+  return state;
+}

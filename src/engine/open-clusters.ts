@@ -1,0 +1,47 @@
+import type { ClusterConnection } from '../config/clusters.js';
+import { PveClient, type PveLogger } from '../pve/client.js';
+import { PveClusterAdapter } from '../pve/cluster-adapter.js';
+
+/** Adapters for a set of clusters, closed together. */
+export interface OpenClusters {
+  clusters: Record<string, PveClusterAdapter>;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens one client per cluster. `mode: 'read'` is for plans and drift: it uses the read-only
+ * token when one is configured and the client refuses every write before any I/O, so the plan
+ * path holds no writer (DESIGN §6).
+ */
+export function openClusters(
+  connections: Readonly<Record<string, ClusterConnection>>,
+  mode: 'read' | 'write',
+  options: { logger?: PveLogger; warn?: (message: string) => void } = {},
+): OpenClusters {
+  const clients: PveClient[] = [];
+  const clusters: Record<string, PveClusterAdapter> = {};
+  for (const connection of Object.values(connections)) {
+    if (connection.insecure) {
+      options.warn?.(`cluster ${connection.name}: TLS verification is turned OFF (insecure: true)`);
+    }
+    const client = new PveClient({
+      cluster: connection.name,
+      url: connection.url,
+      token: mode === 'read' ? (connection.readToken ?? connection.token) : connection.token,
+      ca: connection.ca,
+      fingerprint: connection.fingerprint,
+      insecure: connection.insecure,
+      concurrency: connection.concurrency,
+      readOnly: mode === 'read',
+      logger: options.logger,
+    });
+    clients.push(client);
+    clusters[connection.name] = new PveClusterAdapter(client);
+  }
+  return {
+    clusters,
+    async close() {
+      await Promise.allSettled(clients.map((c) => c.close()));
+    },
+  };
+}

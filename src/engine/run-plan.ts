@@ -1,0 +1,32 @@
+import type { Plan, SpecSet } from '../core/model.js';
+import { planScope, planSpecs } from '../core/plan/plan-specs.js';
+import type { ClusterReader } from '../core/ports.js';
+import { observeClusters, type ObserveOptions } from './observe-clusters.js';
+
+/** Inputs of {@link runPlan}. */
+export interface RunPlanInput extends ObserveOptions {
+  head: SpecSet;
+  base?: SpecSet;
+  readers: Readonly<Record<string, ClusterReader>>;
+  ref?: string;
+}
+
+/**
+ * Reads what the plan needs and plans it. Read-only by construction: it is given readers only.
+ * With a base, only what changed between base and head is read and planned.
+ */
+export async function runPlan(input: RunPlanInput): Promise<Plan> {
+  const scope = planScope(input.head, input.base);
+  const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, input);
+  return planSpecs({ head: input.head, base: input.base, observed, scope, ref: input.ref });
+}
+
+/**
+ * The drift report (DESIGN §7): every owned guest of every cluster read against the specs, with
+ * the specs as their own base, so every difference is drift. It never writes.
+ */
+export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan> {
+  const scope = planScope(input.head);
+  const observed = await observeClusters(input.readers, { head: input.head }, scope, input);
+  return planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref });
+}

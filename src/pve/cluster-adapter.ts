@@ -1,0 +1,103 @@
+import type { GuestType, ListedGuest, ObservedGuest } from '../core/model.js';
+import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
+import type { PendingEntry, PveClient, WaitOptions } from './client.js';
+
+/** Builds the core's view of a guest from one `GET …/pending` answer. */
+export function observedFromPending(
+  entries: readonly PendingEntry[],
+  ref: { vmid: number; type: GuestType; node: string },
+  status: string,
+): ObservedGuest {
+  const guest: ObservedGuest = { ...ref, status, digest: '', current: {}, pending: {}, pendingDelete: [] };
+  for (const entry of entries) {
+    if (entry.key === 'digest') {
+      guest.digest = String(entry.value ?? '');
+      continue;
+    }
+    if (entry.value !== undefined && entry.value !== null) guest.current[entry.key] = String(entry.value);
+    if (entry.pending !== undefined && entry.pending !== null) guest.pending[entry.key] = String(entry.pending);
+    if (entry.delete !== undefined && entry.delete !== 0) guest.pendingDelete.push(entry.key);
+  }
+  return guest;
+}
+
+function guestPath(ref: GuestRef): string {
+  return `/nodes/${encodeURIComponent(ref.node)}/${ref.type}/${ref.vmid}`;
+}
+
+/**
+ * The core's reader/writer ports over a {@link PveClient}. Every write waits for its task, so a
+ * returned promise means Proxmox has finished.
+ */
+export class PveClusterAdapter implements ClusterWriter {
+  readonly cluster: string;
+  readonly #client: PveClient;
+  readonly #wait: WaitOptions;
+
+  constructor(client: PveClient, options: { wait?: WaitOptions } = {}) {
+    this.#client = client;
+    this.cluster = client.cluster;
+    this.#wait = options.wait ?? {};
+  }
+
+  listGuests(): Promise<ListedGuest[]> {
+    return this.#client.clusterResources();
+  }
+
+  async listNodes(): Promise<string[]> {
+    return (await this.#client.nodes()).map((n) => n.node);
+  }
+
+  async readGuest(listed: ListedGuest): Promise<ObservedGuest> {
+    const entries = await this.#client.getPending(listed.node, listed.type, listed.vmid);
+    return observedFromPending(entries, listed, listed.status ?? 'unknown');
+  }
+
+  async readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {
+    const [entries, status] = await Promise.all([
+      this.#client.getPending(ref.node, ref.type, ref.vmid),
+      this.#client.request<{ status: string }>('GET', `${guestPath(ref)}/status/current`),
+    ]);
+    return observedFromPending(entries, ref, status.status);
+  }
+
+  async #task(node: string, upid: string | null): Promise<WriteResult> {
+    if (!upid) return {};
+    await this.#client.waitForTask(node, upid, this.#wait);
+    return { upid };
+  }
+
+  async create(ref: GuestRef, params: Record<string, string>): Promise<WriteResult> {
+    return this.#task(ref.node, await this.#client.createGuest(ref.node, ref.type, ref.vmid, params));
+  }
+
+  async updateConfig(ref: GuestRef, set: Record<string, string>, remove: string[], digest: string): Promise<WriteResult> {
+    await this.#client.updateConfig(ref.node, ref.type, ref.vmid, { set, delete: remove, digest }, this.#wait);
+    return {};
+  }
+
+  async resize(ref: GuestRef, disk: string, size: string, digest: string): Promise<WriteResult> {
+    return this.#task(ref.node, await this.#client.resizeDisk(ref.node, ref.type, ref.vmid, disk, size, digest));
+  }
+
+  async moveDisk(ref: GuestRef, disk: string, storage: string, digest: string): Promise<WriteResult> {
+    return this.#task(ref.node, await this.#client.moveDisk(ref.node, ref.type, ref.vmid, disk, storage, { digest }));
+  }
+
+  async start(ref: GuestRef): Promise<WriteResult> {
+    return this.#task(ref.node, await this.#client.start(ref.node, ref.type, ref.vmid));
+  }
+
+  async shutdown(ref: GuestRef): Promise<WriteResult> {
+    return this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid));
+  }
+
+  async stop(ref: GuestRef): Promise<WriteResult> {
+    return this.#task(ref.node, await this.#client.stop(ref.node, ref.type, ref.vmid));
+  }
+
+  async destroy(ref: GuestRef): Promise<WriteResult> {
+    const upid = await this.#client.destroyGuest(ref.node, ref.type, ref.vmid, { purge: true });
+    return this.#task(ref.node, upid);
+  }
+}
