@@ -1,0 +1,277 @@
+/**
+ * The plan as a GitHub comment: a summary table that is never cut, errors, then per-guest details
+ * folded in `<details>`, most severe first. Whatever the estate size the body stays under the size
+ * budget: details that do not fit are left out whole, least severe first, and the comment says so.
+ */
+import type { DriftItem, GuestPlan, KeyChange, Operation, PendingItem, Plan } from '../model.js';
+import {
+  assertMarker,
+  codeSpan,
+  escapeHtml,
+  escapeText,
+  fitList,
+  markdownTable,
+  resolveMaxChars,
+  safeUrl,
+  shorten,
+  takeWhileFits,
+} from './markdown-format.js';
+import { countPlan, planVerdict, type ClusterCounts, type PlanCounts } from './plan-counts.js';
+import { ACTION_EMOJI, ACTION_LABEL, IMPACT_LABEL, compareByName, compareGuests, guestImpact, plural } from './plan-labels.js';
+import { isSensitiveKey } from './sensitive.js';
+
+/** Options of {@link renderPlanMarkdown}. */
+export interface PlanMarkdownOptions {
+  /** Heading of the comment; default `pve-gitops plan`. */
+  title?: string;
+  /** Size budget in characters; default 65,000, must be below GitHub's 65,536. */
+  maxChars?: number;
+  /** Hidden HTML comment put first, so the app finds its sticky comment again. */
+  marker?: string;
+  /** Link to the full plan (the check run), offered when details are left out. */
+  detailsUrl?: string;
+}
+
+/** The marker the app puts on its sticky plan comment. */
+export const PLAN_MARKER = '<!-- pve-gitops:plan -->';
+
+/** The CLI command that prints the whole plan, named whenever details are left out. */
+export const FULL_PLAN_COMMAND = 'pve-gitops plan --format json';
+
+/** Most key-change rows shown for one guest; a create can set dozens of keys. */
+const MAX_CHANGE_ROWS = 40;
+/** Most drift or pending rows shown for one guest. */
+const MAX_ITEM_ROWS = 20;
+/** Most errors or warnings listed for one guest. */
+const MAX_GUEST_MESSAGES = 10;
+
+const UNSET = '*(unset)*';
+
+/** Renders a plan as a GitHub comment body of at most `maxChars` characters. */
+export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}): string {
+  const maxChars = resolveMaxChars(options.maxChars);
+  if (options.marker !== undefined) assertMarker(options.marker);
+  const { rows, total } = countPlan(plan);
+  const detailed = plan.guests.filter((guest) => guest.action !== 'noop').sort(compareGuests);
+
+  const footer = (omitted: number): string => renderFooter(total, omitted, options.detailsUrl);
+  // The footer is longest when every guest is omitted; reserving that keeps the total in budget.
+  const footerReserve = footer(detailed.length).length;
+  let head = renderHead(plan, options, total, rows);
+  if (head.length + footerReserve > maxChars) head = renderHead(plan, options, total, undefined);
+  let remaining = maxChars - head.length - footerReserve;
+
+  const errors = renderErrors(plan, Math.floor(remaining / 2));
+  remaining -= errors.length;
+  const warnings = renderPlanWarnings(plan, Math.floor(remaining / 4));
+  remaining -= warnings.length;
+
+  let details = '';
+  let shown = 0;
+  if (detailed.length > 0) {
+    const heading = '### Changes\n\n';
+    const fitted = takeWhileFits(
+      (function* blocks() {
+        for (const guest of detailed) yield renderGuest(guest);
+      })(),
+      remaining - heading.length,
+    );
+    shown = fitted.taken;
+    if (shown > 0) details = heading + fitted.text;
+  }
+  return head + errors + warnings + details + footer(detailed.length - shown);
+}
+
+function renderHead(plan: Plan, options: PlanMarkdownOptions, total: PlanCounts, rows: ClusterCounts[] | undefined): string {
+  const lines: string[] = [];
+  if (options.marker !== undefined) lines.push(options.marker);
+  lines.push(`### ${escapeText(options.title ?? 'pve-gitops plan', 200)}`, '', `**${planVerdict(total)}**`, '');
+  const meta = [plan.ref !== undefined ? `Ref ${codeSpan(plan.ref, 80)}` : undefined, `planned ${escapeText(plan.createdAt, 40)}`];
+  lines.push(meta.filter((part) => part !== undefined).join(' · '), '');
+  lines.push(renderSummaryTable(total, rows), '');
+  return `${lines.join('\n')}\n`;
+}
+
+const COUNT_COLUMNS: { key: keyof PlanCounts; title: string }[] = [
+  { key: 'create', title: 'Create' },
+  { key: 'update', title: 'Update' },
+  { key: 'destroy', title: 'Destroy' },
+  { key: 'noop', title: 'No-op' },
+  { key: 'orphan', title: 'Orphan' },
+  { key: 'error', title: 'Error' },
+  { key: 'drift', title: 'Drift' },
+  { key: 'pending', title: 'Pending' },
+];
+
+/**
+ * One row per cluster plus a total when it adds information. `rows` undefined is the last resort
+ * for an absurd number of clusters: only the total, so the body still fits.
+ */
+function renderSummaryTable(total: PlanCounts, rows: ClusterCounts[] | undefined): string {
+  const cells = (label: string, counts: PlanCounts): string[] => [label, ...COUNT_COLUMNS.map((c) => String(counts[c.key]))];
+  const body: string[][] = (rows ?? []).map((row) => cells(escapeText(row.cluster, 80), row.counts));
+  const rowErrors = (rows ?? []).reduce((sum, row) => sum + row.counts.error, 0);
+  if (rows === undefined || rows.length !== 1 || rowErrors !== total.error) body.push(cells('**Total**', total));
+  const align = ['left' as const, ...COUNT_COLUMNS.map(() => 'right' as const)];
+  const table = markdownTable(['Cluster', ...COUNT_COLUMNS.map((c) => c.title)], body, align);
+  return rows === undefined ? `${table}\n\n_Per-cluster rows left out: too many clusters for one comment._` : table;
+}
+
+/** Plan-level errors first (an unreachable cluster explains everything below), then guest errors. */
+function renderErrors(plan: Plan, budget: number): string {
+  const items = plan.errors.map((error) => `${error.cluster !== undefined ? `**${escapeText(error.cluster, 80)}**: ` : ''}${escapeText(error.message)}`);
+  const failing = plan.guests.filter((guest) => guest.errors.length > 0).sort(compareByName);
+  for (const guest of failing) {
+    items.push(`${guestRef(guest)}: ${escapeText(guest.errors.join('; '))}`);
+  }
+  if (items.length === 0) return '';
+  const heading = `### ❌ ${plural(items.length, 'error')}\n\n`;
+  const list = fitList(items, budget - heading.length - 1, (omitted) => `_…and ${plural(omitted, 'more error')}: see the full plan (${codeSpan(FULL_PLAN_COMMAND)})._`);
+  return `${heading}${list}\n`;
+}
+
+function renderPlanWarnings(plan: Plan, budget: number): string {
+  if (plan.warnings.length === 0) return '';
+  const items = plan.warnings.map((warning) => `${warning.cluster !== undefined ? `**${escapeText(warning.cluster, 80)}**: ` : ''}${escapeText(warning.message)}`);
+  const heading = `### ⚠️ ${plural(items.length, 'warning')}\n\n`;
+  const list = fitList(items, budget - heading.length - 1, (omitted) => `_…and ${plural(omitted, 'more warning')}._`);
+  return `${heading}${list}\n`;
+}
+
+function renderFooter(total: PlanCounts, omitted: number, detailsUrl: string | undefined): string {
+  const lines: string[] = [];
+  if (total.noop > 0) lines.push(`_${plural(total.noop, 'guest')} unchanged (no-op), not listed._`);
+  const link = detailsUrl !== undefined ? `the [full plan](${safeUrl(detailsUrl)}), ` : '';
+  if (omitted > 0) {
+    lines.push(
+      `**${plural(omitted, "guest's details", "guests' details")} omitted** to stay under GitHub's comment size limit: see ${link}the check run, or run ${codeSpan(FULL_PLAN_COMMAND)}.`,
+    );
+  } else if (detailsUrl !== undefined) {
+    lines.push(`[Full plan](${safeUrl(detailsUrl)})`);
+  }
+  return lines.length > 0 ? `${lines.join('\n\n')}\n` : '';
+}
+
+function guestRef(guest: GuestPlan): string {
+  return `**${escapeText(`${guest.cluster}/${guest.name}`, 160)}** (${guest.vmid})`;
+}
+
+/** One guest: a visible one-line heading, the rest folded. */
+function renderGuest(guest: GuestPlan): string {
+  const impact = guestImpact(guest);
+  const heading = [`${ACTION_EMOJI[guest.action]} **${ACTION_LABEL[guest.action]}**`, guestRef(guest)];
+  if (impact !== undefined) heading.push(impact === 'data-loss' ? `**${IMPACT_LABEL[impact]}**` : IMPACT_LABEL[impact]);
+  if (guest.drift.length > 0) heading.push('⚠️ drift');
+  if (guest.pending.length > 0) heading.push('⏳ pending');
+
+  const sections = [
+    renderMessages('Errors', guest.errors),
+    renderChanges(guest.changes),
+    renderOperations(guest.operations),
+    renderDrift(guest.drift),
+    renderPending(guest.pending),
+    renderMessages('Warnings', guest.warnings),
+    renderNotes(guest),
+  ].filter((section) => section !== '');
+  return `${heading.join(' · ')}\n\n<details><summary>${escapeHtml(detailsSummary(guest))}</summary>\n\n${sections.join('')}</details>\n\n`;
+}
+
+function detailsSummary(guest: GuestPlan): string {
+  const parts: string[] = [];
+  if (guest.changes.length > 0) parts.push(plural(guest.changes.length, 'key change'));
+  const ops = guest.operations.filter((op) => op.op !== 'config').length;
+  if (ops > 0) parts.push(plural(ops, 'operation'));
+  if (guest.drift.length > 0) parts.push(`${guest.drift.length} drifted`);
+  if (guest.pending.length > 0) parts.push(`${guest.pending.length} pending`);
+  parts.push(`${guest.type === 'lxc' ? 'container' : 'VM'} on ${guest.node}`);
+  return shorten(parts.join(' · '), 200);
+}
+
+/** A value cell: secrets hidden, unset shown as such, everything else as escaped code. */
+function valueCell(key: string, value: string | undefined, unset = UNSET): string {
+  if (value === undefined) return unset;
+  if (isSensitiveKey(key)) return '*(sensitive)*';
+  return codeSpan(value);
+}
+
+function moreRows(omitted: number, what: string): string {
+  return omitted > 0 ? `\n_…and ${plural(omitted, what)}: see the full plan._\n` : '';
+}
+
+function renderChanges(changes: readonly KeyChange[]): string {
+  if (changes.length === 0) return '';
+  const rows = changes.slice(0, MAX_CHANGE_ROWS).map((change) => [
+    codeSpan(change.key),
+    valueCell(change.key, change.from),
+    valueCell(change.key, change.to, '*(deleted)*'),
+    change.impact === 'data-loss' ? `**${IMPACT_LABEL[change.impact]}**` : IMPACT_LABEL[change.impact],
+  ]);
+  const table = markdownTable(['key', 'current', 'desired', 'impact'], rows);
+  return `${table}\n${moreRows(changes.length - rows.length, 'more key')}\n`;
+}
+
+function describeOperation(op: Operation): string | undefined {
+  switch (op.op) {
+    case 'create':
+      return `create on node ${codeSpan(op.node)}`;
+    case 'config':
+      // The key-change table already shows every key this write sets or deletes.
+      return undefined;
+    case 'resize':
+      return `resize ${codeSpan(op.disk)} from ${codeSpan(op.from)} to ${codeSpan(op.size)} (grows only)`;
+    case 'move-disk':
+      return `move ${codeSpan(op.disk)} from storage ${codeSpan(op.from)} to ${codeSpan(op.storage)}`;
+    case 'start':
+      return 'start';
+    case 'shutdown':
+      return 'shut down (clean)';
+    case 'stop':
+      return 'stop (hard)';
+    case 'destroy':
+      return '**destroy the guest and its disks**';
+  }
+}
+
+function renderOperations(operations: readonly Operation[]): string {
+  const steps = operations.map(describeOperation).filter((step): step is string => step !== undefined);
+  if (steps.length === 0) return '';
+  return `**Operations**, in order:\n\n${steps.map((step, i) => `${i + 1}. ${step}`).join('\n')}\n\n`;
+}
+
+function renderDrift(drift: readonly DriftItem[]): string {
+  if (drift.length === 0) return '';
+  const rows = drift.slice(0, MAX_ITEM_ROWS).map((item) => [
+    codeSpan(item.key),
+    valueCell(item.key, item.expected, '*(not set)*'),
+    valueCell(item.key, item.actual),
+  ]);
+  const table = markdownTable(['key', 'base branch spec', 'on the cluster'], rows);
+  return `**⚠️ Drift: changed outside git** — merging reverts it unless the PR takes the live value.\n\n${table}\n${moreRows(drift.length - rows.length, 'more drifted key')}\n`;
+}
+
+function renderPending(pending: readonly PendingItem[]): string {
+  if (pending.length === 0) return '';
+  const rows = pending.slice(0, MAX_ITEM_ROWS).map((item) => [
+    codeSpan(item.key),
+    valueCell(item.key, item.current),
+    item.delete === true ? '*(delete)*' : valueCell(item.key, item.pending),
+  ]);
+  const table = markdownTable(['key', 'in effect', 'pending'], rows);
+  return `**⏳ Pending:** accepted but not in effect until restart.\n\n${table}\n${moreRows(pending.length - rows.length, 'more pending key')}\n`;
+}
+
+function renderMessages(title: string, messages: readonly string[]): string {
+  if (messages.length === 0) return '';
+  const listed = messages.slice(0, MAX_GUEST_MESSAGES).map((message) => `- ${escapeText(message)}`);
+  return `**${title}**\n\n${listed.join('\n')}\n${moreRows(messages.length - listed.length, `more ${title.toLowerCase().replace(/s$/, '')}`)}\n`;
+}
+
+function renderNotes(guest: GuestPlan): string {
+  const notes: string[] = [];
+  if (guest.vmidDerived) notes.push(`derived VMID ${guest.vmid} — pin it with ${codeSpan(`vmid: ${guest.vmid}`)}`);
+  if (guest.adopt === true) notes.push('adopts an existing unowned guest: the plan adds the owner tag');
+  if (guest.action === 'orphan') notes.push('carries the owner tag but has no spec: reported only (destroyed only with `prune: true`)');
+  if (guest.source !== undefined) notes.push(`spec: ${codeSpan(`${guest.source.file}:${guest.source.line}`, 200)}`);
+  if (notes.length === 0) return '';
+  return `${notes.map((note) => `- ${note}`).join('\n')}\n\n`;
+}
