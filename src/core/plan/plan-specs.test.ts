@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import type { ClusterSpec, GuestSpec, ObservedCluster, ObservedGuest, SpecSet } from '../model.js';
+import { planHasChanges, planHasErrors, planScope, planSpecs } from './plan-specs.js';
+
+const cluster: ClusterSpec = {
+  name: 'lab',
+  vmids: { lower: 100000, upper: 200000 },
+  ownerTag: 'pve-gitops',
+  nodes: ['pve-01', 'pve-02'],
+  prune: false,
+  source: { file: 'clusters.yaml', line: 1, col: 1 },
+};
+
+function guest(name: string, vmid: number, config: Record<string, string> = {}): GuestSpec {
+  return {
+    kind: 'VM',
+    type: 'qemu',
+    name,
+    cluster: 'lab',
+    node: 'pve-01',
+    vmid,
+    vmidDerived: false,
+    power: 'ignore',
+    state: 'present',
+    adopt: false,
+    ignore: [],
+    config,
+    source: { file: `${name}.yaml`, line: 1, col: 1 },
+  };
+}
+
+function seen(guests: ObservedGuest[], extraListing: ObservedCluster['listing'] = []): ObservedCluster {
+  return {
+    name: 'lab',
+    nodes: ['pve-01', 'pve-02'],
+    listing: [
+      ...guests.map((g) => ({ vmid: g.vmid, type: g.type, node: g.node, status: g.status, tags: g.current.tags })),
+      ...extraListing,
+    ],
+    guests: Object.fromEntries(guests.map((g) => [g.vmid, g])),
+  };
+}
+
+function observed(name: string, vmid: number, current: Record<string, string>, tags = 'pve-gitops'): ObservedGuest {
+  return {
+    vmid,
+    type: 'qemu',
+    node: 'pve-01',
+    status: 'stopped',
+    digest: 'd'.repeat(40),
+    current: { name, tags, ...current },
+    pending: {},
+    pendingDelete: [],
+  };
+}
+
+const specs = (...guests: GuestSpec[]): SpecSet => ({ clusters: [cluster], guests });
+
+describe('planScope', () => {
+  it('covers everything without a base', () => {
+    const scope = planScope(specs(guest('a', 100001), guest('b', 100002)));
+    expect([...scope.guests].sort()).toEqual(['lab/100001', 'lab/100002']);
+    expect(scope.fullClusters.has('lab')).toBe(true);
+  });
+
+  it('covers only guests the change adds, edits or removes', () => {
+    const base = specs(guest('a', 100001, { cores: '1' }), guest('b', 100002), guest('c', 100003));
+    const head = specs(guest('a', 100001, { cores: '2' }), guest('b', 100002), guest('d', 100004));
+    const scope = planScope(head, base);
+    expect([...scope.guests].sort()).toEqual(['lab/100001', 'lab/100003', 'lab/100004']);
+    expect(scope.fullClusters.size).toBe(0);
+  });
+
+  it('ignores a change of source position only', () => {
+    const moved = { ...guest('a', 100001), source: { file: 'other.yaml', line: 9, col: 1 } };
+    expect(planScope(specs(moved), specs(guest('a', 100001))).guests.size).toBe(0);
+  });
+
+  it('covers every guest of a cluster whose Cluster document changed', () => {
+    const base = specs(guest('a', 100001), guest('b', 100002));
+    const head: SpecSet = { clusters: [{ ...cluster, prune: true }], guests: base.guests };
+    const scope = planScope(head, base);
+    expect(scope.guests.size).toBe(2);
+    expect(scope.fullClusters.has('lab')).toBe(true);
+  });
+});
+
+describe('planSpecs', () => {
+  it('plans nothing for an estate that matches', () => {
+    const plan = planSpecs({
+      head: specs(guest('a', 100001, { cores: '2' })),
+      observed: { clusters: { lab: seen([observed('a', 100001, { cores: '2' })]) } },
+    });
+    expect(plan.summary).toMatchObject({ noop: 1, create: 0, update: 0 });
+    expect(planHasChanges(plan)).toBe(false);
+    expect(planHasErrors(plan)).toBe(false);
+  });
+
+  it('refuses to plan creates when the listing is empty but the base has guests there', () => {
+    const base = specs(guest('a', 100001), guest('b', 100002));
+    const head = specs(guest('a', 100001, { cores: '4' }), guest('b', 100002));
+    const plan = planSpecs({ head, base, observed: { clusters: { lab: seen([]) } } });
+    expect(plan.errors[0]?.message).toMatch(/listing is empty.*missing privileges/);
+    expect(plan.guests).toEqual([]);
+    expect(planHasErrors(plan)).toBe(true);
+  });
+
+  it('warns, but plans creates, for an empty listing when nothing is expected there yet', () => {
+    const plan = planSpecs({ head: specs(guest('a', 100001)), observed: { clusters: { lab: seen([]) } } });
+    expect(plan.summary.create).toBe(1);
+    expect(plan.warnings[0]?.message).toMatch(/VM.Audit/);
+  });
+
+  it('reports a cluster that could not be read', () => {
+    const plan = planSpecs({ head: specs(guest('a', 100001)), observed: { clusters: {}, errors: { lab: '401 Authentication failed!' } } });
+    expect(plan.errors).toEqual([{ cluster: 'lab', message: "cluster 'lab' could not be read: 401 Authentication failed!" }]);
+  });
+
+  it('lists orphans when planning a whole cluster, and destroys a removed guest only with prune', () => {
+    const orphan = observed('old', 100009, {});
+    const plan = planSpecs({ head: specs(guest('a', 100001)), observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } } });
+    expect(plan.guests.find((g) => g.vmid === 100009)?.action).toBe('orphan');
+
+    const base = specs(guest('a', 100001), guest('old', 100009));
+    const pruned: SpecSet = { clusters: [{ ...cluster, prune: true }], guests: [guest('a', 100001)] };
+    const keep = planSpecs({ head: { ...pruned, clusters: [cluster] }, base, observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } } });
+    expect(keep.guests.find((g) => g.vmid === 100009)?.action).toBe('orphan');
+    const destroy = planSpecs({ head: pruned, base: { ...base, clusters: [{ ...cluster, prune: true }] }, observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } } });
+    expect(destroy.guests.find((g) => g.vmid === 100009)?.action).toBe('destroy');
+  });
+
+  it('does not read or plan guests outside the scope of a change', () => {
+    const base = specs(guest('a', 100001), guest('b', 100002, { cores: '1' }));
+    const head = specs(guest('a', 100001), guest('b', 100002, { cores: '2' }));
+    const plan = planSpecs({
+      head,
+      base,
+      observed: { clusters: { lab: seen([observed('b', 100002, { cores: '1' })], [{ vmid: 100001, type: 'qemu', node: 'pve-01', tags: 'pve-gitops' }]) } },
+    });
+    expect(plan.guests.map((g) => g.vmid)).toEqual([100002]);
+    expect(plan.summary.update).toBe(1);
+  });
+
+  it('orders errors first, then the most severe changes', () => {
+    const plan = planSpecs({
+      head: specs(guest('z-new', 100003), { ...guest('gone', 100002), state: 'absent' }, guest('clash', 100001)),
+      observed: { clusters: { lab: seen([observed('clash', 100001, {}, 'someone-else'), observed('gone', 100002, {})]) } },
+    });
+    expect(plan.guests.map((g) => g.action)).toEqual(['error', 'destroy', 'create']);
+  });
+});
