@@ -1,0 +1,160 @@
+/**
+ * The plan for a terminal, in the manner of `terraform plan`: a sign and an action per guest, its
+ * key changes indented underneath, then drift and pending sections and a one-line total.
+ */
+import type { GuestAction, GuestPlan, KeyChange, Operation, Plan } from '../model.js';
+import { countPlan, hasChanges, type PlanCounts } from './plan-counts.js';
+import { ACTION_LABEL, ACTION_SIGN, IMPACT_LABEL, compareByName, compareGuests, guestImpact, plural } from './plan-labels.js';
+import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
+import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
+
+/** Options of {@link renderPlanText}. */
+export interface PlanTextOptions {
+  /** Colour with ANSI escapes (only for a TTY). */
+  color?: boolean;
+}
+
+const ACTION_STYLE: Record<GuestAction, Style[]> = {
+  create: ['green'],
+  update: ['yellow'],
+  destroy: ['red'],
+  noop: ['dim'],
+  orphan: ['magenta'],
+  error: ['red', 'bold'],
+};
+
+const INDENT = '    ';
+
+/** Renders a plan for the terminal; ends with a newline. */
+export function renderPlanText(plan: Plan, options: PlanTextOptions = {}): string {
+  const paint = painter(options.color === true);
+  const { total } = countPlan(plan);
+  const lines: string[] = [];
+  if (plan.ref !== undefined) lines.push(`Plan for ${terminalSafe(plan.ref)} (${terminalSafe(plan.createdAt)})`, '');
+
+  if (plan.errors.length > 0) {
+    lines.push(paint('Errors:', 'red', 'bold'));
+    for (const error of plan.errors) lines.push(`  ${paint('!', 'red', 'bold')} ${scope(error.cluster)}${terminalSafe(error.message, 2_000)}`);
+    lines.push('');
+  }
+  if (plan.warnings.length > 0) {
+    lines.push(paint('Warnings:', 'yellow'));
+    for (const warning of plan.warnings) lines.push(`  ${scope(warning.cluster)}${terminalSafe(warning.message, 2_000)}`);
+    lines.push('');
+  }
+
+  const listed = plan.guests.filter((guest) => guest.action !== 'noop').sort(compareGuests);
+  for (const guest of listed) lines.push(...renderGuest(guest, paint));
+  if (listed.length > 0) lines.push('');
+
+  lines.push(...renderDrift(plan.guests, paint), ...renderPending(plan.guests, paint));
+  if (total.noop > 0) lines.push(paint(`${plural(total.noop, 'guest')} unchanged.`, 'dim'));
+  lines.push(finalLine(total, paint));
+  return `${lines.join('\n')}\n`;
+}
+
+function scope(cluster: string | undefined): string {
+  return cluster !== undefined ? `${terminalSafe(cluster)}: ` : '';
+}
+
+function guestRef(guest: GuestPlan): string {
+  return `${terminalSafe(guest.cluster)}/${terminalSafe(guest.name)} (${guest.vmid})`;
+}
+
+function shown(key: string, value: string | undefined): string {
+  if (value === undefined) return '(unset)';
+  return isSensitiveKey(key) ? SENSITIVE_PLACEHOLDER : terminalSafe(value);
+}
+
+function renderGuest(guest: GuestPlan, paint: Painter): string[] {
+  const style = ACTION_STYLE[guest.action];
+  const impact = guestImpact(guest);
+  let line = `${paint(ACTION_SIGN[guest.action], ...style, 'bold')} ${paint(ACTION_LABEL[guest.action].padEnd(7), ...style)} ${paint(guestRef(guest), 'bold')}`;
+  if (guest.action === 'create') line += ` on ${terminalSafe(guest.node)}`;
+  if (impact !== undefined) line += ` [${impact === 'data-loss' ? paint(IMPACT_LABEL[impact], 'red', 'bold') : IMPACT_LABEL[impact]}]`;
+  const lines = [line];
+  for (const error of guest.errors) lines.push(`${INDENT}${paint('! error:', 'red', 'bold')} ${terminalSafe(error, 2_000)}`);
+  for (const change of guest.changes) lines.push(`${INDENT}${renderChange(change, paint)}`);
+  for (const op of guest.operations) {
+    const text = describeOperation(op);
+    if (text !== undefined) lines.push(`${INDENT}${paint('>', 'cyan')} ${text}`);
+  }
+  for (const warning of guest.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
+  if (guest.drift.length > 0) lines.push(`${INDENT}${paint('drift:', 'yellow')} ${plural(guest.drift.length, 'key')} changed outside git (see Drift below)`);
+  if (guest.pending.length > 0) lines.push(`${INDENT}pending: ${plural(guest.pending.length, 'key')} not in effect until restart (see Pending below)`);
+  if (guest.vmidDerived) lines.push(`${INDENT}note: derived VMID ${guest.vmid} — pin it with \`vmid: ${guest.vmid}\``);
+  if (guest.adopt === true) lines.push(`${INDENT}note: adopts an existing unowned guest (adds the owner tag)`);
+  if (guest.action === 'orphan') lines.push(`${INDENT}note: carries the owner tag but has no spec; destroyed only with \`prune: true\``);
+  return lines;
+}
+
+/** `~ memory: 2048 → 4096 (live)`, `+ key: value`, `- key: value`. */
+function renderChange(change: KeyChange, paint: Painter): string {
+  const impact = change.impact === 'data-loss' ? paint(IMPACT_LABEL[change.impact], 'red', 'bold') : IMPACT_LABEL[change.impact];
+  if (change.from === undefined) return `${paint('+', 'green')} ${terminalSafe(change.key)}: ${shown(change.key, change.to)} (${impact})`;
+  if (change.to === undefined) return `${paint('-', 'red')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} (${impact})`;
+  return `${paint('~', 'yellow')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} → ${shown(change.key, change.to)} (${impact})`;
+}
+
+function describeOperation(op: Operation): string | undefined {
+  switch (op.op) {
+    case 'create':
+      return `create on node ${terminalSafe(op.node)}`;
+    case 'config':
+      // The key changes above are exactly what this write sets and deletes.
+      return undefined;
+    case 'resize':
+      return `resize ${terminalSafe(op.disk)}: ${terminalSafe(op.from)} → ${terminalSafe(op.size)}`;
+    case 'move-disk':
+      return `move ${terminalSafe(op.disk)}: storage ${terminalSafe(op.from)} → ${terminalSafe(op.storage)}`;
+    case 'start':
+      return 'start';
+    case 'shutdown':
+      return 'shut down (clean)';
+    case 'stop':
+      return 'stop (hard)';
+    case 'destroy':
+      return 'destroy the guest and its disks';
+  }
+}
+
+function renderDrift(guests: readonly GuestPlan[], paint: Painter): string[] {
+  const drifted = guests.filter((guest) => guest.drift.length > 0).sort(compareByName);
+  if (drifted.length === 0) return [];
+  const lines = [paint('Drift (changed outside git; applying reverts it unless the spec takes the live value):', 'yellow', 'bold')];
+  for (const guest of drifted) {
+    lines.push(`  ${guestRef(guest)}`);
+    for (const item of guest.drift) {
+      lines.push(`${INDENT}${terminalSafe(item.key)}: spec ${shown(item.key, item.expected)}, cluster ${shown(item.key, item.actual)}`);
+    }
+  }
+  lines.push('');
+  return lines;
+}
+
+function renderPending(guests: readonly GuestPlan[], paint: Painter): string[] {
+  const waiting = guests.filter((guest) => guest.pending.length > 0).sort(compareByName);
+  if (waiting.length === 0) return [];
+  const lines = [paint('Pending (accepted but not in effect until restart):', 'bold')];
+  for (const guest of waiting) {
+    lines.push(`  ${guestRef(guest)}`);
+    for (const item of guest.pending) {
+      const target = item.delete === true ? '(delete)' : shown(item.key, item.pending);
+      lines.push(`${INDENT}${terminalSafe(item.key)}: ${shown(item.key, item.current)} → ${target}`);
+    }
+  }
+  lines.push('');
+  return lines;
+}
+
+/** `Plan: 1 to create, 2 to update, 0 to destroy.` or `No changes.`, with errors and orphans when any. */
+function finalLine(total: PlanCounts, paint: Painter): string {
+  const extra: string[] = [];
+  if (total.orphan > 0) extra.push(plural(total.orphan, 'orphan'));
+  if (total.error > 0) extra.push(paint(plural(total.error, 'error'), 'red', 'bold'));
+  if (!hasChanges(total) && total.error === 0) {
+    return extra.length > 0 ? `No changes. ${extra.join(', ')}.` : 'No changes.';
+  }
+  const counts = `Plan: ${total.create} to create, ${total.update} to update, ${total.destroy} to destroy`;
+  return `${paint(counts, 'bold')}${extra.length > 0 ? `, ${extra.join(', ')}` : ''}.`;
+}

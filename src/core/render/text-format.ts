@@ -1,0 +1,32 @@
+/** Terminal building blocks: values from a cluster must not carry escape sequences to a terminal. */
+import { shorten } from './markdown-format.js';
+
+/** Longest value printed in the terminal; `--format json` has the full text. */
+export const MAX_TERMINAL_VALUE_CHARS = 200;
+
+/**
+ * Makes text safe and single-line for a terminal: line breaks become `\n`, other control
+ * characters (ESC above all, which could rewrite the screen) become `\xNN`.
+ */
+export function terminalSafe(text: string, max: number = MAX_TERMINAL_VALUE_CHARS): string {
+  return shorten(text, max).replace(/[\u0000-\u001f\u007f-\u009f]/g, (ch) => {
+    if (ch === '\n') return '\\n';
+    if (ch === '\r') return '\\r';
+    if (ch === '\t') return '\\t';
+    return `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`;
+  });
+}
+
+/** ANSI styles the renderers use. */
+export type Style = 'bold' | 'dim' | 'red' | 'green' | 'yellow' | 'magenta' | 'cyan';
+
+const SGR: Record<Style, string> = { bold: '1', dim: '2', red: '31', green: '32', yellow: '33', magenta: '35', cyan: '36' };
+
+/** Styles text with ANSI escapes, or returns it unchanged when colour is off. */
+export type Painter = (text: string, ...styles: Style[]) => string;
+
+/** A painter that colours only when asked, so piped output and tests stay plain. */
+export function painter(color: boolean): Painter {
+  if (!color) return (text) => text;
+  return (text, ...styles) => (styles.length === 0 ? text : `\u001b[${styles.map((s) => SGR[s]).join(';')}m${text}\u001b[0m`);
+}
