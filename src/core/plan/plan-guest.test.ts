@@ -91,6 +91,28 @@ describe('planGuest: no-op when the cluster already matches', () => {
   });
 });
 
+describe('planGuest: containers', () => {
+  it('treats the MAC and veth type Proxmox fills into a NIC, and an allocated rootfs, as no change', () => {
+    const plan = planGuest(
+      input(
+        ctSpec({ net0: 'name=eth0,bridge=vmbr0,ip=dhcp', rootfs: 'local-lvm:8', memory: '512' }),
+        observed(
+          {
+            net0: 'name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp,type=veth',
+            rootfs: 'local-lvm:vm-100101-disk-0,size=8G',
+            memory: '512',
+            arch: 'amd64',
+            ostype: 'debian',
+          },
+          { type: 'lxc' },
+        ),
+      ),
+    );
+    expect(plan.changes).toEqual([]);
+    expect(plan.action).toBe('noop');
+  });
+});
+
 describe('planGuest: updates', () => {
   it('plans a key removed from the spec as `delete`, never an empty value', () => {
     const plan = planGuest(input(vmSpec({ cores: '2' }), observed({ cores: '2', cpulimit: '4' })));
@@ -113,7 +135,6 @@ describe('planGuest: updates', () => {
         observed({ net0: 'name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:00:01,ip=dhcp,type=veth' }, { type: 'lxc' }),
       ),
     );
-    // `type=veth` is Proxmox's own default: not in the spec, so it is part of the change.
     expect(configOp(plan.operations)?.set.net0).toBe('name=eth0,bridge=vmbr1,ip=dhcp,hwaddr=BC:24:11:00:00:01');
   });
 

@@ -222,6 +222,8 @@ export function sameNic(type: GuestType, key: string, desired: string, actual: s
   const d = parseNic(type, key, desired);
   const a = parseNic(type, key, actual);
   if (d.mac !== undefined && d.mac !== a.mac) return false;
+  // Proxmox writes `type=veth` into every container NIC that does not name a type.
+  if (type === 'lxc' && !d.settings.has('type') && a.settings.get('type') === 'veth') a.settings.delete('type');
   return mapsEqual(d.settings, a.settings);
 }
 

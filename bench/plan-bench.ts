@@ -1,0 +1,222 @@
+/**
+ * Plan benchmark: for estates of 100, 1,000 and 10,000 guests on the simulator with 20 ms
+ * latency per request, measures
+ *   - a pull request touching 10 guests (scope = the change): time, requests, peak memory;
+ *   - a full drift read of every owned guest: time, requests;
+ *   - a naive client that reads every guest's config one after another, as the baseline.
+ * The simulator runs in its own process so the figures are the planner's alone.
+ *
+ * Usage: node --import tsx bench/plan-bench.ts [--sizes 100,1000,10000] [--latency-ms 20]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { request } from 'undici';
+import type { ClusterSpec, GuestSpec, SpecSet } from '../src/core/model.js';
+import { PveClient } from '../src/pve/client.js';
+import { PveClusterAdapter } from '../src/pve/cluster-adapter.js';
+import { runDrift, runPlan } from '../src/engine/run-plan.js';
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '100,1000,10000' },
+    'latency-ms': { type: 'string', default: '20' },
+    'naive-limit': { type: 'string', default: '1000' },
+  },
+});
+const sizes = values.sizes.split(',').map(Number);
+const latencyMs = Number(values['latency-ms']);
+const naiveLimit = Number(values['naive-limit']);
+const NODES = ['pve-01', 'pve-02', 'pve-03'];
+const LOWER = 100000;
+
+const cluster: ClusterSpec = {
+  name: 'bench',
+  vmids: { lower: LOWER, upper: 200000 },
+  ownerTag: 'pve-gitops',
+  nodes: NODES,
+  prune: false,
+  source: { file: 'clusters.yaml', line: 1, col: 1 },
+};
+
+function guestSpec(i: number, memory = '2048'): GuestSpec {
+  return {
+    kind: 'VM',
+    type: 'qemu',
+    name: `vm-${i}`,
+    cluster: 'bench',
+    node: NODES[i % NODES.length]!,
+    vmid: LOWER + i,
+    vmidDerived: false,
+    power: 'ignore',
+    state: 'present',
+    adopt: false,
+    ignore: [],
+    config: { memory, cores: '2', net0: 'virtio,bridge=vmbr0', scsi0: 'local-lvm:32', tags: 'bench' },
+    source: { file: `guests/vm-${i}.yaml`, line: 1, col: 1 },
+  };
+}
+
+/** The estate as Proxmox would hold it after an apply of the specs. */
+function fixture(n: number): unknown {
+  const guests = [];
+  for (let i = 0; i < n; i++) {
+    const mac = `BC:24:11:${((i >> 16) & 255).toString(16).padStart(2, '0')}:${((i >> 8) & 255).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`.toUpperCase();
+    guests.push({
+      vmid: LOWER + i,
+      type: 'qemu',
+      node: NODES[i % NODES.length],
+      running: i % 2 === 0,
+      config: {
+        name: `vm-${i}`,
+        memory: '2048',
+        cores: '2',
+        net0: `virtio=${mac},bridge=vmbr0`,
+        scsi0: `local-lvm:vm-${LOWER + i}-disk-0,size=32G`,
+        tags: 'bench;pve-gitops',
+        boot: 'order=scsi0;net0',
+        meta: 'creation-qemu=9.2.0,ctime=1700000000',
+        smbios1: 'uuid=00000000-0000-4000-8000-000000000000',
+        vmgenid: '00000000-0000-4000-8000-000000000001',
+      },
+    });
+  }
+  return { nodes: NODES, guests };
+}
+
+interface Sim {
+  url: string;
+  token: string;
+  auditToken: string;
+  stop(): Promise<void>;
+}
+
+async function startSim(fixturePath: string): Promise<Sim> {
+  const child = spawn(
+    process.execPath,
+    ['bin/pve-gitops.js', 'sim', '--port', '0', '--nodes', NODES.join(','), '--latency-ms', String(latencyMs), '--task-ms', '0', '--fixture', fixturePath],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
+  });
+  const info = JSON.parse(line) as { url: string; token: string; auditToken: string };
+  return {
+    ...info,
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function simStats(url: string): Promise<number> {
+  const res = await request(`${url}/_sim/stats`);
+  const body = (await res.body.json()) as { requests: { total: number } };
+  return body.requests.total;
+}
+
+async function resetStats(url: string): Promise<void> {
+  const res = await request(`${url}/_sim/reset-stats`, { method: 'POST' });
+  await res.body.dump();
+}
+
+/** Runs `fn` while sampling the heap; returns its time and the peak heap growth. */
+async function measure<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number; peakHeapMb: number }> {
+  global.gc?.();
+  const base = process.memoryUsage().heapUsed;
+  let peak = base;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().heapUsed);
+  }, 5);
+  const started = performance.now();
+  try {
+    const result = await fn();
+    peak = Math.max(peak, process.memoryUsage().heapUsed);
+    return { result, ms: performance.now() - started, peakHeapMb: (peak - base) / 2 ** 20 };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The baseline: every guest's config read one after another, compared, written if it differs. */
+async function naive(sim: Sim, specs: GuestSpec[]): Promise<number> {
+  const headers = { authorization: `PVEAPIToken=${sim.auditToken}` };
+  let differing = 0;
+  for (const g of specs) {
+    const res = await request(`${sim.url}/api2/json/nodes/${g.node}/qemu/${g.vmid}/config`, { headers });
+    const body = (await res.body.json()) as { data: Record<string, unknown> };
+    if (String(body.data.memory) !== g.config.memory) differing += 1;
+  }
+  return differing;
+}
+
+function row(cells: (string | number)[]): string {
+  const widths = [8, 30, 12, 10, 12, 10];
+  return cells.map((c, i) => String(c).padEnd(widths[i] ?? 10)).join(' ');
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-bench-'));
+  process.stdout.write(`plan benchmark: ${latencyMs} ms latency per request, simulator in its own process, Node ${process.version}\n\n`);
+  process.stdout.write(`${row(['guests', 'scenario', 'time', 'requests', 'peak heap', 'target'])}\n`);
+  try {
+    for (const n of sizes) {
+      const fixturePath = join(dir, `estate-${n}.json`);
+      await writeFile(fixturePath, JSON.stringify(fixture(n)));
+      const sim = await startSim(fixturePath);
+      const client = new PveClient({ cluster: 'bench', url: sim.url, token: sim.auditToken, readOnly: true, concurrency: 16 });
+      const readers = { bench: new PveClusterAdapter(client) };
+      try {
+        const baseGuests = Array.from({ length: n }, (_, i) => guestSpec(i));
+        const base: SpecSet = { clusters: [cluster], guests: baseGuests };
+        const touched = new Set(Array.from({ length: 10 }, (_, k) => Math.floor((k * n) / 10)));
+        const head: SpecSet = { clusters: [cluster], guests: baseGuests.map((g, i) => (touched.has(i) ? guestSpec(i, '4096') : g)) };
+
+        await resetStats(sim.url);
+        const pr = await measure(() => runPlan({ head, base, readers, concurrency: 16 }));
+        const prRequests = await simStats(sim.url);
+        const prOk = pr.result.summary.update === 10 && pr.ms < 500 && prRequests <= 12;
+        process.stdout.write(
+          `${row([n, 'PR touching 10 guests', `${pr.ms.toFixed(0)} ms`, prRequests, `${pr.peakHeapMb.toFixed(1)} MB`, n === 10000 ? `<500 ms, ≤12 req ${prOk ? '✓' : '✗'}` : ''])}\n`,
+        );
+
+        await resetStats(sim.url);
+        const drift = await measure(() => runDrift({ head: base, readers, concurrency: 16 }));
+        const driftRequests = await simStats(sim.url);
+        const driftOk = drift.ms < 2000;
+        process.stdout.write(
+          `${row([n, 'full drift read (all guests)', `${drift.ms.toFixed(0)} ms`, driftRequests, `${drift.peakHeapMb.toFixed(1)} MB`, n === 1000 ? `<2000 ms ${driftOk ? '✓' : '✗'}` : ''])}\n`,
+        );
+        if (drift.result.summary.drifted !== 0 || drift.result.summary.noop !== n) {
+          throw new Error(`drift read found ${drift.result.summary.drifted} drifted, ${drift.result.summary.noop} unchanged of ${n}: the fixture does not match the specs`);
+        }
+
+        const sample = head.guests.slice(0, Math.min(n, naiveLimit));
+        await resetStats(sim.url);
+        const baseline = await measure(() => naive(sim, sample));
+        const naiveRequests = await simStats(sim.url);
+        const extrapolated = sample.length < n;
+        const naiveMs = (baseline.ms * n) / sample.length;
+        process.stdout.write(
+          `${row([n, `naive sequential read${extrapolated ? ' (extrap.)' : ''}`, `${(naiveMs / 1000).toFixed(1)} s`, extrapolated ? `~${Math.round((naiveRequests * n) / sample.length)}` : naiveRequests, `${baseline.peakHeapMb.toFixed(1)} MB`, extrapolated ? `from ${sample.length}` : ''])}\n`,
+        );
+      } finally {
+        await client.close();
+        await sim.stop();
+      }
+    }
+    const rss = process.resourceUsage().maxRSS / 1024;
+    process.stdout.write(`\npeak RSS of the benchmark process (planner side): ${rss.toFixed(0)} MB\n`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
