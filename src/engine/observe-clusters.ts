@@ -49,7 +49,7 @@ export async function observeClusters(
           scope.guests.has(guestKey(name, l.vmid)) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && hasOwnerTag(l.tags, ownerTag)),
       );
-      const limit = new Semaphore(options.concurrency ?? 8);
+      const limit = new Semaphore(options.concurrency ?? 16);
       let read = 0;
       await Promise.all(
         wanted.map((listed) =>
