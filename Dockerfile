@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# Build stage: install everything (prepare builds dist/), then drop dev dependencies.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
+COPY src ./src
+RUN npm ci --no-audit --no-fund \
+ && npm prune --omit=dev --no-audit --no-fund
+
+# Runtime stage: the built program and production dependencies only, as an unprivileged user.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+COPY app.yml ./
+COPY specs-example ./specs-example
+USER node
+ENTRYPOINT ["node", "bin/pve-gitops.js"]
+CMD ["--help"]
