@@ -1,0 +1,129 @@
+/**
+ * Fixture files: the starting state of a simulated cluster.
+ *
+ * ```json
+ * {
+ *   "clusterName": "lab",                       // optional
+ *   "nodes": ["pve-01", "pve-02"],              // optional; default from the options
+ *   "storages": ["local", "local-lvm"],         // optional; when set, other storage ids fail
+ *   "nextId": { "lower": 100, "upper": 1000000 },  // optional datacenter.cfg next-id range
+ *   "tokens": [                                 // optional extra API tokens
+ *     { "id": "auditor@pve!audit", "secret": "…", "role": "audit", "vmids": [100, 101] }
+ *   ],
+ *   "guests": [
+ *     { "vmid": 100, "type": "qemu", "node": "pve-01", "running": true,
+ *       "config": "name: web\nmemory: 2048\n…",   // raw file text, may hold [PENDING]/[snap] sections
+ *       "lock": "backup" },                       // optional, written into the main section
+ *     { "vmid": 200, "type": "lxc", "node": "pve-02",
+ *       "config": { "hostname": "db", "memory": 1024, "rootfs": "local-lvm:vm-200-disk-0,size=8G" } }
+ *   ]
+ * }
+ * ```
+ * `config` as an object is serialised as Proxmox would write it (sorted keys, description as
+ * `#` lines, tags normalised). A raw string is kept byte for byte, so its digest is its SHA1.
+ */
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { normaliseTags } from '../../core/property-string.js';
+import { emptySection, serializeConfig, type ParsedConfig } from './config-file.js';
+import type { GuestType } from '../../core/model.js';
+
+const NODE_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
+
+const ConfigValue = z.union([z.string(), z.number(), z.boolean()]);
+
+/** One guest of a fixture. */
+export const SimFixtureGuest = z.strictObject({
+  vmid: z.number().int().min(100).max(999_999_999),
+  type: z.enum(['qemu', 'lxc']),
+  node: z.string().regex(NODE_NAME, 'invalid node name'),
+  running: z.boolean().optional(),
+  config: z.union([z.string(), z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'invalid config key'), ConfigValue)]),
+  lock: z.string().optional(),
+});
+export type SimFixtureGuest = z.infer<typeof SimFixtureGuest>;
+
+/** An API token of a fixture. */
+export const SimFixtureToken = z.strictObject({
+  id: z.string().regex(/^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$/, 'expected USER@REALM!TOKENID'),
+  secret: z.string().min(1),
+  role: z.enum(['admin', 'audit']),
+  vmids: z.array(z.number().int()).optional(),
+});
+export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
+
+/** A whole fixture. */
+export const SimFixture = z
+  .strictObject({
+    clusterName: z.string().optional(),
+    nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
+    storages: z.array(z.string()).min(1).optional(),
+    nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
+    tokens: z.array(SimFixtureToken).optional(),
+    guests: z.array(SimFixtureGuest).default([]),
+  })
+  .superRefine((fixture, ctx) => {
+    const seen = new Set<number>();
+    fixture.guests.forEach((guest, index) => {
+      if (seen.has(guest.vmid)) {
+        ctx.addIssue({ code: 'custom', path: ['guests', index, 'vmid'], message: `duplicate vmid ${guest.vmid}` });
+      }
+      seen.add(guest.vmid);
+      if (fixture.nodes && !fixture.nodes.includes(guest.node)) {
+        ctx.addIssue({ code: 'custom', path: ['guests', index, 'node'], message: `node '${guest.node}' is not in nodes` });
+      }
+    });
+  });
+export type SimFixture = z.input<typeof SimFixture>;
+/** A fixture after validation and defaults. */
+export type ParsedSimFixture = z.output<typeof SimFixture>;
+
+/** Thrown for a fixture that does not validate; the message lists every problem with its path. */
+export class FixtureError extends Error {
+  override readonly name = 'FixtureError';
+  constructor(
+    readonly source: string,
+    readonly issues: string[],
+  ) {
+    super(`invalid simulator fixture ${source}:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+  }
+}
+
+/** Validates a fixture object. */
+export function parseFixture(input: unknown, source = '(object)'): ParsedSimFixture {
+  const result = SimFixture.safeParse(input);
+  if (!result.success) {
+    throw new FixtureError(
+      source,
+      result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`),
+    );
+  }
+  return result.data;
+}
+
+/** Reads and validates a fixture file. */
+export async function loadFixtureFile(path: string): Promise<ParsedSimFixture> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new FixtureError(path, [`cannot read file: ${(err as Error).message}`]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new FixtureError(path, [`not valid JSON: ${(err as Error).message}`]);
+  }
+  return parseFixture(json, path);
+}
+
+/** Serialises a key → value config object the way Proxmox would write it. */
+export function configObjectToRaw(type: GuestType, config: Record<string, string | number | boolean>): string {
+  const parsed: ParsedConfig = { main: emptySection(), pending: emptySection(), special: new Map(), snapshots: new Map() };
+  for (const [key, value] of Object.entries(config)) {
+    const text = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
+    parsed.main.values.set(key, key === 'tags' ? normaliseTags(text) : text);
+  }
+  return serializeConfig(parsed, type);
+}

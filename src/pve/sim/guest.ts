@@ -1,0 +1,273 @@
+/**
+ * One guest: its config as the raw file text Proxmox writes, the parsed sections beside it,
+ * and the digest (recomputed only when the text changes). The API views (GET config with or
+ * without pending, GET pending) are derived here and cached until the next write, so reads
+ * of 10,000 guests cost a map lookup.
+ */
+import type { GuestType } from '../../core/model.js';
+import { paramSchema } from '../../core/proxmox-params.js';
+import {
+  configDigest,
+  parseConfig,
+  parsePendingDelete,
+  serializeConfig,
+  type ConfigSection,
+  type ParsedConfig,
+} from './config-file.js';
+import { configEndpoint, parseSize, parseOption } from './property-format.js';
+
+/** A JSON value of a config view. */
+export type JsonConfigValue = string | number | [string, string][];
+
+/** Kinds of JSON typing (API-FACTS §3.1): booleans/integers as numbers, everything else strings. */
+type ValueKind = 'number' | 'string';
+
+const kindCache: Record<GuestType, Map<string, ValueKind>> = { qemu: new Map(), lxc: new Map() };
+
+/** Keys Proxmox writes that the update schema does not contain, with their JSON typing. */
+const INTERNAL_KEY_KINDS: Record<string, ValueKind> = { snaptime: 'number' };
+
+function valueKind(type: GuestType, key: string): ValueKind {
+  const cache = kindCache[type];
+  let kind = cache.get(key);
+  if (kind === undefined) {
+    const schema = paramSchema(configEndpoint(type), key);
+    kind =
+      schema?.type === 'integer' || schema?.type === 'boolean' ? 'number' : (INTERNAL_KEY_KINDS[key] ?? 'string');
+    cache.set(key, kind);
+  }
+  return kind;
+}
+
+/** A config value typed as the API returns it (`cores: 2`, `memory: "2048"`, `cpulimit: "4"`). */
+export function typedValue(type: GuestType, key: string, value: string): string | number {
+  if (valueKind(type, key) === 'number' && /^[+-]?\d+$/.test(value)) return Number(value);
+  return value;
+}
+
+/** Perl truthiness of a config value (`''` and `'0'` are false). */
+export function perlTrue(value: string | undefined): boolean {
+  return value !== undefined && value !== '' && value !== '0';
+}
+
+/** Options exposed by guest summaries (listing, status/current, cluster resources). */
+export interface GuestSummaryData {
+  name: string;
+  maxmem: number;
+  maxdisk: number;
+  cpus: number;
+  template: boolean;
+  tags?: string;
+  lock?: string;
+}
+
+/** A simulated guest. */
+export class Guest {
+  private rawText: string;
+  private digestHex: string;
+  private parsed: ParsedConfig;
+  private readonly viewCache = new Map<string, string>();
+  /** Epoch ms the guest was started; undefined while stopped. */
+  startedAt: number | undefined;
+  /** Bumped on every change, so derived caches elsewhere can tell they are stale. */
+  version = 0;
+
+  constructor(
+    readonly vmid: number,
+    readonly type: GuestType,
+    public node: string,
+    raw: string,
+    running: boolean,
+  ) {
+    this.rawText = raw;
+    this.digestHex = configDigest(raw);
+    this.parsed = parseConfig(raw, type);
+    this.startedAt = running ? Date.now() - Math.floor(Math.random() * 86_400_000) : undefined;
+  }
+
+  /** The config file text. */
+  get raw(): string {
+    return this.rawText;
+  }
+
+  /** SHA1 hex of {@link raw}. */
+  get digest(): string {
+    return this.digestHex;
+  }
+
+  /** The parsed sections. Mutate, then call {@link commit}. */
+  get config(): ParsedConfig {
+    return this.parsed;
+  }
+
+  get running(): boolean {
+    return this.startedAt !== undefined;
+  }
+
+  /** Main-section values (what is in effect). */
+  get main(): Map<string, string> {
+    return this.parsed.main.values;
+  }
+
+  /** `[PENDING]` values. */
+  get pending(): Map<string, string> {
+    return this.parsed.pending.values;
+  }
+
+  /** The `lock` of the main section. */
+  get lock(): string | undefined {
+    return this.parsed.main.values.get('lock');
+  }
+
+  /** Writes the parsed model back as text (like `write_config`): new raw text, new digest. */
+  commit(): void {
+    this.rawText = serializeConfig(this.parsed, this.type);
+    this.digestHex = configDigest(this.rawText);
+    this.touch();
+  }
+
+  /** Replaces the whole file text (fixtures, tests). */
+  replaceRaw(raw: string): void {
+    this.rawText = raw;
+    this.digestHex = configDigest(raw);
+    this.parsed = parseConfig(raw, this.type);
+    this.touch();
+  }
+
+  /** Marks derived data stale without changing the file (power state changes). */
+  touch(): void {
+    this.version++;
+    this.viewCache.clear();
+  }
+
+  setRunning(running: boolean): void {
+    if (running === this.running) return;
+    this.startedAt = running ? Date.now() : undefined;
+    this.touch();
+  }
+
+  /** Uptime in seconds (0 when stopped). */
+  uptime(): number {
+    return this.startedAt === undefined ? 0 : Math.floor((Date.now() - this.startedAt) / 1000);
+  }
+
+  /** A cached JSON rendering keyed by view name; recomputed after any change. */
+  cachedJson(view: string, build: () => unknown): string {
+    let json = this.viewCache.get(view);
+    if (json === undefined) {
+      json = JSON.stringify(build());
+      this.viewCache.set(view, json);
+    }
+    return json;
+  }
+
+  /**
+   * `GET …/config`: with `current` false, pending values override and pending deletions remove
+   * keys whose current value is Perl-true (the `load_current_config` quirk). Always has `digest`.
+   */
+  configView(current: boolean): Record<string, JsonConfigValue> {
+    const values = new Map(this.parsed.main.values);
+    if (!current) {
+      for (const [key, value] of this.parsed.pending.values) if (key !== 'delete') values.set(key, value);
+      for (const key of parsePendingDelete(this.parsed.pending.values.get('delete')).keys()) {
+        if (perlTrue(values.get(key))) values.delete(key);
+      }
+    }
+    return this.sectionView(values, this.parsed.main.lxc);
+  }
+
+  /** `GET …/config?snapshot=<name>`: the snapshot section plus the whole-file digest. */
+  snapshotView(name: string): Record<string, JsonConfigValue> | undefined {
+    const section: ConfigSection | undefined = this.parsed.snapshots.get(name);
+    return section ? this.sectionView(new Map(section.values), section.lxc) : undefined;
+  }
+
+  private sectionView(values: Map<string, string>, lxc: [string, string][]): Record<string, JsonConfigValue> {
+    const out: Record<string, JsonConfigValue> = {};
+    for (const key of [...values.keys()].sort()) {
+      const value = values.get(key) as string;
+      out[key] = key === 'cipassword' ? '**********' : typedValue(this.type, key, value);
+    }
+    if (this.type === 'lxc' && lxc.length > 0) out.lxc = lxc.map(([k, v]) => [k, v] as [string, string]);
+    out.digest = this.digestHex;
+    return out;
+  }
+
+  /** `GET …/pending`: `config_with_pending_array`, digest entry included. */
+  pendingView(): Record<string, unknown>[] {
+    const entries: Record<string, unknown>[] = [];
+    const pending = new Map(this.parsed.pending.values);
+    const deletes = parsePendingDelete(pending.get('delete'));
+    pending.delete('delete');
+    const main = new Map(this.parsed.main.values);
+    main.set('digest', this.digestHex);
+    const typed = (key: string, value: string): string | number => {
+      if (key === 'cipassword') return '**********';
+      return key === 'digest' ? value : typedValue(this.type, key, value);
+    };
+    for (const key of [...main.keys()].sort()) {
+      const item: Record<string, unknown> = { key, value: typed(key, main.get(key) as string) };
+      const pendingValue = pending.get(key);
+      if (pendingValue !== undefined) {
+        item.pending = key === 'cipassword' ? '********** ' : typed(key, pendingValue);
+        pending.delete(key);
+      }
+      if (deletes.has(key)) {
+        item.delete = deletes.get(key) ? 2 : 1;
+        deletes.delete(key);
+      }
+      entries.push(item);
+    }
+    for (const key of [...pending.keys()].sort()) {
+      entries.push({ key, pending: key === 'cipassword' ? '********** ' : typed(key, pending.get(key) as string) });
+    }
+    // Quirk of the trailing `each` loop: the hashref is always truthy, so these report 2.
+    for (const key of [...deletes.keys()].sort()) entries.push({ key, delete: 2 });
+    return entries;
+  }
+
+  /** Numbers the listings and status calls derive from the config. */
+  summary(): GuestSummaryData {
+    const main = this.parsed.main.values;
+    const isQemu = this.type === 'qemu';
+    const memoryValue = main.get('memory');
+    const memoryMiB = memoryValue === undefined ? 512 : Number(/^(?:current=)?(\d+)/.exec(memoryValue)?.[1] ?? 512);
+    const cores = Number(main.get('cores') ?? (isQemu ? 1 : 0)) || (isQemu ? 1 : 2);
+    const sockets = isQemu ? Number(main.get('sockets') ?? 1) || 1 : 1;
+    const vcpus = isQemu && main.get('vcpus') ? Number(main.get('vcpus')) : cores * sockets;
+    const tags = main.get('tags');
+    const lock = main.get('lock');
+    const name = isQemu ? (main.get('name') ?? `VM ${this.vmid}`) : (main.get('hostname') ?? `CT${this.vmid}`);
+    return {
+      name,
+      maxmem: memoryMiB * 1024 * 1024,
+      maxdisk: this.bootDiskBytes(),
+      cpus: vcpus,
+      template: perlTrue(main.get('template')),
+      ...(tags !== undefined ? { tags } : {}),
+      ...(lock !== undefined ? { lock } : {}),
+    };
+  }
+
+  /** Size of the boot disk (qemu: first disk of `boot`/`bootdisk`, else first disk; lxc: rootfs). */
+  private bootDiskBytes(): number {
+    const main = this.parsed.main.values;
+    const sizeOf = (key: string): number | undefined => {
+      const value = main.get(key);
+      if (value === undefined) return undefined;
+      const size = parseOption(this.type, key, value)?.size;
+      return size === undefined ? undefined : parseSize(size);
+    };
+    if (this.type === 'lxc') return sizeOf('rootfs') ?? 0;
+    const order = /order=([^,]+)/.exec(main.get('boot') ?? '')?.[1]?.split(';') ?? [];
+    const candidates = [...order, main.get('bootdisk') ?? '', ...[...main.keys()].filter((k) => /^(scsi|virtio|sata|ide)\d+$/.test(k)).sort()];
+    for (const key of candidates) {
+      if (!/^(scsi|virtio|sata|ide)\d+$/.test(key)) continue;
+      const value = main.get(key);
+      if (value === undefined || /media=cdrom/.test(value)) continue;
+      const size = sizeOf(key);
+      if (size !== undefined) return size;
+    }
+    return 0;
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * Cluster-wide endpoints: `/version`, `/nodes`, `/cluster/resources`, `/cluster/nextid`, and the
+ * task status/log of `/nodes/{node}/tasks/{upid}` (API-FACTS §7.3, §9, §10, §12).
+ */
+import { canSeeGuest } from './auth.js';
+import { param, type HandlerResult, type RequestContext } from './context.js';
+import { DieError, ParamError } from './errors.js';
+import type { Guest } from './guest.js';
+import { UPID_RE } from './tasks.js';
+
+/** `GET /version`. */
+export function getVersion(): HandlerResult {
+  return { data: { version: '9.1.4', release: '9.1', repoid: '5a7f2c1e' } };
+}
+
+const NODE_MAXMEM = 128 * 1024 ** 3;
+const NODE_MAXDISK = 100 * 1024 ** 3;
+const NODE_MAXCPU = 32;
+const NODE_BOOT = Date.now() - 12 * 86_400_000;
+
+function nodeEntry(node: string, index: number): Record<string, unknown> {
+  return {
+    id: `node/${node}`,
+    node,
+    type: 'node',
+    status: 'online',
+    uptime: Math.floor((Date.now() - NODE_BOOT) / 1000) + index * 3600,
+    cpu: 0.031 + index * 0.007,
+    maxcpu: NODE_MAXCPU,
+    mem: 23 * 1024 ** 3 + index * 1024 ** 3,
+    maxmem: NODE_MAXMEM,
+    disk: 11 * 1024 ** 3,
+    maxdisk: NODE_MAXDISK,
+    level: '',
+  };
+}
+
+/** `GET /nodes`. */
+export function getNodes(ctx: RequestContext): HandlerResult {
+  return {
+    data: ctx.sim.nodes.map((node, i) => ({
+      ...nodeEntry(node, i),
+      ssl_fingerprint: 'AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89',
+    })),
+  };
+}
+
+interface CachedResource {
+  version: number;
+  bucket: number;
+  json: string;
+}
+
+const resourceCache = new WeakMap<Guest, CachedResource>();
+
+/**
+ * One `type=vm` entry (`extract_vm_stats` + live `lock`/`tags`). The real RRD-backed fields
+ * (name, status, uptime, …) lag up to 10 s behind; the simulator reports them live instead, so
+ * tests need not wait for a pvestatd cycle. Entries are cached per guest version and 10 s
+ * uptime bucket, which keeps a 10,000-guest listing cheap.
+ */
+function resourceJson(guest: Guest): string {
+  const bucket = Math.floor(Date.now() / 10_000);
+  const cached = resourceCache.get(guest);
+  if (cached && cached.version === guest.version && cached.bucket === bucket) return cached.json;
+  const s = guest.summary();
+  const running = guest.running;
+  const entry: Record<string, unknown> = {
+    id: `${guest.type}/${guest.vmid}`,
+    vmid: guest.vmid,
+    node: guest.node,
+    type: guest.type,
+    status: running ? 'running' : 'stopped',
+    name: s.name,
+    template: s.template ? 1 : 0,
+    uptime: guest.uptime(),
+    maxcpu: s.cpus,
+    cpu: running ? 0.0123 : 0,
+    maxmem: s.maxmem,
+    mem: running ? Math.floor(s.maxmem * 0.41) : 0,
+    maxdisk: s.maxdisk,
+    disk: 0,
+    netin: running ? 1_234_567 : 0,
+    netout: running ? 765_432 : 0,
+    diskread: running ? 98_765_432 : 0,
+    diskwrite: running ? 12_345_678 : 0,
+    ...(guest.type === 'qemu' ? { memhost: running ? Math.floor(s.maxmem * 0.43) : 0 } : {}),
+    ...(s.lock !== undefined ? { lock: s.lock } : {}),
+    ...(s.tags !== undefined ? { tags: s.tags } : {}),
+  };
+  const json = JSON.stringify(entry);
+  resourceCache.set(guest, { version: guest.version, bucket, json });
+  return json;
+}
+
+/** `GET /cluster/resources`: guests the principal may audit, plus nodes and storages. */
+export function getClusterResources(ctx: RequestContext): HandlerResult {
+  const type = ctx.params.type;
+  const parts: string[] = [];
+  if (type === undefined || type === 'vm') {
+    for (const guest of ctx.sim.sortedGuests()) {
+      if (canSeeGuest(ctx.principal, guest.vmid)) parts.push(resourceJson(guest));
+    }
+  }
+  if (type === undefined || type === 'node') {
+    ctx.sim.nodes.forEach((node, i) => parts.push(JSON.stringify({ ...nodeEntry(node, i), 'cgroup-mode': 2 })));
+  }
+  if (type === undefined || type === 'storage') {
+    for (const node of ctx.sim.nodes) {
+      for (const storage of ctx.sim.volumes.storageIds()) {
+        parts.push(
+          JSON.stringify({
+            id: `storage/${node}/${storage}`,
+            storage,
+            node,
+            type: 'storage',
+            status: 'available',
+            plugintype: storage === 'local' ? 'dir' : 'lvmthin',
+            content: storage === 'local' ? 'iso,vztmpl,backup' : 'rootdir,images',
+            shared: 0,
+            disk: 7 * 1024 ** 3,
+            maxdisk: 500 * 1024 ** 3,
+          }),
+        );
+      }
+    }
+  }
+  return { json: `[${parts.join(',')}]` };
+}
+
+/** `GET /cluster/nextid`: the answer is a JSON string (API-FACTS §7.3). */
+export function getNextId(ctx: RequestContext): HandlerResult {
+  const requested = ctx.params.vmid;
+  if (requested !== undefined && requested !== '' && requested !== '0') {
+    if (!ctx.sim.guests.has(Number(requested))) return { data: requested };
+    throw new ParamError({ vmid: `VM ${requested} already exists` });
+  }
+  const { lower, upper } = ctx.sim.nextId;
+  for (let id = lower; id < upper; id++) if (!ctx.sim.guests.has(id)) return { data: String(id) };
+  throw new DieError(`unable to get any free VMID in range [${lower}, ${upper}]\n`);
+}
+
+function findTask(ctx: RequestContext) {
+  const upid = param(ctx, 'upid');
+  if (!UPID_RE.test(upid)) throw new ParamError({ upid: 'unable to parse worker upid' });
+  const task = ctx.sim.getTask(upid);
+  // The log file lives on the task's node: asking another node finds nothing.
+  if (!task || task.node !== param(ctx, 'node')) throw new ParamError({ upid: 'no such task' });
+  return task;
+}
+
+/** `GET /nodes/{node}/tasks/{upid}/status` (§9.3): token tasks report `user` + `tokenid`. */
+export function getTaskStatus(ctx: RequestContext): HandlerResult {
+  const task = findTask(ctx);
+  const bang = task.user.indexOf('!');
+  const data: Record<string, unknown> = {
+    upid: task.upid,
+    node: task.node,
+    pid: task.pid,
+    pstart: task.pstart,
+    starttime: task.starttime,
+    type: task.type,
+    id: task.id,
+    user: bang < 0 ? task.user : task.user.slice(0, bang),
+    ...(bang < 0 ? {} : { tokenid: task.user.slice(bang + 1) }),
+    status: task.status,
+  };
+  if (task.status === 'stopped') data.exitstatus = task.exitstatus;
+  return { data };
+}
+
+/** `GET /nodes/{node}/tasks/{upid}/log` (§9.4): `{"data":[{n,t}],"total":N}`. */
+export function getTaskLog(ctx: RequestContext): HandlerResult {
+  const task = findTask(ctx);
+  const start = Number(ctx.params.start ?? 0);
+  const limit = Number(ctx.params.limit ?? 50);
+  const lines = task.lines;
+  const data =
+    lines.length === 0
+      ? [{ n: 1, t: 'no content' }]
+      : lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
+  return { data, total: Math.max(lines.length, 1) };
+}

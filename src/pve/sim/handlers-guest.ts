@@ -1,0 +1,194 @@
+/**
+ * Per-guest reads and config writes: listings, `GET …/config` (pending merged unless
+ * `current=1`, or a snapshot), `GET …/pending`, `GET …/status/current`, and `PUT`/`POST
+ * …/config` with the digest, lock and pending semantics of API-FACTS §3–§5.
+ */
+import type { GuestType } from '../../core/model.js';
+import { canSeeGuest } from './auth.js';
+import { flag, param, type HandlerResult, type RequestContext } from './context.js';
+import { DieError, ParamError } from './errors.js';
+import type { Guest } from './guest.js';
+import {
+  applyLxcUpdate,
+  applyQemuUpdate,
+  checkLxcConfig,
+  checkLxcUpdateLists,
+  checkQemuConfig,
+  prepareLxcUpdate,
+  prepareQemuUpdate,
+  type ConfigUpdate,
+} from './update.js';
+
+function vmid(ctx: RequestContext): number {
+  return Number(param(ctx, 'vmid'));
+}
+
+/** The guest the path addresses, or the missing-config error. */
+export function pathGuest(ctx: RequestContext, type: GuestType): Guest {
+  return ctx.sim.guestOnNode(type, param(ctx, 'node'), vmid(ctx));
+}
+
+/** Arms the operator edit of `editAfterNextRead` to land once this read is answered. */
+function afterRead(ctx: RequestContext, guest: Guest): void {
+  if (ctx.sim.hasArmedEdit(guest.vmid)) ctx.afterResponse(() => ctx.sim.fireArmedEdit(guest.vmid));
+}
+
+/** `vmstatus` of one guest, as the node listings and `status/current` return it. */
+export function guestStatus(guest: Guest): Record<string, unknown> {
+  const s = guest.summary();
+  const running = guest.running;
+  const common: Record<string, unknown> = {
+    vmid: guest.vmid,
+    name: s.name,
+    status: running ? 'running' : 'stopped',
+    cpus: s.cpus,
+    maxmem: s.maxmem,
+    maxdisk: s.maxdisk,
+    disk: 0,
+    uptime: guest.uptime(),
+    cpu: running ? 0.0123 : 0,
+    mem: running ? Math.floor(s.maxmem * 0.41) : 0,
+    netin: running ? 1_234_567 : 0,
+    netout: running ? 765_432 : 0,
+    diskread: running ? 98_765_432 : 0,
+    diskwrite: running ? 12_345_678 : 0,
+    ...(running ? { pid: 10_000 + (guest.vmid % 50_000) } : {}),
+    ...(s.template ? { template: 1 } : {}),
+    ...(s.tags !== undefined ? { tags: s.tags } : {}),
+    ...(s.lock !== undefined ? { lock: s.lock } : {}),
+  };
+  if (guest.type === 'lxc') {
+    const swap = Number(guest.main.get('swap') ?? 512) * 1024 * 1024;
+    return { ...common, type: 'lxc', maxswap: swap, swap: 0 };
+  }
+  return { ...common, memhost: common.mem, serial: 1 };
+}
+
+/** `GET /nodes/{node}/qemu` and `/lxc`: guests on that node the principal may audit. */
+export function listGuests(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    const node = param(ctx, 'node');
+    const full = flag(ctx, 'full');
+    const data: Record<string, unknown>[] = [];
+    for (const guest of ctx.sim.guests.values()) {
+      if (guest.type !== type || guest.node !== node || !canSeeGuest(ctx.principal, guest.vmid)) continue;
+      const entry = guestStatus(guest);
+      if (type === 'qemu' && full) {
+        entry.qmpstatus = guest.running ? 'running' : 'stopped';
+        if (guest.running) Object.assign(entry, { 'running-machine': 'pc-i440fx-10.1+pve0', 'running-qemu': '10.1.2' });
+      }
+      data.push(entry);
+    }
+    return { data };
+  };
+}
+
+/** `GET …/status/current`. */
+export function getStatusCurrent(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    const guest = pathGuest(ctx, type);
+    const status = guestStatus(guest);
+    status.ha = { managed: 0 };
+    if (type === 'qemu') {
+      status.qmpstatus = guest.running ? 'running' : 'stopped';
+      const agent = guest.main.get('agent');
+      if (agent !== undefined && /^(1|enabled=1)/.test(agent)) status.agent = 1;
+      if (guest.running) Object.assign(status, { 'running-machine': 'pc-i440fx-10.1+pve0', 'running-qemu': '10.1.2' });
+    }
+    return { data: status };
+  };
+}
+
+/** `GET …/config`: `current=0` merges pending; `snapshot` reads a snapshot section. */
+export function getConfig(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    const snapshot = ctx.params.snapshot;
+    const current = flag(ctx, 'current');
+    if (snapshot && current) {
+      const text = "cannot use 'snapshot' parameter with 'current'";
+      throw new ParamError({ snapshot: text, current: text });
+    }
+    const guest = pathGuest(ctx, type);
+    afterRead(ctx, guest);
+    if (snapshot) {
+      const view = guest.snapshotView(snapshot);
+      if (!view) throw new DieError(`snapshot '${snapshot}' does not exist\n`);
+      return { data: view };
+    }
+    return { json: guest.cachedJson(current ? 'config-current' : 'config', () => guest.configView(current)) };
+  };
+}
+
+/** `GET …/pending`. */
+export function getPending(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    const guest = pathGuest(ctx, type);
+    afterRead(ctx, guest);
+    return { json: guest.cachedJson('pending', () => guest.pendingView()) };
+  };
+}
+
+/** Splits validated request params into the update's parts. */
+function configUpdate(ctx: RequestContext): ConfigUpdate {
+  const set: Record<string, string> = {};
+  const meta = new Set(['node', 'vmid', 'delete', 'revert', 'force', 'digest', 'skiplock', 'background_delay', 'import-working-storage']);
+  for (const [key, value] of Object.entries(ctx.params)) if (!meta.has(key)) set[key] = value;
+  return {
+    set,
+    ...(ctx.params.delete !== undefined ? { delete: ctx.params.delete } : {}),
+    ...(ctx.params.revert !== undefined ? { revert: ctx.params.revert } : {}),
+    force: flag(ctx, 'force'),
+    ...(ctx.params.digest ? { digest: ctx.params.digest } : {}),
+    skiplock: flag(ctx, 'skiplock'),
+  };
+}
+
+/**
+ * `PUT`/`POST /nodes/{node}/qemu/{vmid}/config`. Checks up to the lock are synchronous for
+ * both; PUT then updates inline (hotplug errors → 400), POST in a `qmconfig` task.
+ */
+export function updateQemuConfig(async: boolean) {
+  return (ctx: RequestContext): HandlerResult => {
+    const prepared = prepareQemuUpdate(configUpdate(ctx), { isRoot: false });
+    const guest = pathGuest(ctx, 'qemu');
+    checkQemuConfig(guest, prepared.digest, prepared.skiplock);
+    if (!async) {
+      const outcome = applyQemuUpdate(ctx.sim, guest, prepared);
+      if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
+      return { data: null };
+    }
+    // The worker takes the config lock at once; its effect is visible right away, the task
+    // itself reports completion after taskMs.
+    let failure: Error | undefined;
+    let outcome: ReturnType<typeof applyQemuUpdate> | undefined;
+    try {
+      outcome = applyQemuUpdate(ctx.sim, guest, prepared);
+    } catch (err) {
+      failure = err as Error;
+    }
+    const task = ctx.startTask(guest.node, 'qmconfig', String(guest.vmid), (log) => {
+      log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
+      for (const warning of outcome?.warnings ?? []) log.warn(warning);
+      if (failure) throw failure;
+      const errors = outcome?.errors ?? {};
+      if (Object.keys(errors).length > 0) {
+        // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
+        throw new Error(
+          `400 Parameter verification failed.\n${Object.entries(errors).map(([k, v]) => `${k}: ${v}`).join('\n')}`,
+        );
+      }
+    });
+    return { data: task.upid };
+  };
+}
+
+/** `PUT /nodes/{node}/lxc/{vmid}/config` (synchronous only, lock before digest). */
+export function updateLxcConfig(ctx: RequestContext): HandlerResult {
+  const prepared = prepareLxcUpdate(configUpdate(ctx));
+  const guest = pathGuest(ctx, 'lxc');
+  checkLxcConfig(guest, prepared.digest);
+  checkLxcUpdateLists(prepared);
+  const outcome = applyLxcUpdate(ctx.sim, guest, prepared);
+  if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
+  return { data: null };
+}

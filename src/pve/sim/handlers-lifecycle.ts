@@ -1,0 +1,415 @@
+/**
+ * Guest lifecycle: create (`qmcreate`/`vzcreate`), destroy, start/stop/shutdown, resize and
+ * disk moves. Synchronous checks and task-time checks are split exactly where Proxmox splits
+ * them (API-FACTS §6–§8): e.g. a qemu destroy of a locked VM returns a UPID whose task fails,
+ * while an LXC destroy fails at once.
+ */
+import { randomUUID } from 'node:crypto';
+import type { GuestType } from '../../core/model.js';
+import { normaliseTags } from '../../core/property-string.js';
+import { flag, param, type HandlerResult, type RequestContext } from './context.js';
+import { DieError, ParamError } from './errors.js';
+import { Guest, perlTrue } from './guest.js';
+import { pathGuest } from './handlers-guest.js';
+import {
+  formatSize,
+  isCdrom,
+  isQemuDrive,
+  optionFormat,
+  parseOption,
+  parseSize,
+  parseVolumeId,
+  printPropertyString,
+} from './property-format.js';
+import { TaskFailure } from './tasks.js';
+import { applyAllPending, createQemuDisk, printLxcNet, printQemuNet } from './update.js';
+
+const QEMU_CREATE_ONLY = new Set(['node', 'vmid', 'archive', 'storage', 'force', 'unique', 'live-restore', 'pool', 'bwlimit', 'start', 'ha-managed', 'import-working-storage']);
+const LXC_CREATE_ONLY = new Set(['node', 'vmid', 'ostemplate', 'password', 'ssh-public-keys', 'storage', 'restore', 'force', 'unique', 'ignore-unpack-errors', 'pool', 'start', 'ha-managed', 'bwlimit']);
+
+/** Root-only parameters of the power endpoints (tokens are never root@pam). */
+const ROOT_ONLY_POWER = ['skiplock', 'migratedfrom', 'stateuri', 'machine', 'targetstorage', 'force-cpu', 'migration_type', 'migration_network', 'nets-host-mtu', 'with-conntrack-state', 'keepActive'];
+
+/** Existing guest with this VMID anywhere in the cluster → `check_vmid_unused` text. */
+function vmidInUse(ctx: RequestContext, vmid: number): string | undefined {
+  const existing = ctx.sim.guests.get(vmid);
+  if (!existing) return undefined;
+  return `${existing.type === 'qemu' ? 'VM' : 'CT'} ${vmid} already exists on node '${existing.node}'`;
+}
+
+/** `get_default_bootdevices` + `print_bootorder`: first disk, first CD-ROM, first NIC. */
+function defaultBootOrder(values: Map<string, string>): string | undefined {
+  const driveKeys = [
+    ...Array.from({ length: 4 }, (_, i) => `ide${i}`),
+    ...Array.from({ length: 6 }, (_, i) => `sata${i}`),
+    ...Array.from({ length: 31 }, (_, i) => `scsi${i}`),
+    ...Array.from({ length: 16 }, (_, i) => `virtio${i}`),
+  ];
+  const first = (cdrom: boolean): string | undefined =>
+    driveKeys.find((k) => {
+      const v = values.get(k);
+      if (v === undefined) return false;
+      const drive = parseOption('qemu', k, v);
+      return drive !== undefined && isCdrom(drive) === cdrom;
+    });
+  const devices = [first(false), first(true), Array.from({ length: 32 }, (_, i) => `net${i}`).find((k) => values.has(k))];
+  const list = devices.filter((d): d is string => d !== undefined);
+  return list.length ? `order=${list.join(';')}` : undefined;
+}
+
+/** `POST /nodes/{node}/qemu`: `lock: create` now, the final config when the task ends. */
+export function createQemu(ctx: RequestContext): HandlerResult {
+  const node = param(ctx, 'node');
+  const vmid = Number(param(ctx, 'vmid'));
+  if (ctx.params.archive !== undefined) throw new DieError(`unable to restore VM ${vmid} - restore is not supported by the simulator\n`);
+  const inUse = vmidInUse(ctx, vmid);
+  if (inUse) throw new DieError(`unable to create VM ${vmid} - ${inUse}\n`);
+  const values = new Map<string, string>();
+  for (const key of Object.keys(ctx.params).sort()) {
+    if (QEMU_CREATE_ONLY.has(key)) continue;
+    let value = ctx.params[key] as string;
+    if (/^net\d+$/.test(key)) value = printQemuNet(value);
+    if (key === 'tags') value = normaliseTags(value);
+    if (key === 'cdrom') {
+      values.set('ide2', `${value},media=cdrom`);
+      continue;
+    }
+    values.set(key, value);
+  }
+  const guest = new Guest(vmid, 'qemu', node, 'lock: create\n', false);
+  ctx.sim.insertGuest(guest);
+  const start = flag(ctx, 'start');
+  const task = ctx.startTask(node, 'qmcreate', String(vmid), (log) => {
+    try {
+      for (const [key, value] of values) {
+        if (!isQemuDrive(key)) continue;
+        const created = createQemuDisk(ctx.sim, guest, key, value);
+        if (created !== value && !/media=cdrom/.test(created)) log.log(`${key}: successfully created disk '${created}'`);
+        values.set(key, created);
+      }
+      if (!values.has('boot')) {
+        const boot = defaultBootOrder(values);
+        if (boot) values.set('boot', boot);
+      }
+      if (!values.has('smbios1')) values.set('smbios1', `uuid=${randomUUID()}`);
+      if (!values.has('vmgenid')) values.set('vmgenid', randomUUID());
+      values.set('meta', `creation-qemu=10.1.2,ctime=${Math.floor(Date.now() / 1000)}`);
+    } catch (err) {
+      ctx.sim.deleteGuest(vmid);
+      throw new TaskFailure(`unable to create VM ${vmid} - ${(err as Error).message}`);
+    }
+    guest.main.clear();
+    for (const [k, v] of values) guest.main.set(k, v);
+    guest.commit();
+    if (start) {
+      log.log(`start VM ${vmid}`);
+      guest.setRunning(true);
+    }
+  });
+  return { data: task.upid };
+}
+
+/** `ostype` from a template name (`debian-12-standard_…` → `debian`). */
+function ostypeFromTemplate(template: string): string {
+  const base = template.replace(/^.*[/:]/, '').toLowerCase();
+  const known = ['debian', 'ubuntu', 'centos', 'fedora', 'opensuse', 'archlinux', 'alpine', 'gentoo', 'nixos', 'devuan'];
+  return known.find((os) => base.startsWith(os)) ?? (base.startsWith('rockylinux') || base.startsWith('almalinux') ? 'centos' : 'unmanaged');
+}
+
+/** `POST /nodes/{node}/lxc`. */
+export function createLxc(ctx: RequestContext): HandlerResult {
+  const node = param(ctx, 'node');
+  const vmid = Number(param(ctx, 'vmid'));
+  const inUse = vmidInUse(ctx, vmid);
+  if (inUse) throw new DieError(`${inUse}\n`);
+  const values = new Map<string, string>();
+  for (const key of Object.keys(ctx.params).sort()) {
+    if (LXC_CREATE_ONLY.has(key)) continue;
+    let value = ctx.params[key] as string;
+    if (/^net\d+$/.test(key)) value = printLxcNet(value);
+    if (key === 'tags') value = normaliseTags(value);
+    values.set(key, value);
+  }
+  const template = param(ctx, 'ostemplate');
+  if (!values.has('arch')) values.set('arch', 'amd64');
+  if (!values.has('ostype')) values.set('ostype', ostypeFromTemplate(template));
+  if (!values.has('rootfs')) values.set('rootfs', `${ctx.params.storage ?? 'local'}:4`);
+  const guest = new Guest(vmid, 'lxc', node, 'lock: create\n', false);
+  ctx.sim.insertGuest(guest);
+  const start = flag(ctx, 'start');
+  const task = ctx.startTask(node, 'vzcreate', String(vmid), (log) => {
+    try {
+      for (const [key, value] of values) {
+        if (key !== 'rootfs' && !/^mp\d+$/.test(key)) continue;
+        const format = optionFormat('lxc', key);
+        const mp = parseOption('lxc', key, value);
+        const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(mp?.volume ?? '');
+        if (!format || !mp || !alloc) continue;
+        const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
+        mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
+        mp.size = formatSize(bytes);
+        values.set(key, printPropertyString(format, mp));
+      }
+    } catch (err) {
+      ctx.sim.deleteGuest(vmid);
+      throw new TaskFailure(`unable to create CT ${vmid} - ${(err as Error).message}`);
+    }
+    log.log(`extracting archive '${template}'`);
+    log.log(`Total bytes read: 523182080 (499MiB, 1.2GiB/s)`);
+    guest.main.clear();
+    for (const [k, v] of values) guest.main.set(k, v);
+    guest.commit();
+    if (start) guest.setRunning(true);
+  });
+  return { data: task.upid };
+}
+
+/** `DELETE /nodes/{node}/qemu/{vmid}`: protection/running now, lock only in the task. */
+export function destroyQemu(ctx: RequestContext): HandlerResult {
+  if (flag(ctx, 'skiplock')) throw new ParamError({ skiplock: 'Only root may use this option.' });
+  const guest = pathGuest(ctx, 'qemu');
+  const vmid = guest.vmid;
+  if (perlTrue(guest.main.get('protection'))) throw new DieError(`can't remove VM ${vmid} - protection mode enabled\n`);
+  if (guest.running) throw new DieError(`VM ${vmid} is running - destroy failed\n`);
+  const task = ctx.startTask(guest.node, 'qmdestroy', String(vmid), (log) => {
+    if (ctx.sim.guests.get(vmid) !== guest) throw new TaskFailure(`Configuration file 'nodes/${guest.node}/qemu-server/${vmid}.conf' does not exist`);
+    if (guest.lock && guest.lock !== 'suspended') throw new TaskFailure(`VM is locked (${guest.lock})`);
+    if (perlTrue(guest.main.get('protection'))) throw new TaskFailure(`can't remove VM ${vmid} - protection mode enabled`);
+    for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
+    if (flag(ctx, 'purge')) log.log(`purging VM ${vmid} from related configurations..`);
+    ctx.sim.deleteGuest(vmid);
+  });
+  return { data: task.upid };
+}
+
+/** `DELETE /nodes/{node}/lxc/{vmid}`: lock, protection and running are all synchronous. */
+export function destroyLxc(ctx: RequestContext): HandlerResult {
+  const guest = pathGuest(ctx, 'lxc');
+  const vmid = guest.vmid;
+  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
+  if (perlTrue(guest.main.get('protection'))) throw new DieError(`can't remove CT ${vmid} - protection mode enabled\n`);
+  const force = flag(ctx, 'force');
+  if (guest.running && !force) throw new DieError(`unable to destroy CT ${vmid} - container is running\n`);
+  const task = ctx.startTask(guest.node, 'vzdestroy', String(vmid), (log) => {
+    if (ctx.sim.guests.get(vmid) !== guest) throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
+    if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
+    if (guest.running) log.log(`stopping CT ${vmid}`);
+    for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
+    ctx.sim.deleteGuest(vmid);
+  });
+  return { data: task.upid };
+}
+
+/** Volume ids referenced by the main section. */
+function volumesOf(guest: Guest): string[] {
+  const out: string[] = [];
+  for (const [key, value] of guest.main) {
+    if (/^unused\d+$/.test(key)) out.push(value);
+    else if (guest.type === 'qemu' ? isQemuDrive(key) : key === 'rootfs' || /^mp\d+$/.test(key)) {
+      const parsed = parseOption(guest.type, key, value);
+      const volid = parsed?.file ?? parsed?.volume;
+      if (volid && parsed && !isCdrom(parsed) && parseVolumeId(volid)) out.push(volid);
+    }
+  }
+  return out;
+}
+
+/** `POST …/status/{start|stop|shutdown}` with the qemu/lxc split of API-FACTS §8.2. */
+export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
+  return (ctx: RequestContext): HandlerResult => {
+    for (const name of ROOT_ONLY_POWER) {
+      if (ctx.params[name] !== undefined) throw new ParamError({ [name]: 'Only root may use this option.' });
+    }
+    const node = param(ctx, 'node');
+    const vmid = Number(param(ctx, 'vmid'));
+    const label = type === 'qemu' ? 'VM' : 'CT';
+    const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
+    const taskType = `${type === 'qemu' ? 'qm' : 'vz'}${action}`;
+    if (type === 'lxc') {
+      const guest = pathGuest(ctx, 'lxc');
+      if (action === 'start' && guest.running) throw new DieError(`CT ${vmid} already running\n`);
+      if (action !== 'start' && !guest.running) throw new DieError(`CT ${vmid} not running\n`);
+    }
+    const task = ctx.startTask(node, taskType, String(vmid), (log) => {
+      // qemu forks before even loading the config: a missing VM fails in the task.
+      const guest = ctx.sim.guests.get(vmid);
+      if (!guest || guest.type !== type || guest.node !== node) {
+        throw new TaskFailure(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
+      }
+      if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
+      if (action === 'start') {
+        if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
+        if (perlTrue(guest.main.get('template'))) {
+          throw new TaskFailure(`you can't start a ${type === 'qemu' ? 'vm' : 'CT'} if it's a template`);
+        }
+        applyAllPending(ctx.sim, guest);
+        guest.setRunning(true);
+        return;
+      }
+      if (!guest.running) return; // stopping a stopped VM is fine
+      if (type === 'qemu' && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
+      // qemu applies pending changes in vm_stop_cleanup; containers only when starting.
+      if (type === 'qemu') applyAllPending(ctx.sim, guest);
+      guest.setRunning(false);
+    });
+    return { data: task.upid };
+  };
+}
+
+function driveParts(guest: Guest, key: string): { format: NonNullable<ReturnType<typeof optionFormat>>; data: Record<string, string> } | undefined {
+  const value = guest.main.get(key);
+  const format = optionFormat(guest.type, key);
+  if (value === undefined || !format) return undefined;
+  const data = parseOption(guest.type, key, value);
+  return data ? { format, data } : undefined;
+}
+
+/** Computes the new size of a resize request (`+5G` adds, `40G` sets). */
+function newSize(current: number, size: string): number {
+  const m = /^(\+)?(\d+(?:\.\d+)?)([KMGT])?$/.exec(size);
+  if (!m) throw new DieError(`invalid size string\n`);
+  const value = parseSize(`${m[2]}${m[3] ?? ''}`) ?? 0;
+  return m[1] ? current + value : value;
+}
+
+/** `PUT /nodes/{node}/qemu/{vmid}/resize`: all checks run inside the `resize` task. */
+export function resizeQemu(ctx: RequestContext): HandlerResult {
+  if (flag(ctx, 'skiplock')) throw new ParamError({ skiplock: 'Only root may use this option.' });
+  const node = param(ctx, 'node');
+  const vmid = Number(param(ctx, 'vmid'));
+  const disk = param(ctx, 'disk');
+  const size = param(ctx, 'size');
+  const digest = ctx.params.digest;
+  const task = ctx.startTask(node, 'resize', String(vmid), (log) => {
+    const guest = ctx.sim.guests.get(vmid);
+    if (!guest || guest.type !== 'qemu' || guest.node !== node) {
+      throw new TaskFailure(`Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
+    }
+    if (digest && digest !== guest.digest) throw new TaskFailure('checksum mismatch (file change by other user?)');
+    if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
+    const drive = driveParts(guest, disk);
+    if (!drive) throw new TaskFailure(`disk '${disk}' does not exist`);
+    if (isCdrom(drive.data)) throw new TaskFailure("you can't resize a cdrom");
+    const volid = drive.data.file ?? '';
+    const current = ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
+    const target = newSize(current, size);
+    if (target < current) throw new TaskFailure('shrinking disks is not supported');
+    if (target === current) return;
+    log.log(`  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`);
+    ctx.sim.volumes.setSize(volid, target);
+    drive.data.size = formatSize(target);
+    guest.main.set(disk, printPropertyString(drive.format, drive.data));
+    guest.commit();
+  });
+  return { data: task.upid };
+}
+
+/** `PUT /nodes/{node}/lxc/{vmid}/resize`: checks are synchronous, the grow runs in a task. */
+export function resizeLxc(ctx: RequestContext): HandlerResult {
+  const guest = pathGuest(ctx, 'lxc');
+  const disk = param(ctx, 'disk');
+  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
+  const digest = ctx.params.digest;
+  if (digest && digest !== guest.digest) throw new DieError('detected modified configuration - file changed by other user? Try again.\n');
+  const drive = driveParts(guest, disk);
+  if (!drive) throw new DieError(`disk '${disk}' does not exist\n`);
+  const volid = drive.data.volume ?? '';
+  const current = ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
+  const target = newSize(current, param(ctx, 'size'));
+  if (target < current) throw new DieError('unable to shrink disk size\n');
+  if (target === current) return { data: null };
+  const task = ctx.startTask(guest.node, 'resize', String(guest.vmid), (log) => {
+    log.log(`  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`);
+    const fresh = driveParts(guest, disk);
+    if (!fresh) throw new TaskFailure(`disk '${disk}' does not exist`);
+    ctx.sim.volumes.setSize(volid, target);
+    fresh.data.size = formatSize(target);
+    guest.main.set(disk, printPropertyString(fresh.format, fresh.data));
+    guest.commit();
+  });
+  return { data: task.upid };
+}
+
+/** Moves a volume to another storage at task end; the old one becomes `unusedN` unless deleted. */
+function moveVolume(ctx: RequestContext, guest: Guest, key: string, storage: string, remove: boolean): void {
+  const drive = driveParts(guest, key);
+  if (!drive) throw new TaskFailure(`disk '${key}' does not exist`);
+  const volumeKey = guest.type === 'qemu' ? 'file' : 'volume';
+  const oldVolid = drive.data[volumeKey] ?? '';
+  const bytes = ctx.sim.volumes.size(oldVolid) ?? parseSize(drive.data.size ?? '0') ?? 0;
+  drive.data[volumeKey] = ctx.sim.volumes.allocate(storage, guest.vmid, bytes);
+  guest.main.set(key, printPropertyString(drive.format, drive.data));
+  if (remove) {
+    ctx.sim.volumes.free(oldVolid);
+  } else {
+    for (let i = 0; i < 256; i++) {
+      if (!guest.main.has(`unused${i}`)) {
+        guest.main.set(`unused${i}`, oldVolid);
+        break;
+      }
+    }
+  }
+}
+
+/** `POST /nodes/{node}/qemu/{vmid}/move_disk`: early checks synchronous, the copy in `qmmove`. */
+export function moveDisk(ctx: RequestContext): HandlerResult {
+  if (ctx.params['target-vmid'] !== undefined) throw new DieError('moving a disk to another VM is not supported by the simulator\n');
+  const storage = ctx.params.storage;
+  if (!storage) {
+    throw new DieError("Provide either a 'storage' to move the disk to a different storage or 'target-vmid' and 'target-disk' to move the disk to another VM\n");
+  }
+  const disk = param(ctx, 'disk');
+  const remove = flag(ctx, 'delete');
+  const digest = ctx.params.digest;
+  const check = (guest: Guest): void => {
+    if (guest.lock) throw new DieError(`VM is locked (${guest.lock})\n`);
+    if (digest && digest !== guest.digest) throw new DieError('detected modified configuration - file changed by other user? Try again.\n');
+    const drive = driveParts(guest, disk);
+    if (!drive) throw new DieError(`disk '${disk}' does not exist\n`);
+    if (isCdrom(drive.data)) throw new DieError("you can't move a cdrom\n");
+    const parsed = parseVolumeId(drive.data.file ?? '');
+    if (!parsed) throw new DieError(`disk '${disk}' has no associated volume\n`);
+    if (parsed.storage === storage) throw new DieError("you can't move to the same storage with same format\n");
+    ctx.sim.volumes.checkStorage(storage);
+  };
+  const guest = pathGuest(ctx, 'qemu');
+  check(guest);
+  const task = ctx.startTask(guest.node, 'qmmove', String(guest.vmid), (log) => {
+    try {
+      check(guest);
+    } catch (err) {
+      throw new TaskFailure((err as Error).message);
+    }
+    log.log(`create full clone of drive ${disk} (${guest.main.get(disk) ?? ''})`);
+    moveVolume(ctx, guest, disk, storage, remove);
+    guest.commit();
+  });
+  return { data: task.upid };
+}
+
+/** `POST /nodes/{node}/lxc/{vmid}/move_volume`: sets `lock: disk` until the task ends. */
+export function moveLxcVolume(ctx: RequestContext): HandlerResult {
+  if (ctx.params['target-vmid'] !== undefined) throw new DieError('moving a volume to another CT is not supported by the simulator\n');
+  const guest = pathGuest(ctx, 'lxc');
+  const volume = param(ctx, 'volume');
+  const storage = ctx.params.storage;
+  if (!storage) throw new DieError("Provide either a 'storage' to move the mount point to a different storage or 'target-vmid' and 'target-volume' to move the mount point to another container\n");
+  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
+  if (guest.running) throw new DieError('cannot move volumes of a running container\n');
+  if (!driveParts(guest, volume)) throw new DieError(`volume '${volume}' does not exist\n`);
+  const digest = ctx.params.digest;
+  if (digest && digest !== guest.digest) throw new DieError('detected modified configuration - file changed by other user? Try again.\n');
+  ctx.sim.volumes.checkStorage(storage);
+  guest.main.set('lock', 'disk');
+  guest.commit();
+  const task = ctx.startTask(guest.node, 'move_volume', String(guest.vmid), (log) => {
+    try {
+      log.log(`moving volume '${volume}' to storage '${storage}'`);
+      moveVolume(ctx, guest, volume, storage, flag(ctx, 'delete'));
+    } finally {
+      if (guest.lock === 'disk') guest.main.delete('lock');
+      guest.commit();
+    }
+  });
+  return { data: task.upid };
+}

@@ -1,0 +1,142 @@
+/**
+ * The API surface: each route's method and path template (equal to its key in the extracted
+ * schema, so validation and `/_sim/stats` use the same name), the permission Proxmox checks
+ * before running the handler, and whether it counts as a write on a guest.
+ */
+import type { Principal } from './auth.js';
+import { canSeeGuest, canWriteGuest } from './auth.js';
+import type { Handler } from './context.js';
+import { PermissionError } from './errors.js';
+import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion } from './handlers-cluster.js';
+import {
+  getConfig,
+  getPending,
+  getStatusCurrent,
+  listGuests,
+  updateLxcConfig,
+  updateQemuConfig,
+} from './handlers-guest.js';
+import {
+  createLxc,
+  createQemu,
+  destroyLxc,
+  destroyQemu,
+  moveDisk,
+  moveLxcVolume,
+  power,
+  resizeLxc,
+  resizeQemu,
+} from './handlers-lifecycle.js';
+
+/** A permission check run before parameter validation (`check_api2_permissions`). */
+export type PermissionCheck = (principal: Principal, params: Record<string, unknown>) => void;
+
+/** One API method. */
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Template like `/nodes/{node}/qemu/{vmid}/config`. */
+  path: string;
+  /** `METHOD /path` — the schema key and the stats name. */
+  key: string;
+  segments: string[];
+  permission: PermissionCheck;
+  /** Counts toward the guest's writes in flight. */
+  write: boolean;
+  handler: Handler;
+}
+
+const QEMU_CONFIG_PRIVS = 'VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit';
+const LXC_CONFIG_PRIVS = 'VM.Config.Disk|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.Options';
+
+const anyone: PermissionCheck = () => undefined;
+
+function vmidOf(params: Record<string, unknown>): number {
+  return Number(params.vmid);
+}
+
+function audit(): PermissionCheck {
+  return (principal, params) => {
+    if (!canSeeGuest(principal, vmidOf(params))) throw new PermissionError(`/vms/${String(params.vmid)}, VM.Audit`);
+  };
+}
+
+function modify(privilege: string): PermissionCheck {
+  return (principal, params) => {
+    if (!canWriteGuest(principal, vmidOf(params))) throw new PermissionError(`/vms/${String(params.vmid)}, ${privilege}`);
+  };
+}
+
+/** Create checks VM.Allocate on the VMID or the pool and raises a bare permission error. */
+const allocateNew: PermissionCheck = (principal, params) => {
+  if (!canWriteGuest(principal, vmidOf(params))) throw new PermissionError();
+};
+
+function route(method: Route['method'], path: string, permission: PermissionCheck, handler: Handler, write = false): Route {
+  return { method, path, key: `${method} ${path}`, segments: path.split('/').filter(Boolean), permission, write, handler };
+}
+
+const Q = '/nodes/{node}/qemu';
+const L = '/nodes/{node}/lxc';
+
+/** Every implemented method. */
+export const ROUTES: Route[] = [
+  route('GET', '/version', anyone, getVersion),
+  route('GET', '/nodes', anyone, getNodes),
+  route('GET', '/cluster/resources', anyone, getClusterResources),
+  route('GET', '/cluster/nextid', anyone, getNextId),
+  route('GET', '/nodes/{node}/tasks/{upid}/status', anyone, getTaskStatus),
+  route('GET', '/nodes/{node}/tasks/{upid}/log', anyone, getTaskLog),
+
+  route('GET', Q, anyone, listGuests('qemu')),
+  route('POST', Q, allocateNew, createQemu, true),
+  route('GET', `${Q}/{vmid}/config`, audit(), getConfig('qemu')),
+  route('PUT', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(false), true),
+  route('POST', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(true), true),
+  route('GET', `${Q}/{vmid}/pending`, audit(), getPending('qemu')),
+  route('GET', `${Q}/{vmid}/status/current`, audit(), getStatusCurrent('qemu')),
+  route('POST', `${Q}/{vmid}/status/start`, modify('VM.PowerMgmt'), power('qemu', 'start'), true),
+  route('POST', `${Q}/{vmid}/status/stop`, modify('VM.PowerMgmt'), power('qemu', 'stop'), true),
+  route('POST', `${Q}/{vmid}/status/shutdown`, modify('VM.PowerMgmt'), power('qemu', 'shutdown'), true),
+  route('PUT', `${Q}/{vmid}/resize`, modify('VM.Config.Disk'), resizeQemu, true),
+  route('POST', `${Q}/{vmid}/move_disk`, modify('VM.Config.Disk'), moveDisk, true),
+  route('DELETE', `${Q}/{vmid}`, modify('VM.Allocate'), destroyQemu, true),
+
+  route('GET', L, anyone, listGuests('lxc')),
+  route('POST', L, allocateNew, createLxc, true),
+  route('GET', `${L}/{vmid}/config`, audit(), getConfig('lxc')),
+  route('PUT', `${L}/{vmid}/config`, modify(LXC_CONFIG_PRIVS), updateLxcConfig, true),
+  route('GET', `${L}/{vmid}/pending`, audit(), getPending('lxc')),
+  route('GET', `${L}/{vmid}/status/current`, audit(), getStatusCurrent('lxc')),
+  route('POST', `${L}/{vmid}/status/start`, modify('VM.PowerMgmt'), power('lxc', 'start'), true),
+  route('POST', `${L}/{vmid}/status/stop`, modify('VM.PowerMgmt'), power('lxc', 'stop'), true),
+  route('POST', `${L}/{vmid}/status/shutdown`, modify('VM.PowerMgmt'), power('lxc', 'shutdown'), true),
+  route('PUT', `${L}/{vmid}/resize`, modify('VM.Config.Disk'), resizeLxc, true),
+  route('POST', `${L}/{vmid}/move_volume`, modify('VM.Config.Disk'), moveLxcVolume, true),
+  route('DELETE', `${L}/{vmid}`, modify('VM.Allocate'), destroyLxc, true),
+];
+
+/** A matched route with its decoded path parameters. */
+export interface RouteMatch {
+  route: Route;
+  pathParams: Record<string, string>;
+}
+
+/** Finds the route for a method and path (relative to `/api2/json`). */
+export function matchRoute(method: string, segments: string[]): RouteMatch | undefined {
+  for (const candidate of ROUTES) {
+    if (candidate.method !== method || candidate.segments.length !== segments.length) continue;
+    const pathParams: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < segments.length; i++) {
+      const pattern = candidate.segments[i] as string;
+      const actual = segments[i] as string;
+      if (pattern.startsWith('{')) pathParams[pattern.slice(1, -1)] = actual;
+      else if (pattern !== actual) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return { route: candidate, pathParams };
+  }
+  return undefined;
+}

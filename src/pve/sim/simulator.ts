@@ -1,0 +1,287 @@
+/**
+ * The state of a simulated cluster and the injection API tests and demos drive: guests, tasks,
+ * volumes, tokens, counters, latency, faults, locks held "by a backup", operator edits.
+ */
+import type { GuestType } from '../../core/model.js';
+import { TokenRegistry } from './auth.js';
+import { ApiError, DieError, SimulatorError } from './errors.js';
+import { configObjectToRaw } from './fixture.js';
+import { Guest } from './guest.js';
+import { StatsCollector, type SimStats } from './stats.js';
+import { TaskRegistry, type SimTask } from './tasks.js';
+import {
+  applyLxcUpdate,
+  applyQemuUpdate,
+  checkLxcUpdateLists,
+  prepareLxcUpdate,
+  prepareQemuUpdate,
+  type UpdateOutcome,
+} from './update.js';
+import { VolumeStore } from './volumes.js';
+
+/** An operator's edit: options to set and options to delete. */
+export interface OperatorEdit {
+  set?: Record<string, string | number>;
+  delete?: string[];
+}
+
+/** What `getGuest` reports. */
+export interface SimGuestInfo {
+  vmid: number;
+  type: GuestType;
+  node: string;
+  running: boolean;
+  rawConfig: string;
+  digest: string;
+}
+
+/** A guest to add directly (tests, fixtures). */
+export interface SimGuestDefinition {
+  vmid: number;
+  type: GuestType;
+  node: string;
+  running?: boolean;
+  /** Raw config text, or key → value (serialised as Proxmox would). */
+  config: string | Record<string, string | number | boolean>;
+  lock?: string;
+}
+
+/** Fault injection settings. */
+export interface FailureSettings {
+  rate: number;
+  methods?: string[];
+  /** `error`: 500 `got timeout`; `reset`: connection dropped; `mixed` (default): either. */
+  mode?: 'error' | 'reset' | 'mixed';
+}
+
+/** Construction settings of a {@link Simulator}. */
+export interface SimulatorSettings {
+  nodes: string[];
+  clusterName: string;
+  taskMs: number;
+  latencyMs: number;
+  /** Delay of 401 answers (Proxmox: 3000 ms). */
+  authFailureDelayMs: number;
+  nextId: { lower: number; upper: number };
+  storages?: string[];
+}
+
+/** A simulated Proxmox VE cluster. */
+export class Simulator {
+  readonly nodes: string[];
+  readonly clusterName: string;
+  readonly guests = new Map<number, Guest>();
+  readonly tasks: TaskRegistry;
+  readonly volumes: VolumeStore;
+  readonly tokens = new TokenRegistry();
+  readonly statsCollector = new StatsCollector();
+  readonly nextId: { lower: number; upper: number };
+  latencyMs: number;
+  authFailureDelayMs: number;
+  failure: { rate: number; methods?: Set<string>; mode: 'error' | 'reset' | 'mixed' } = { rate: 0, mode: 'mixed' };
+  private readonly armedEdits = new Map<number, OperatorEdit[]>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private sorted: Guest[] | undefined;
+
+  constructor(settings: SimulatorSettings) {
+    this.nodes = [...settings.nodes];
+    this.clusterName = settings.clusterName;
+    this.tasks = new TaskRegistry(settings.taskMs);
+    this.volumes = new VolumeStore(settings.storages);
+    this.latencyMs = settings.latencyMs;
+    this.authFailureDelayMs = settings.authFailureDelayMs;
+    this.nextId = settings.nextId;
+  }
+
+  /** Request and write counters (same JSON as `GET /_sim/stats`). */
+  stats(): SimStats {
+    return this.statsCollector.snapshot();
+  }
+
+  resetStats(): void {
+    this.statsCollector.reset();
+  }
+
+  /** Latency added to every API request from now on. */
+  setLatency(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) throw new SimulatorError(`invalid latency ${ms}`);
+    this.latencyMs = ms;
+  }
+
+  /** How long tasks started from now on run. */
+  setTaskMs(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) throw new SimulatorError(`invalid task duration ${ms}`);
+    this.tasks.setTaskMs(ms);
+  }
+
+  /** Random failures (500 `got timeout` or a dropped connection) on matching API requests. */
+  setFailureRate(rate: number, opts: { methods?: string[]; mode?: FailureSettings['mode'] } = {}): void {
+    if (!(rate >= 0 && rate <= 1)) throw new SimulatorError(`failure rate must be within 0..1, got ${rate}`);
+    this.failure = {
+      rate,
+      ...(opts.methods ? { methods: new Set(opts.methods.map((m) => m.toUpperCase())) } : {}),
+      mode: opts.mode ?? 'mixed',
+    };
+  }
+
+  /**
+   * Writes `lock: <lock>` into the guest's config (the digest changes) and removes it after
+   * `ms` (the digest changes again), like a backup job. Resolves when the lock is gone.
+   */
+  holdLock(vmid: number, lock: string, ms: number): Promise<void> {
+    const guest = this.requireGuest(vmid);
+    guest.main.set('lock', lock);
+    guest.commit();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        const current = this.guests.get(vmid);
+        if (current && current.lock === lock) {
+          current.main.delete('lock');
+          current.commit();
+        }
+        resolve();
+      }, ms);
+      this.timers.add(timer);
+    });
+  }
+
+  /**
+   * An immediate edit as if an operator used the GUI (root@pam, no digest): the same code path
+   * as `PUT …/config`, so a running guest gets pending values. Throws the API's error if the
+   * edit is refused (locked guest, protection, …).
+   */
+  operatorEdit(vmid: number, params: OperatorEdit): UpdateOutcome {
+    const guest = this.requireGuest(vmid);
+    const set: Record<string, string> = {};
+    for (const [k, v] of Object.entries(params.set ?? {})) set[k] = String(v);
+    const update = { set, ...(params.delete?.length ? { delete: params.delete.join(',') } : {}) };
+    if (guest.type === 'qemu') {
+      const prepared = prepareQemuUpdate(update, { isRoot: true });
+      if (guest.lock) throw new DieError(`VM is locked (${guest.lock})\n`);
+      return applyQemuUpdate(this, guest, prepared);
+    }
+    const prepared = prepareLxcUpdate(update);
+    if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
+    checkLxcUpdateLists(prepared);
+    return applyLxcUpdate(this, guest, prepared);
+  }
+
+  /** Arms an operator edit that lands right after the next config/pending read of the guest. */
+  editAfterNextRead(vmid: number, params: OperatorEdit): void {
+    this.requireGuest(vmid);
+    const list = this.armedEdits.get(vmid) ?? [];
+    list.push(params);
+    this.armedEdits.set(vmid, list);
+  }
+
+  /** Called by the server once a read of the guest has been answered. */
+  fireArmedEdit(vmid: number): void {
+    const list = this.armedEdits.get(vmid);
+    const edit = list?.shift();
+    if (list && list.length === 0) this.armedEdits.delete(vmid);
+    if (!edit) return;
+    try {
+      this.operatorEdit(vmid, edit);
+    } catch (err) {
+      // The operator's edit failing (e.g. the guest is locked) is part of the scenario, not a crash.
+      if (!(err instanceof ApiError)) throw err;
+    }
+  }
+
+  /** Whether an edit is armed for the guest (cheap check on the read path). */
+  hasArmedEdit(vmid: number): boolean {
+    return this.armedEdits.has(vmid);
+  }
+
+  /** A guest's identity, power state and raw config, or undefined. */
+  getGuest(vmid: number): SimGuestInfo | undefined {
+    const guest = this.guests.get(vmid);
+    if (!guest) return undefined;
+    return { vmid, type: guest.type, node: guest.node, running: guest.running, rawConfig: guest.raw, digest: guest.digest };
+  }
+
+  /** Adds a guest directly (no task). */
+  addGuest(def: SimGuestDefinition): SimGuestInfo {
+    if (this.guests.has(def.vmid)) throw new SimulatorError(`guest ${def.vmid} already exists`);
+    if (!this.nodes.includes(def.node)) throw new SimulatorError(`unknown node '${def.node}'`);
+    const raw = typeof def.config === 'string' ? def.config : configObjectToRaw(def.type, def.config);
+    const guest = new Guest(def.vmid, def.type, def.node, raw, def.running ?? false);
+    if (def.lock !== undefined) {
+      guest.main.set('lock', def.lock);
+      guest.commit();
+    }
+    this.volumes.registerFromConfig(def.type, guest.main);
+    for (const snapshot of guest.config.snapshots.values()) this.volumes.registerFromConfig(def.type, snapshot.values);
+    this.insertGuest(guest);
+    return this.getGuest(def.vmid) as SimGuestInfo;
+  }
+
+  /** Removes a guest and its volumes directly. */
+  removeGuest(vmid: number): void {
+    this.requireGuest(vmid);
+    this.deleteGuest(vmid);
+  }
+
+  /** Starts or stops a guest directly (no task, pending values untouched). */
+  setRunning(vmid: number, running: boolean): void {
+    this.requireGuest(vmid).setRunning(running);
+  }
+
+  /** A task by UPID. */
+  getTask(upid: string): SimTask | undefined {
+    return this.tasks.get(upid);
+  }
+
+  /** Inserts a guest into the cluster's vmlist. */
+  insertGuest(guest: Guest): void {
+    this.guests.set(guest.vmid, guest);
+    this.sorted = undefined;
+  }
+
+  /** Drops a guest from the vmlist and frees its volumes. */
+  deleteGuest(vmid: number): void {
+    this.guests.delete(vmid);
+    this.armedEdits.delete(vmid);
+    this.volumes.freeOwnedBy(vmid);
+    this.sorted = undefined;
+  }
+
+  /** Guests in `sort keys %$vmlist` order (VMIDs as strings). */
+  sortedGuests(): Guest[] {
+    if (!this.sorted) {
+      this.sorted = [...this.guests.values()].sort((a, b) => {
+        const x = String(a.vmid);
+        const y = String(b.vmid);
+        return x < y ? -1 : x > y ? 1 : 0;
+      });
+    }
+    return this.sorted;
+  }
+
+  /**
+   * The guest a path addresses: same type and on that node, else Proxmox's missing-config error
+   * (a guest on another node is not found there; pmxcfs paths are per node).
+   */
+  guestOnNode(type: GuestType, node: string, vmid: number): Guest {
+    const guest = this.guests.get(vmid);
+    if (!guest || guest.type !== type || guest.node !== node) {
+      const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
+      throw new DieError(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist\n`);
+    }
+    return guest;
+  }
+
+  /** Stops timers (shutdown). */
+  dispose(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.tasks.dispose();
+  }
+
+  private requireGuest(vmid: number): Guest {
+    const guest = this.guests.get(vmid);
+    if (!guest) throw new SimulatorError(`no guest ${vmid}`);
+    return guest;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Request and write counters. "Writes in flight" per guest count a write from the moment the
+ * request arrives until its task (if any) ends, so a test can prove that one guest never had
+ * two writers at once (`maxConcurrentWrites`).
+ */
+
+/** The JSON `GET /_sim/stats` returns. */
+export interface SimStats {
+  requests: { total: number; byRoute: Record<string, number>; byMethod: Record<string, number> };
+  writes: { total: number };
+  guests: Record<string, { writes: number; maxConcurrentWrites: number }>;
+}
+
+interface GuestCounters {
+  writes: number;
+  inFlight: number;
+  maxConcurrentWrites: number;
+}
+
+/** Mutable counters behind {@link SimStats}. */
+export class StatsCollector {
+  private total = 0;
+  private byRoute = new Map<string, number>();
+  private byMethod = new Map<string, number>();
+  private writes = 0;
+  private guests = new Map<number, GuestCounters>();
+
+  /** Counts one API request under its route template (`GET /nodes/{node}/qemu/{vmid}/pending`). */
+  request(method: string, route: string): void {
+    this.total++;
+    this.byRoute.set(route, (this.byRoute.get(route) ?? 0) + 1);
+    this.byMethod.set(method, (this.byMethod.get(method) ?? 0) + 1);
+  }
+
+  /**
+   * Starts a write on a guest; the returned function ends it (idempotent). Counters reset while
+   * a write is in flight keep working: the end only decrements what the start incremented.
+   */
+  beginWrite(vmid: number): () => void {
+    this.writes++;
+    const counters = this.counters(vmid);
+    counters.writes++;
+    counters.inFlight++;
+    counters.maxConcurrentWrites = Math.max(counters.maxConcurrentWrites, counters.inFlight);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      counters.inFlight--;
+    };
+  }
+
+  /** A JSON-ready copy. */
+  snapshot(): SimStats {
+    const guests: SimStats['guests'] = {};
+    for (const [vmid, c] of this.guests) guests[String(vmid)] = { writes: c.writes, maxConcurrentWrites: c.maxConcurrentWrites };
+    return {
+      requests: {
+        total: this.total,
+        byRoute: Object.fromEntries(this.byRoute),
+        byMethod: Object.fromEntries(this.byMethod),
+      },
+      writes: { total: this.writes },
+      guests,
+    };
+  }
+
+  /** Zeroes every counter; writes still in flight keep counting toward the new maximum. */
+  reset(): void {
+    this.total = 0;
+    this.byRoute = new Map();
+    this.byMethod = new Map();
+    this.writes = 0;
+    for (const [vmid, c] of this.guests) {
+      if (c.inFlight === 0) this.guests.delete(vmid);
+      else {
+        c.writes = 0;
+        c.maxConcurrentWrites = c.inFlight;
+      }
+    }
+  }
+
+  private counters(vmid: number): GuestCounters {
+    let c = this.guests.get(vmid);
+    if (!c) {
+      c = { writes: 0, inFlight: 0, maxConcurrentWrites: 0 };
+      this.guests.set(vmid, c);
+    }
+    return c;
+  }
+}

@@ -1,0 +1,655 @@
+/**
+ * Config updates with Proxmox's semantics (API-FACTS §5): the synchronous checks of
+ * `$update_vm_api` (qemu) and `update_vm` (lxc), then the update function that writes values
+ * to `[PENDING]`, cleans up, and either hot-plugs (running guest) or applies everything
+ * (stopped guest). `applyAllPending` is what start/stop do.
+ */
+import type { GuestType } from '../../core/model.js';
+import { normaliseTags } from '../../core/property-string.js';
+import { paramSchema, splitList } from '../../core/proxmox-params.js';
+import { parsePendingDelete, printPendingDelete, serializeConfig } from './config-file.js';
+import { DieError, ParamError } from './errors.js';
+import { perlTrue, type Guest } from './guest.js';
+import {
+  configEndpoint,
+  formatSize,
+  isCdrom,
+  isCloudinit,
+  isLxcMount,
+  isQemuDrive,
+  optionFormat,
+  parseAllocation,
+  parseOption,
+  parseVolumeId,
+  printPropertyString,
+  randomMac,
+} from './property-format.js';
+import type { VolumeStore } from './volumes.js';
+
+/** A config write as the API receives it (values already validated against the schema). */
+export interface ConfigUpdate {
+  /** Options to set, option → value as a string. */
+  set: Record<string, string>;
+  /** Raw `delete` list (`,` `;` or whitespace separated). */
+  delete?: string;
+  revert?: string;
+  force?: boolean;
+  digest?: string;
+  skiplock?: boolean;
+}
+
+/** Who writes: tokens are never `root@pam` (API-FACTS §2.3); operator edits in the GUI are. */
+export interface UpdateActor {
+  isRoot: boolean;
+}
+
+/** An update after the synchronous checks. */
+export interface PreparedUpdate {
+  type: GuestType;
+  set: Map<string, string>;
+  deletes: string[];
+  revert: string[];
+  force: boolean;
+  digest?: string;
+  skiplock: boolean;
+  /** `update VM 100: -cores 4 -delete tags` for the task log. */
+  logLine: string;
+}
+
+/** What the update function reports back besides the new config. */
+export interface UpdateOutcome {
+  /** Per-option hotplug/apply errors; the API raises them as a 400 after writing. */
+  errors: Record<string, string>;
+  warnings: string[];
+}
+
+/** The storage and identity services updates need. */
+export interface UpdateEnv {
+  volumes: VolumeStore;
+}
+
+const NON_OPTIONS = new Set(['node', 'vmid', 'delete', 'revert', 'digest', 'skiplock', 'force', 'background_delay', 'import-working-storage']);
+const INTERNAL_OPTIONS = new Set(['lock', 'parent', 'snaptime', 'vmstate', 'runningmachine', 'runningcpu', 'meta']);
+
+/** `option_exists`: a config key of that guest type. */
+export function optionExists(type: GuestType, key: string): boolean {
+  if (NON_OPTIONS.has(key)) return false;
+  return INTERNAL_OPTIONS.has(key) || paramSchema(configEndpoint(type), key) !== undefined;
+}
+
+/** Options a token may never set (`only root can set '<opt>' config`): not in any permission group. */
+const QEMU_ROOT_ONLY = new Set(['args', 'lock', 'hookscript', 'meta', 'parent', 'snaptime', 'runningmachine', 'runningcpu']);
+
+const QEMU_FASTPLUG = new Set([
+  'description', 'hookscript', 'lock', 'migrate_downtime', 'migrate_speed', 'name', 'onboot', 'protection', 'shares',
+  'startup', 'tags', 'vmstatestorage', 'ciuser', 'cipassword', 'citype', 'ciupgrade', 'cicustom', 'searchdomain',
+  'nameserver', 'sshkeys',
+]);
+const LXC_FASTPLUG = new Set(['description', 'onboot', 'startup', 'protection', 'hostname', 'hookscript', 'cores', 'tags', 'lock']);
+
+function isQemuFastplug(key: string): boolean {
+  return QEMU_FASTPLUG.has(key) || /^ipconfig\d+$/.test(key);
+}
+
+/** The synchronous part of qemu's `$update_vm_api` before the config is loaded. */
+export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor): PreparedUpdate {
+  if (update.skiplock && !actor.isRoot) throw new ParamError({ skiplock: 'Only root may use this option.' });
+  const set = new Map<string, string>();
+  for (const key of Object.keys(update.set).sort()) set.set(key, update.set[key] as string);
+  const logParts: string[] = [];
+  for (const key of [...set.keys(), ...(update.delete !== undefined ? ['delete'] : []), ...(update.revert !== undefined ? ['revert'] : [])].sort()) {
+    const value = key === 'delete' ? update.delete : key === 'revert' ? update.revert : set.get(key);
+    logParts.push(`-${key}`, key === 'cipassword' ? '<hidden>' : (value as string));
+  }
+  if (!update.delete && !update.revert && set.size === 0) throw new DieError('no options specified\n');
+  // `cdrom` is an alias of `ide2` as a CD-ROM drive.
+  const cdrom = set.get('cdrom');
+  if (cdrom !== undefined) {
+    set.delete('cdrom');
+    set.set('ide2', `${cdrom},media=cdrom`);
+  }
+  const revert: string[] = [];
+  for (const opt of splitList(update.revert ?? '')) {
+    if (!optionExists('qemu', opt)) throw new ParamError({ revert: `unknown option '${opt}'` });
+    if (set.has(opt)) throw new ParamError({ delete: `you can't use '-${opt}' and -revert ${opt}' at the same time` });
+    revert.push(opt);
+  }
+  const deletes: string[] = [];
+  for (let opt of splitList(update.delete ?? '')) {
+    if (opt === 'cdrom') opt = 'ide2';
+    if (set.has(opt)) throw new ParamError({ delete: `you can't use '-${opt}' and -delete ${opt}' at the same time` });
+    if (revert.includes(opt)) throw new ParamError({ revert: `you can't use '-delete ${opt}' and -revert ${opt}' at the same time` });
+    if (!optionExists('qemu', opt)) throw new ParamError({ delete: `unknown option '${opt}'` });
+    deletes.push(opt);
+  }
+  if (!actor.isRoot) {
+    for (const opt of [...set.keys(), ...deletes]) {
+      if (QEMU_ROOT_ONLY.has(opt)) throw new DieError(`only root can set '${opt}' config\n`);
+    }
+  }
+  for (const [opt, value] of set) {
+    if (/^net\d+$/.test(opt)) set.set(opt, printQemuNet(value));
+  }
+  return {
+    type: 'qemu',
+    set,
+    deletes,
+    revert,
+    force: update.force === true,
+    ...(update.digest ? { digest: update.digest } : {}),
+    skiplock: update.skiplock === true,
+    logLine: logParts.join(' '),
+  };
+}
+
+/** `parse_net` + `print_net`: fills in a MAC address when none was given. */
+export function printQemuNet(value: string): string {
+  const format = optionFormat('qemu', 'net0');
+  const net = parseOption('qemu', 'net0', value);
+  if (!format || !net) return value;
+  net.macaddr ??= randomMac();
+  return printPropertyString(format, net);
+}
+
+/** `parse_lxc_network` + `print_lxc_network`: `type=veth` and a MAC address are always set. */
+export function printLxcNet(value: string): string {
+  const format = optionFormat('lxc', 'net0');
+  const net = parseOption('lxc', 'net0', value);
+  if (!format || !net) return value;
+  net.type = 'veth';
+  net.hwaddr ??= randomMac();
+  return printPropertyString(format, net);
+}
+
+/** `$load_and_check_config`: digest before lock for qemu (API-FACTS §5.2). */
+export function checkQemuConfig(guest: Guest, digest: string | undefined, skiplock: boolean): void {
+  if (digest && digest !== guest.digest) throw new DieError('checksum mismatch (file change by other user?)\n');
+  if (!skiplock && guest.lock) throw new DieError(`VM is locked (${guest.lock})\n`);
+}
+
+/** `check_lock` then `assert_if_modified` for containers (API-FACTS §5.4). */
+export function checkLxcConfig(guest: Guest, digest: string | undefined): void {
+  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
+  if (digest && digest !== guest.digest) {
+    throw new DieError('detected modified configuration - file changed by other user? Try again.\n');
+  }
+}
+
+/** Runs a mutation of the guest's config and writes it back only if the text changed. */
+function writeIfChanged<T>(guest: Guest, mutate: () => T): T {
+  const before = serializeConfig(guest.config, guest.type);
+  try {
+    return mutate();
+  } finally {
+    // A failing update keeps what it wrote before the failure, like Proxmox's write-per-step.
+    if (serializeConfig(guest.config, guest.type) !== before) guest.commit();
+  }
+}
+
+function pendingDeletes(guest: Guest): Map<string, boolean> {
+  return parsePendingDelete(guest.pending.get('delete'));
+}
+
+function storePendingDeletes(guest: Guest, map: Map<string, boolean>): void {
+  const printed = printPendingDelete(map);
+  if (printed === undefined) guest.pending.delete('delete');
+  else guest.pending.set('delete', printed);
+}
+
+function addToPendingDelete(guest: Guest, opt: string, force: boolean): void {
+  const map = pendingDeletes(guest);
+  map.set(opt, force);
+  storePendingDeletes(guest, map);
+}
+
+function removeFromPendingDelete(guest: Guest, opt: string): void {
+  const map = pendingDeletes(guest);
+  if (map.delete(opt)) storePendingDeletes(guest, map);
+}
+
+/** `cleanup_pending`: drops pending values equal to current ones and deletes of unset keys. */
+function cleanupPending(guest: Guest): void {
+  for (const [key, value] of [...guest.pending]) {
+    if (key !== 'delete' && guest.main.get(key) === value) guest.pending.delete(key);
+  }
+  const map = pendingDeletes(guest);
+  for (const key of [...map.keys()]) if (!guest.main.has(key)) map.delete(key);
+  storePendingDeletes(guest, map);
+}
+
+/** `add_unused_volume`: lowest free `unusedN`, no duplicates. */
+function addUnusedVolume(guest: Guest, volid: string): void {
+  let free: string | undefined;
+  for (let i = 255; i >= 0; i--) {
+    const key = `unused${i}`;
+    const existing = guest.main.get(key);
+    if (existing === volid) return;
+    if (existing === undefined) free = key;
+  }
+  if (free === undefined) throw new DieError('Too many unused volumes - please delete them first.\n');
+  guest.main.set(free, volid);
+}
+
+/** `vmconfig_register_unused_drive` (qemu). */
+function registerUnusedDrive(env: UpdateEnv, guest: Guest, key: string, value: string): void {
+  const drive = parseOption('qemu', key, value);
+  if (!drive) return;
+  if (isCloudinit(drive)) {
+    env.volumes.free(drive.file as string);
+    return;
+  }
+  if (isCdrom(drive)) return;
+  const volid = drive.file ?? '';
+  const parsed = parseVolumeId(volid);
+  if (parsed && new RegExp(`^(?:\\d+/)?(?:vm|base)-${guest.vmid}-`).test(parsed.volname)) addUnusedVolume(guest, volid);
+}
+
+/** `vmconfig_delete_or_detach_drive`: force frees the volume, otherwise it becomes `unusedN`. */
+function deleteOrDetachDrive(env: UpdateEnv, guest: Guest, key: string, force: boolean): void {
+  const value = guest.main.get(key);
+  if (value === undefined) return;
+  if (force) {
+    const drive = parseOption('qemu', key, value);
+    if (drive && !isCdrom(drive) && drive.file) env.volumes.free(drive.file);
+  } else {
+    registerUnusedDrive(env, guest, key, value);
+  }
+}
+
+function checkProtection(guest: Guest, message: string): void {
+  if (perlTrue(guest.main.get('protection'))) throw new DieError(`${message} - protection mode enabled\n`);
+}
+
+/**
+ * `create_disks` for one drive option: `storage:32` allocates `storage:vm-<id>-disk-<n>` with
+ * `size=32G`, `storage:cloudinit` the cloud-init volume; existing volumes get their size.
+ */
+export function createQemuDisk(env: UpdateEnv, guest: Guest, key: string, value: string): string {
+  const format = optionFormat('qemu', key);
+  const drive = parseOption('qemu', key, value);
+  if (!format || !drive) return value;
+  const file = drive.file ?? '';
+  const cloudinit = /^([a-z][a-z0-9\-_.]*[a-z0-9]):cloudinit$/i.exec(file);
+  const alloc = parseAllocation(file);
+  if (cloudinit) {
+    drive.file = env.volumes.allocateCloudinit(cloudinit[1] as string, guest.vmid);
+    drive.media = 'cdrom';
+  } else if (isCdrom(drive) || file.startsWith('/')) {
+    // CD-ROM images and pass-through paths are referenced, never allocated.
+  } else if (alloc) {
+    const bytes = key === 'efidisk0' || key === 'tpmstate0' ? 4 * 1024 * 1024 : Math.round(alloc.gib * 1024 ** 3);
+    drive.file = env.volumes.allocate(alloc.storage, guest.vmid, bytes);
+    drive.size = formatSize(bytes);
+  } else {
+    const current = guest.main.get(key);
+    const currentFile = current === undefined ? undefined : parseOption('qemu', key, current)?.file;
+    if (currentFile !== file) {
+      const size = env.volumes.size(file);
+      if (size === undefined) throw new DieError(`volume '${file}' does not exist\n`);
+      drive.size = formatSize(size);
+    }
+  }
+  return printPropertyString(format, drive);
+}
+
+/** Features of the `hotplug` option (`1` = `network,disk,usb`, `0` = none). */
+function hotplugFeatures(value: string | undefined): Set<string> {
+  const v = value ?? '1';
+  if (v === '1') return new Set(['network', 'disk', 'usb']);
+  if (v === '0') return new Set();
+  return new Set(v.split(','));
+}
+
+const SKIP = 'skip';
+
+/** Decides whether a running VM can take a pending delete now (`vmconfig_hotplug_pending`). */
+function qemuHotplugDelete(guest: Guest, opt: string, features: Set<string>): string | undefined {
+  const hotplug = guest.main.get('hotplug') ?? '';
+  if (opt === 'hotplug') return /(cpu|memory)/.test(hotplug) ? SKIP : undefined;
+  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? undefined : SKIP;
+  if (opt === 'vcpus') return features.has('cpu') ? undefined : SKIP;
+  if (opt === 'balloon') return guest.main.get('balloon') === '0' ? SKIP : undefined;
+  if (isQemuFastplug(opt)) return undefined;
+  if (/^net\d+$/.test(opt)) return features.has('network') ? undefined : SKIP;
+  if (isQemuDrive(opt)) return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? SKIP : undefined;
+  if (opt === 'memory') return features.has('memory') ? undefined : SKIP;
+  if (opt === 'cpuunits' || opt === 'cpulimit') return undefined;
+  return SKIP;
+}
+
+const DISK_COLD_KEYS = ['aio', 'discard', 'iothread', 'queues', 'cache', 'detect_zeroes', 'serial', 'ssd', 'ro', 'wwn', 'product', 'vendor', 'format', 'scsiblock', 'snapshot', 'werror', 'rerror'];
+const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
+
+/** Decides whether a running VM can take a pending value now; a message is a hotplug error. */
+function qemuHotplugSet(guest: Guest, opt: string, value: string, features: Set<string>): string | undefined {
+  const current = guest.main.get(opt);
+  const hotplug = guest.main.get('hotplug') ?? '';
+  if (opt === 'hotplug') {
+    if (/memory/.test(value) || (!/memory/.test(value) && /memory/.test(hotplug))) return SKIP;
+    if (/cpu/.test(value) || (!/cpu/.test(value) && /cpu/.test(hotplug))) return SKIP;
+    return undefined;
+  }
+  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? undefined : SKIP;
+  if (opt === 'vcpus') return features.has('cpu') ? undefined : SKIP;
+  if (opt === 'balloon') {
+    const oldOn = current === undefined || perlTrue(current);
+    const newOn = perlTrue(value);
+    return oldOn !== newOn ? SKIP : undefined;
+  }
+  if (/^net\d+$/.test(opt)) {
+    if (current !== undefined) {
+      const oldNet = parseOption('qemu', opt, current) ?? {};
+      const newNet = parseOption('qemu', opt, value) ?? {};
+      const cold = NET_COLD_KEYS.some((k) => oldNet[k] !== newNet[k]) || !(oldNet.bridge && newNet.bridge);
+      if (!cold) return undefined;
+    }
+    return features.has('network') ? undefined : SKIP;
+  }
+  if (isQemuDrive(opt)) {
+    if (opt === 'efidisk0' || opt === 'tpmstate0') return SKIP;
+    const drive = parseOption('qemu', opt, value) ?? {};
+    if (current !== undefined) {
+      const old = parseOption('qemu', opt, current) ?? {};
+      if ((drive.media ?? 'disk') !== (old.media ?? 'disk')) return 'unable to change media type';
+      if (isCdrom(old)) return undefined;
+      if (drive.file !== old.file) return features.has('disk') ? undefined : SKIP;
+      return DISK_COLD_KEYS.some((k) => drive[k] !== old[k]) ? SKIP : undefined;
+    }
+    return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? SKIP : undefined;
+  }
+  if (opt === 'memory') return features.has('memory') ? undefined : SKIP;
+  if (opt === 'cpuunits' || opt === 'cpulimit') return undefined;
+  if (opt === 'agent') {
+    const parse = (v: string | undefined): Record<string, string> => (v === undefined ? {} : (parseOption('qemu', 'agent', v) ?? {}));
+    const a = parse(current);
+    const b = parse(value);
+    return a.enabled !== b.enabled || a.type !== b.type ? SKIP : undefined;
+  }
+  return SKIP;
+}
+
+/** `vmconfig_hotplug_pending` (qemu), restricted to the options of this request. */
+function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>, errors: Record<string, string>): void {
+  for (const [key, value] of [...guest.pending]) {
+    if (key !== 'delete' && isQemuFastplug(key)) {
+      guest.main.set(key, value);
+      guest.pending.delete(key);
+    }
+  }
+  const features = hotplugFeatures(guest.main.get('hotplug'));
+  const deletes = pendingDeletes(guest);
+  for (const opt of [...deletes.keys()].sort()) {
+    if (!selection.has(opt)) continue;
+    const verdict = qemuHotplugDelete(guest, opt, features);
+    if (verdict === SKIP) continue;
+    if (verdict !== undefined) {
+      errors[opt] = `hotplug problem - ${verdict}`;
+      continue;
+    }
+    if (isQemuDrive(opt)) deleteOrDetachDrive(env, guest, opt, deletes.get(opt) === true);
+    guest.main.delete(opt);
+    removeFromPendingDelete(guest, opt);
+  }
+  for (const opt of [...guest.pending.keys()].sort()) {
+    if (opt === 'delete' || !selection.has(opt)) continue;
+    const value = guest.pending.get(opt) as string;
+    const verdict = qemuHotplugSet(guest, opt, value, features);
+    if (verdict === SKIP) continue;
+    if (verdict !== undefined) {
+      errors[opt] = `hotplug problem - ${verdict}`;
+      continue;
+    }
+    replaceDriveValue(env, guest, opt, value);
+    guest.main.set(opt, value);
+    guest.pending.delete(opt);
+  }
+}
+
+/** When a drive gets a different volume, the old one is kept as `unusedN`. */
+function replaceDriveValue(env: UpdateEnv, guest: Guest, opt: string, value: string): void {
+  const current = guest.main.get(opt);
+  if (current === undefined || !isQemuDrive(opt)) return;
+  const oldFile = parseOption('qemu', opt, current)?.file;
+  const newFile = parseOption('qemu', opt, value)?.file;
+  if (oldFile !== newFile) registerUnusedDrive(env, guest, opt, current);
+}
+
+/** `vmconfig_apply_pending` (qemu): everything pending takes effect. */
+function qemuApplyPending(env: UpdateEnv, guest: Guest): void {
+  const deletes = pendingDeletes(guest);
+  for (const opt of [...deletes.keys()].sort()) {
+    if (isQemuDrive(opt) && guest.main.has(opt)) deleteOrDetachDrive(env, guest, opt, deletes.get(opt) === true);
+    guest.main.delete(opt);
+    removeFromPendingDelete(guest, opt);
+  }
+  cleanupPending(guest);
+  for (const opt of [...guest.pending.keys()].sort()) {
+    if (opt === 'delete') continue;
+    const value = guest.pending.get(opt) as string;
+    replaceDriveValue(env, guest, opt, value);
+    guest.main.set(opt, value);
+    guest.pending.delete(opt);
+  }
+}
+
+/** The qemu update function (`$updatefn`), run under the config lock. */
+export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUpdate): UpdateOutcome {
+  const errors: Record<string, string> = {};
+  const warnings: string[] = [];
+  writeIfChanged(guest, () => {
+    const modified = new Set<string>();
+    for (const opt of update.revert) {
+      if (guest.pending.has(opt)) {
+        modified.add(opt);
+        guest.pending.delete(opt);
+      }
+      if (pendingDeletes(guest).has(opt)) {
+        modified.add(opt);
+        removeFromPendingDelete(guest, opt);
+      }
+    }
+    for (const opt of update.deletes) {
+      const value = guest.main.get(opt) ?? guest.pending.get(opt);
+      if (value === undefined) {
+        warnings.push(`cannot delete '${opt}' - not set in current configuration!`);
+        continue;
+      }
+      modified.add(opt);
+      const pendingValue = guest.pending.get(opt);
+      guest.pending.delete(opt);
+      if (/^unused\d+$/.test(opt)) {
+        checkProtection(guest, `can't remove unused disk '${value}'`);
+        env.volumes.free(value);
+        guest.main.delete(opt);
+      } else if (opt === 'vmstate') {
+        env.volumes.free(value);
+        guest.main.delete(opt);
+      } else if (isQemuDrive(opt)) {
+        checkProtection(guest, `can't remove drive '${opt}'`);
+        if (pendingValue !== undefined) registerUnusedDrive(env, guest, opt, pendingValue);
+        addToPendingDelete(guest, opt, update.force);
+      } else if (opt === 'tags') {
+        guest.main.delete(opt);
+      } else {
+        addToPendingDelete(guest, opt, update.force);
+      }
+    }
+    for (const [opt, raw] of update.set) {
+      modified.add(opt);
+      let value = raw;
+      if (guest.pending.get(opt) === value) continue;
+      if (isQemuDrive(opt)) {
+        const previous = guest.pending.get(opt);
+        value = createQemuDisk(env, guest, opt, value);
+        if (previous !== undefined) registerUnusedDrive(env, guest, opt, previous);
+      } else if (opt === 'tags') {
+        value = normaliseTags(value);
+      }
+      guest.pending.set(opt, value);
+      removeFromPendingDelete(guest, opt);
+    }
+    cleanupPending(guest);
+    if (guest.pending.size === 0) return;
+    if (guest.running) qemuHotplugPending(env, guest, modified, errors);
+    else qemuApplyPending(env, guest);
+  });
+  return { errors, warnings };
+}
+
+/** The synchronous part of lxc's `update_vm` before the config lock. */
+export function prepareLxcUpdate(update: ConfigUpdate): PreparedUpdate {
+  const set = new Map<string, string>();
+  for (const key of Object.keys(update.set).sort()) set.set(key, update.set[key] as string);
+  if (set.size === 0 && update.delete === undefined && update.revert === undefined) {
+    throw new DieError('no options specified\n');
+  }
+  const logParts: string[] = [];
+  for (const [k, v] of set) logParts.push(`-${k}`, v);
+  if (update.delete !== undefined) logParts.push('-delete', update.delete);
+  return {
+    type: 'lxc',
+    set,
+    deletes: splitList(update.delete ?? ''),
+    revert: splitList(update.revert ?? ''),
+    force: false,
+    ...(update.digest ? { digest: update.digest } : {}),
+    skiplock: false,
+    logLine: logParts.join(' '),
+  };
+}
+
+/** The revert/delete checks lxc runs inside the lock, after the lock and digest checks. */
+export function checkLxcUpdateLists(update: PreparedUpdate): void {
+  for (const opt of update.revert) {
+    if (!optionExists('lxc', opt)) throw new ParamError({ revert: `unknown option '${opt}'` });
+    if (update.set.has(opt)) throw new ParamError({ revert: `you can't use '-${opt}' and '-revert ${opt}' at the same time` });
+  }
+  for (const opt of update.deletes) {
+    if (!optionExists('lxc', opt)) throw new ParamError({ delete: `unknown option '${opt}'` });
+    if (update.set.has(opt)) throw new ParamError({ delete: `you can't use '-${opt}' and -delete ${opt}' at the same time` });
+    if (update.revert.includes(opt)) {
+      throw new ParamError({ delete: `you can't use '-delete ${opt}' and '-revert ${opt}' at the same time` });
+    }
+  }
+}
+
+/** Allocates a new container volume (`storage:8` → `storage:vm-<id>-disk-<n>,size=8G`). */
+function applyPendingMountpoint(env: UpdateEnv, guest: Guest, opt: string, value: string): string {
+  const format = optionFormat('lxc', opt);
+  const mp = parseOption('lxc', opt, value);
+  if (!format || !mp) return value;
+  const alloc = parseAllocation(mp.volume ?? '');
+  if (alloc) {
+    const bytes = Math.round(alloc.gib * 1024 ** 3);
+    mp.volume = env.volumes.allocate(alloc.storage, guest.vmid, bytes);
+    mp.size = formatSize(bytes);
+  }
+  const old = guest.main.get(opt);
+  if (old !== undefined) {
+    const oldVolume = parseOption('lxc', opt, old)?.volume;
+    if (oldVolume && oldVolume !== mp.volume && parseVolumeId(oldVolume)) addUnusedVolume(guest, oldVolume);
+  }
+  return printPropertyString(format, mp);
+}
+
+/** LXC `vmconfig_hotplug_pending`. */
+function lxcHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>): void {
+  for (const [key, value] of [...guest.pending]) {
+    if (key !== 'delete' && LXC_FASTPLUG.has(key)) {
+      guest.main.set(key, value);
+      guest.pending.delete(key);
+    }
+  }
+  const deletes = pendingDeletes(guest);
+  for (const opt of [...deletes.keys()].sort()) {
+    if (!selection.has(opt)) continue;
+    const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d+$/.test(opt);
+    if (!live) continue;
+    if (/^unused\d+$/.test(opt)) env.volumes.free(guest.main.get(opt) ?? '');
+    guest.main.delete(opt);
+    removeFromPendingDelete(guest, opt);
+  }
+  for (const opt of [...guest.pending.keys()].sort()) {
+    if (opt === 'delete' || !selection.has(opt)) continue;
+    let value = guest.pending.get(opt) as string;
+    if (/^mp\d+$/.test(opt)) {
+      if (guest.main.has(opt)) continue; // never hot-plugged over an existing mount point
+      value = applyPendingMountpoint(env, guest, opt, value);
+    } else if (!['cpulimit', 'cpuunits', 'memory', 'swap'].includes(opt) && !/^(net|dev)\d+$/.test(opt)) {
+      continue;
+    }
+    guest.main.set(opt, value);
+    guest.pending.delete(opt);
+  }
+}
+
+/** LXC `vmconfig_apply_pending`; `selection` undefined applies everything (start). */
+function lxcApplyPending(env: UpdateEnv, guest: Guest, selection?: Set<string>): void {
+  const deletes = pendingDeletes(guest);
+  for (const opt of [...deletes.keys()].sort()) {
+    if (selection && !selection.has(opt)) continue;
+    const current = guest.main.get(opt);
+    if (/^mp\d+$/.test(opt) && current !== undefined) {
+      const volume = parseOption('lxc', opt, current)?.volume;
+      if (volume && parseVolumeId(volume)) addUnusedVolume(guest, volume);
+    } else if (/^unused\d+$/.test(opt) && current !== undefined) {
+      env.volumes.free(current);
+    }
+    guest.main.delete(opt);
+    removeFromPendingDelete(guest, opt);
+  }
+  cleanupPending(guest);
+  for (const opt of [...guest.pending.keys()].sort()) {
+    if (opt === 'delete' || (selection && !selection.has(opt))) continue;
+    let value = guest.pending.get(opt) as string;
+    if (isLxcMount(opt)) value = applyPendingMountpoint(env, guest, opt, value);
+    guest.main.set(opt, value);
+    guest.pending.delete(opt);
+  }
+}
+
+/** LXC `update_pct_config` + hotplug/apply, under the config lock. */
+export function applyLxcUpdate(env: UpdateEnv, guest: Guest, update: PreparedUpdate): UpdateOutcome {
+  const warnings: string[] = [];
+  writeIfChanged(guest, () => {
+    for (const opt of update.revert) {
+      guest.pending.delete(opt);
+      removeFromPendingDelete(guest, opt);
+    }
+    const modified = new Set<string>();
+    for (const opt of update.deletes) {
+      if (!guest.main.has(opt) && !guest.pending.has(opt)) {
+        warnings.push(`cannot delete '${opt}' - not set in current configuration!`);
+        continue;
+      }
+      modified.add(opt);
+      if (opt === 'memory' || opt === 'rootfs' || opt === 'ostype') throw new DieError(`unable to delete required option '${opt}'\n`);
+      if (/^(unused|mp)\d+$/.test(opt)) checkProtection(guest, `can't remove CT ${guest.vmid} drive '${opt}'`);
+      if (opt === 'unprivileged') throw new DieError(`unable to delete read-only option: '${opt}'\n`);
+      addToPendingDelete(guest, opt, false);
+    }
+    for (const [opt, raw] of update.set) {
+      modified.add(opt);
+      let value = raw;
+      if (isLxcMount(opt)) checkProtection(guest, `can't update CT ${guest.vmid} drive '${opt}'`);
+      else if (opt === 'unprivileged') throw new DieError(`unable to modify read-only option: '${opt}'\n`);
+      else if (opt === 'tags') value = normaliseTags(value);
+      else if (/^net\d+$/.test(opt)) value = printLxcNet(value);
+      guest.pending.set(opt, value);
+      removeFromPendingDelete(guest, opt);
+    }
+    cleanupPending(guest);
+    if (guest.running) lxcHotplugPending(env, guest, modified);
+    else lxcApplyPending(env, guest, modified);
+  });
+  return { errors: {}, warnings };
+}
+
+/** What start (and qemu stop) do: apply every pending change (`vmconfig_apply_pending`). */
+export function applyAllPending(env: UpdateEnv, guest: Guest): void {
+  if (guest.pending.size === 0) return;
+  writeIfChanged(guest, () => {
+    if (guest.type === 'qemu') qemuApplyPending(env, guest);
+    else lxcApplyPending(env, guest);
+  });
+}
