@@ -198,16 +198,26 @@ export function suggestKey(type: GuestType, key: string): string | undefined {
   return best;
 }
 
-/** Levenshtein distance; the strings are short option names. */
+/**
+ * Edit distance counting an adjacent transposition as one edit (optimal string alignment), since
+ * swapped letters (`nte0`) are the commonest typo. The strings are short option names.
+ */
 export function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    const row = [i];
     for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        row[j] = j;
+        continue;
+      }
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+      const above = rows[i - 1] ?? [];
+      let best = Math.min((above[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (above[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, (rows[i - 2]?.[j - 2] ?? 0) + 1);
+      row[j] = best;
     }
-    previous = current;
+    rows.push(row);
   }
-  return previous[b.length] ?? 0;
+  return rows[a.length]?.[b.length] ?? 0;
 }

@@ -17,11 +17,13 @@ export interface DocumentPositions {
   key(path: DocPath): SourceRef;
   /** The value node at the path. */
   value(path: DocPath): SourceRef;
+  /** The key positions of every entry of the mapping at the path (one walk, for many keys). */
+  keysOf(path: DocPath): Record<string, SourceRef>;
 }
 
 /** Positions that all resolve to one place, for specs built without a YAML document. */
 export function fixedPositions(at: SourceRef): DocumentPositions {
-  return { start: at, key: () => at, value: () => at };
+  return { start: at, key: () => at, value: () => at, keysOf: () => ({}) };
 }
 
 interface Found {
@@ -38,9 +40,10 @@ function walk(doc: Document, path: DocPath): Found {
     if (isMap(node)) {
       const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === String(segment));
       if (!pair) return found;
-      const value = isNode(pair.value) ? pair.value : undefined;
+      // An entry written without a value (`key:`) has an empty null node after the colon; the
+      // key is the better place to point at.
+      const value = isNode(pair.value) && !isEmptyScalar(pair.value) ? pair.value : undefined;
       found = { ...(isNode(pair.key) ? { key: pair.key } : {}), ...(value ? { value } : {}) };
-      // An entry written without a value (`key:`) still has a key to point at.
       if (!value) return { ...found, value: found.key };
       node = pair.value;
     } else if (isSeq(node) && typeof segment === 'number') {
@@ -53,6 +56,10 @@ function walk(doc: Document, path: DocPath): Found {
     }
   }
   return found;
+}
+
+function isEmptyScalar(node: Node): boolean {
+  return isScalar(node) && node.value === null && (!node.range || node.range[0] === node.range[1]);
 }
 
 function isNode(value: unknown): value is Node {
@@ -75,5 +82,15 @@ export function documentPositions(file: string, doc: Document, lineCounter: Line
       return at(found.key ?? found.value);
     },
     value: (path) => at(walk(doc, path).value),
+    keysOf: (path) => {
+      let node: unknown = walk(doc, path).value;
+      if (isAlias(node)) node = node.resolve(doc);
+      const keys: Record<string, SourceRef> = {};
+      if (!isMap(node)) return keys;
+      for (const item of node.items) {
+        if (isScalar(item.key) && item.key.range) keys[String(item.key.value)] = ref(item.key.range[0]);
+      }
+      return keys;
+    },
   };
 }

@@ -6,8 +6,9 @@
 import { isMap, isScalar, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { z } from 'zod';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
-import { classifyConfigKey } from './config-keys.js';
+import { classifyConfigKey, editDistance } from './config-keys.js';
 import { documentPositions, type DocPath, type DocumentPositions } from './document-positions.js';
+import { withEnvSnapshot } from './env-snapshot.js';
 import { compareSpecErrors, SpecError } from './errors.js';
 import {
   ClusterDocument,
@@ -45,6 +46,10 @@ export interface LoadedSpecs {
  * and other derived values are left to the planner, so `config` holds exactly what was written.
  */
 export function loadSpecs(files: readonly SpecFile[]): LoadedSpecs {
+  return withEnvSnapshot(() => loadSpecsNow(files));
+}
+
+function loadSpecsNow(files: readonly SpecFile[]): LoadedSpecs {
   const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
   for (const file of files) loadFile(file, state);
   assignGuestVmids(state);
@@ -139,6 +144,7 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
   const type: GuestType = doc.kind === 'VM' ? 'qemu' : 'lxc';
   const config: Record<string, string> = {};
   const keySources: Record<string, SourceRef> = {};
+  const written = at.keysOf(['config']);
   for (const [key, value] of Object.entries(doc.config)) {
     const verdict = classifyConfigKey(type, key);
     const converted = toWireValue(key, value, verdict.kind === 'option' ? verdict.schema : undefined);
@@ -147,7 +153,8 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
       continue;
     }
     config[key] = converted.value;
-    keySources[key] = at.key(['config', key]);
+    // Keys merged in with `<<` have no entry of their own; they point at the config mapping.
+    keySources[key] = written[key] ?? at.key(['config', key]);
   }
   const createOptions: Record<string, string> = {};
   for (const [key, value] of Object.entries(doc.create)) {
@@ -265,8 +272,16 @@ function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: str
 }
 
 function closest(key: string, candidates: readonly string[]): string | undefined {
-  const lower = key.toLowerCase();
-  return candidates.find((c) => c.toLowerCase() === lower) ?? candidates.find((c) => c.startsWith(key) || key.startsWith(c));
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of candidates) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate;
+    }
+  }
+  return best;
 }
 
 /** Turns one zod issue into errors at the YAML node it concerns. */

@@ -64,7 +64,7 @@ function fallbackPositions(spec: ClusterSpec | GuestSpec): DocumentPositions {
   if (!keySources) return base;
   const configRef = (path: DocPath): SourceRef =>
     path[0] === 'config' && typeof path[1] === 'string' ? (keySources[path[1]] ?? spec.source) : spec.source;
-  return { start: spec.source, key: configRef, value: configRef };
+  return { start: spec.source, key: configRef, value: configRef, keysOf: () => ({}) };
 }
 
 type PositionsOf = (spec: ClusterSpec | GuestSpec) => DocumentPositions;
@@ -313,14 +313,45 @@ function validateWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, repo
     params[key] = value;
     origin[key] = ['create', key];
   }
-  const nameKey = guest.type === 'qemu' ? 'name' : 'hostname';
-  const ignore = ['node', 'vmid', ...(params.ostemplate === undefined ? ['ostemplate'] : []), ...(reported.has(nameKey) ? [nameKey] : [])];
-  const found = validateParams(`POST /nodes/{node}/${guest.type}`, params, { ignore });
+  const found = checkParams(`POST /nodes/{node}/${guest.type}`, params);
   for (const [param, text] of Object.entries(found)) {
-    const path = origin[param.split('.')[0] ?? param];
-    const ref = path ? at.value(path) : at.start;
-    report(ref, `${path ? path.join('.') : param}: ${oneLine(text)}`);
+    const path = origin[param] ?? ['config', param];
+    report(at.value(path), `${path.join('.')}: ${oneLine(text)}`);
   }
+}
+
+/**
+ * Proxmox's verdict per parameter value, remembered: estates repeat the same values (`memory:
+ * 4096`, the same NIC) across hundreds of guests. Safe per key because none of the options a spec
+ * can set `requires` another. Bounded so a long-running server does not grow without limit.
+ */
+const paramVerdicts = new Map<string, string | null>();
+const PARAM_VERDICTS_MAX = 100_000;
+
+/** Required parameters the create call checks that a spec does not carry (or that we check ourselves). */
+const NOT_FROM_SPEC = ['node', 'vmid', 'ostemplate'];
+
+function checkParams(endpoint: string, params: Record<string, string>): Record<string, string> {
+  const errors: Record<string, string> = {};
+  const unknown: Record<string, string> = {};
+  for (const [key, value] of Object.entries(params)) {
+    const verdict = paramVerdicts.get(`${endpoint}\0${key}\0${value}`);
+    if (verdict === undefined) unknown[key] = value;
+    else if (verdict !== null) errors[key] = verdict;
+  }
+  if (Object.keys(unknown).length === 0) return errors;
+  const found = validateParams(endpoint, unknown, { ignore: NOT_FROM_SPEC });
+  if (paramVerdicts.size > PARAM_VERDICTS_MAX) paramVerdicts.clear();
+  for (const [key, value] of Object.entries(unknown)) {
+    // Property-string errors come back under `key.sub`; they belong to the key.
+    const text = Object.entries(found)
+      .filter(([param]) => param === key || param.startsWith(`${key}.`))
+      .map(([, message]) => message)
+      .join('\n');
+    paramVerdicts.set(`${endpoint}\0${key}\0${value}`, text === '' ? null : text);
+    if (text !== '') errors[key] = text;
+  }
+  return errors;
 }
 
 /** Proxmox's texts end in `\n` and nest property-string errors on further lines. */

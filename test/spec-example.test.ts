@@ -1,0 +1,43 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { formatSpecError } from '../src/core/spec/errors.js';
+import { loadSpecs } from '../src/core/spec/load-specs.js';
+import { readSpecDir } from '../src/spec-files/read-spec-dir.js';
+
+const EXAMPLE = fileURLToPath(new URL('../specs-example', import.meta.url));
+
+describe('specs-example', () => {
+  it('validates with zero errors', async () => {
+    const { errors } = loadSpecs(await readSpecDir(EXAMPLE));
+    expect(errors.map(formatSpecError)).toEqual([]);
+  });
+
+  it('is the estate it claims to be: two clusters, a dozen guests of both kinds', async () => {
+    const { specs } = loadSpecs(await readSpecDir(EXAMPLE));
+    expect(specs.clusters.map((c) => [c.name, c.vmids.lower, c.vmids.upper])).toEqual([
+      ['lab', 100000, 199999],
+      ['prod', 200000, 299999],
+    ]);
+    expect(specs.guests).toHaveLength(12);
+    expect(new Set(specs.guests.map((g) => g.type))).toEqual(new Set(['qemu', 'lxc']));
+    for (const guest of specs.guests) {
+      const cluster = specs.clusters.find((c) => c.name === guest.cluster);
+      expect(guest.vmid).toBeGreaterThanOrEqual(cluster?.vmids.lower ?? Infinity);
+      expect(guest.vmid).toBeLessThan(cluster?.vmids.upper ?? -Infinity);
+    }
+  });
+
+  it('teaches every feature it documents', async () => {
+    const { specs } = loadSpecs(await readSpecDir(EXAMPLE));
+    const guests = specs.guests;
+    expect(guests.filter((g) => g.vmidDerived).map((g) => g.name)).toEqual(['dns-01']);
+    expect(guests.some((g) => g.ignore.includes('description'))).toBe(true);
+    expect(guests.some((g) => g.state === 'absent')).toBe(true);
+    expect(guests.some((g) => g.adopt)).toBe(true);
+    expect(new Set(guests.map((g) => g.power))).toEqual(new Set(['running', 'stopped', 'ignore']));
+    expect(guests.some((g) => g.config.protection === '1')).toBe(true);
+    expect(guests.some((g) => g.config.ide2?.endsWith(':cloudinit') && g.config.ciuser && g.config.ipconfig0 && g.config.sshkeys)).toBe(true);
+    expect(guests.some((g) => g.config.scsi1 !== undefined && g.config.net1 !== undefined)).toBe(true);
+    expect(guests.filter((g) => g.type === 'lxc' && !g.adopt).every((g) => g.createOptions?.ostemplate)).toBe(true);
+  });
+});
