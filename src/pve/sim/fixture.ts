@@ -21,6 +21,8 @@
  * ```
  * `config` as an object is serialised as Proxmox would write it (sorted keys, description as
  * `#` lines, tags normalised). A raw string is kept byte for byte, so its digest is its SHA1.
+ * Keys starting with `_` (e.g. `"_comment"`) are ignored at the top level and in guests and
+ * tokens; any other unknown key is an error.
  */
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
@@ -35,10 +37,13 @@ const ConfigValue = z.union([z.string(), z.number(), z.boolean()]);
 /** One guest of a fixture. */
 export const SimFixtureGuest = z.strictObject({
   vmid: z.number().int().min(100).max(999_999_999),
-  type: z.enum(['qemu', 'lxc']),
+  // A plain string on input so JSON imported with `type: string` is assignable; checked here.
+  type: z.string().pipe(z.enum(['qemu', 'lxc'])),
   node: z.string().regex(NODE_NAME, 'invalid node name'),
   running: z.boolean().optional(),
-  config: z.union([z.string(), z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'invalid config key'), ConfigValue)]),
+  // Values may be absent so TypeScript's view of an imported JSON fixture (`key?: undefined` for
+  // keys other guests have) is assignable.
+  config: z.union([z.string(), z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'invalid config key'), ConfigValue.optional())]),
   lock: z.string().optional(),
 });
 export type SimFixtureGuest = z.infer<typeof SimFixtureGuest>;
@@ -47,7 +52,7 @@ export type SimFixtureGuest = z.infer<typeof SimFixtureGuest>;
 export const SimFixtureToken = z.strictObject({
   id: z.string().regex(/^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$/, 'expected USER@REALM!TOKENID'),
   secret: z.string().min(1),
-  role: z.enum(['admin', 'audit']),
+  role: z.string().pipe(z.enum(['admin', 'audit'])),
   vmids: z.array(z.number().int()).optional(),
 });
 export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
@@ -89,9 +94,24 @@ export class FixtureError extends Error {
   }
 }
 
+/** Drops `_comment`-style keys, which JSON has no other way to hold comments in. */
+function stripComments(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([key]) => !key.startsWith('_')));
+}
+
 /** Validates a fixture object. */
 export function parseFixture(input: unknown, source = '(object)'): ParsedSimFixture {
-  const result = SimFixture.safeParse(input);
+  let cleaned = stripComments(input);
+  if (cleaned && typeof cleaned === 'object' && !Array.isArray(cleaned)) {
+    const record = cleaned as Record<string, unknown>;
+    cleaned = {
+      ...record,
+      ...(Array.isArray(record.guests) ? { guests: record.guests.map(stripComments) } : {}),
+      ...(Array.isArray(record.tokens) ? { tokens: record.tokens.map(stripComments) } : {}),
+    };
+  }
+  const result = SimFixture.safeParse(cleaned);
   if (!result.success) {
     throw new FixtureError(
       source,
@@ -119,9 +139,10 @@ export async function loadFixtureFile(path: string): Promise<ParsedSimFixture> {
 }
 
 /** Serialises a key → value config object the way Proxmox would write it. */
-export function configObjectToRaw(type: GuestType, config: Record<string, string | number | boolean>): string {
+export function configObjectToRaw(type: GuestType, config: Record<string, string | number | boolean | undefined>): string {
   const parsed: ParsedConfig = { main: emptySection(), pending: emptySection(), special: new Map(), snapshots: new Map() };
   for (const [key, value] of Object.entries(config)) {
+    if (value === undefined) continue;
     const text = typeof value === 'boolean' ? (value ? '1' : '0') : String(value);
     parsed.main.values.set(key, key === 'tags' ? normaliseTags(text) : text);
   }

@@ -383,7 +383,7 @@ async function control(sim: Simulator, req: IncomingMessage, res: ServerResponse
             type,
             node: body.node,
             running: body.running === true,
-            config: config as string | Record<string, string | number | boolean>,
+            config: config as string | Record<string, string | number | boolean | undefined>,
             ...(typeof body.lock === 'string' ? { lock: body.lock } : {}),
           }),
         );

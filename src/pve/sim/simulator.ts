@@ -42,7 +42,7 @@ export interface SimGuestDefinition {
   node: string;
   running?: boolean;
   /** Raw config text, or key → value (serialised as Proxmox would). */
-  config: string | Record<string, string | number | boolean>;
+  config: string | Record<string, string | number | boolean | undefined>;
   lock?: string;
 }
 
