@@ -103,8 +103,11 @@ export interface DestroyOptions {
 }
 
 // Gateway failures (and pveproxy's 595/596 when it cannot reach another node) say nothing about
-// the request itself. A 500 is Proxmox answering (a lock, a missing guest) and is not retried.
+// the request itself. A 500 is Proxmox answering (a lock, a missing guest) and is not retried,
+// except the bare `got timeout` of `run_with_timeout` (pvedaemon or QMP too slow): no state
+// behind it, so repeating a read is the fix. `can't lock file … - got timeout` is a lock instead.
 const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([502, 503, 504, 595, 596]);
+const TRANSIENT_500_MESSAGE = 'got timeout';
 
 // Failures before the request could have been written: safe to report as "not sent".
 const NOT_SENT_CODES: ReadonlySet<string> = new Set([
@@ -573,11 +576,12 @@ export class PveClient {
   }
 }
 
-/** Reads are retried on transport failures and gateway statuses, never on Proxmox's answers. */
+/** Reads (only reads reach here) are retried on transport failures and gateway statuses, never on Proxmox's answers. */
 function isRetryable(err: unknown): boolean {
   if (err instanceof PveTransportError) return err.retryable;
-  if (err instanceof PveTlsError) return false;
-  return err instanceof PveError && TRANSIENT_STATUSES.has(err.status);
+  if (err instanceof PveTlsError || !(err instanceof PveError)) return false;
+  if (err.status === 500) return err.constructor === PveError && err.message === TRANSIENT_500_MESSAGE;
+  return TRANSIENT_STATUSES.has(err.status);
 }
 
 function errorCode(err: unknown): string | undefined {
