@@ -4,6 +4,7 @@
  */
 import apiSchema from '../proxmox-api-schema.json' with { type: 'json' };
 import type { GuestType } from '../model.js';
+import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
 
 /** The part of a parameter's JSON schema this module reads. */
 export interface OptionSchema {
@@ -82,10 +83,10 @@ const API_PARAMETERS = new Set(['delete', 'revert', 'skiplock', 'force', 'backgr
 /** Document-level fields that users sometimes put under `config:` by mistake. */
 const TOP_LEVEL_FIELDS = new Set(['vmid', 'node']);
 
-/** Create-only options per guest type: they go under `create:`, not `config:`. */
+/** Create-only options per guest type (the `create:` schemas): they go under `create:`, not `config:`. */
 export const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
-  qemu: ['pool', 'storage'],
-  lxc: ['ostemplate', 'pool', 'ssh-public-keys', 'storage'],
+  qemu: Object.keys(VmCreateOptions.shape),
+  lxc: Object.keys(ContainerCreateOptions.shape),
 };
 
 /** Keys Proxmox knows but this product refuses, with the reason shown to the user. */

@@ -90,7 +90,7 @@ describe('loadSpecs: document and shape errors', () => {
     [
       'a mapping for an option that is no property string',
       'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nconfig:\n  cores: { n: 1 }\n',
-      ['g.yaml:6:10: config.cores: a mapping is only accepted for property-string options (netN, disks, agent, …)'],
+      ['g.yaml:6:10: config.cores: a mapping is only accepted for property-string options (netN, disks, ipconfigN, agent, …)'],
     ],
     [
       'a multi-line value where Proxmox keeps one line',
@@ -112,6 +112,50 @@ describe('loadSpecs: document and shape errors', () => {
       'b.yaml:2:7: name "b_1" is not a valid DNS name',
       'b.yaml:4:7: node "nope" is not a node of cluster "lab" (pve-01)',
     ]);
+  });
+
+  it('reports positions in files with a byte-order mark and CRLF line ends', () => {
+    const text = '\uFEFFkind: VM\r\nname: a\r\ncluster: lab\r\nnode: pve-01\r\nbogus: 1\r\n';
+    expect(errorsOf(text)).toEqual(['g.yaml:5:1: unknown key "bogus" in VM']);
+  });
+
+  it('accepts the example of the product design', () => {
+    const design = `kind: Cluster
+name: lab
+vmids: { lower: 100000, upper: 199999 }
+ownerTag: pve-gitops
+nodes: [pve-01, pve-02]
+storages: [local-lvm, shared-rbd]
+bridges: [vmbr0, vmbr1]
+prune: false
+---
+kind: VM
+name: app-01
+cluster: lab
+node: pve-01
+vmid: 100101
+power: running
+state: present
+adopt: false
+ignore: [description]
+config:
+  memory: 8192
+  cores: 4
+  net0: virtio,bridge=vmbr0
+  scsi0: local-lvm:32
+  tags: [env-prod]
+  protection: 1
+`;
+    const { errors, specs } = loadSpecs([{ path: 'design.yaml', text: design }]);
+    expect(errors).toEqual([]);
+    expect(specs.guests[0]?.config).toEqual({
+      memory: '8192',
+      cores: '4',
+      net0: 'virtio,bridge=vmbr0',
+      scsi0: 'local-lvm:32',
+      tags: 'env-prod',
+      protection: '1',
+    });
   });
 
   it('skips empty files and empty documents', () => {

@@ -32,13 +32,15 @@ describe('toWireValue', () => {
     ['agent', { enabled: true, fstrim_cloned_disks: true }, '1,fstrim_cloned_disks=1', 'qemu'],
     ['features', { nesting: true, keyctl: true }, 'nesting=1,keyctl=1', 'lxc'],
     ['memory', { current: 4096 }, '4096', 'qemu'],
+    ['ipconfig0', { ip: '10.0.0.5/24', gw: '10.0.0.1' }, 'ip=10.0.0.5/24,gw=10.0.0.1', 'qemu'],
   ])('%s: %j → %s (%s)', (key, value, expected, type) => {
     expect(toWireValue(key, value, schemaOf(key, type))).toEqual({ ok: true, value: expected });
   });
 
   it.each<[string, ConfigValue, string]>([
     ['cores', [1, 2], 'a list is only accepted for tags, sshkeys, nameserver and searchdomain'],
-    ['cores', { n: 1 }, 'a mapping is only accepted for property-string options (netN, disks, agent, …)'],
+    ['cores', { n: 1 }, 'a mapping is only accepted for property-string options (netN, disks, ipconfigN, agent, …)'],
+    ['description', { a: 'b' }, 'a mapping is only accepted for property-string options (netN, disks, ipconfigN, agent, …)'],
     ['net0', {}, 'an empty mapping is not a value; remove the key to leave it unset'],
     ['net0', { model: 'virtio', trunks: '1,2' }, 'net0.trunks must not contain a comma or newline'],
     ['cores', Number.POSITIVE_INFINITY, 'must be a finite number'],

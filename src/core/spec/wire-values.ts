@@ -82,8 +82,9 @@ export function toWireValue(key: string, value: ConfigValue, schema?: OptionSche
     if (!join) return { ok: false, message: 'a list is only accepted for tags, sshkeys, nameserver and searchdomain' };
     result = { ok: true, value: join(value.map(String)) };
   } else if (typeof value === 'object') {
-    if (schema && typeof schema.format !== 'object') {
-      return { ok: false, message: 'a mapping is only accepted for property-string options (netN, disks, agent, …)' };
+    // Property strings have a format: a sub-key table (`netN`, disks) or a named one (`ipconfigN`, `cpu`).
+    if (schema && (schema.type !== 'string' || schema.format === undefined)) {
+      return { ok: false, message: 'a mapping is only accepted for property-string options (netN, disks, ipconfigN, agent, …)' };
     }
     result = mappingToWire(key, value, schema);
   } else {
