@@ -5,25 +5,11 @@
  * inspection of the client.
  */
 import { inspect } from 'node:util';
-import { Pool } from 'undici';
 import type { z } from 'zod';
 import type { GuestType, ListedGuest, ObservedGuest } from '../core/model.js';
-import {
-  PveDigestConflictError,
-  PveError,
-  PveReadOnlyError,
-  PveTaskFailedError,
-  PveTlsError,
-  PveTransportError,
-  parsePveError,
-  type PveErrorInit,
-  type SentContext,
-} from './errors.js';
-import { Semaphore } from './limit.js';
-import { createRedactor, type Redactor } from './redact.js';
+import { PveDigestConflictError, PveError, PveTaskFailedError, type PveErrorInit, type SentContext } from './errors.js';
 import {
   ClusterResource,
-  Envelope,
   GuestConfig,
   GuestStatus,
   NextId,
@@ -35,17 +21,12 @@ import {
   TaskStatus,
   Upid,
 } from './schema.js';
-import { pollTask, sleep, type WaitOptions } from './task.js';
-import { createConnector, TLS_VERIFY_CODES, TlsPinMismatch } from './tls.js';
+import { pollTask, type WaitOptions } from './task.js';
+import { PveTransport, type HttpMethod, type PveLogger, type PveParams } from './transport.js';
 
 export type { PveNode, PveVersion, PendingEntry, TaskLogLine, TaskStatus } from './schema.js';
 export type { WaitOptions } from './task.js';
-
-/** The subset of a pino logger the client uses. */
-export interface PveLogger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
+export type { HttpMethod, PveLogger, PveParams } from './transport.js';
 
 /** How to reach and trust one cluster. */
 export interface PveClientOptions {
@@ -74,11 +55,6 @@ export interface PveClientOptions {
   logger?: PveLogger;
 }
 
-/** Request parameters: booleans go out as Proxmox's `1`/`0`, arrays comma-joined, undefined dropped. */
-export type PveParams = Record<string, string | number | boolean | readonly string[] | undefined>;
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
-
 /** A config write: values to set, keys to delete, and the digest of the read it is based on. */
 export interface ConfigChange {
   set?: Record<string, string | number | boolean>;
@@ -102,84 +78,23 @@ export interface DestroyOptions {
   destroyUnreferencedDisks?: boolean;
 }
 
-// Gateway failures (and pveproxy's 595/596 when it cannot reach another node) say nothing about
-// the request itself. A 500 is Proxmox answering (a lock, a missing guest) and is not retried,
-// except the bare `got timeout` of `run_with_timeout` (pvedaemon or QMP too slow): no state
-// behind it, so repeating a read is the fix. `can't lock file … - got timeout` is a lock instead.
-const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([502, 503, 504, 595, 596]);
-const TRANSIENT_500_MESSAGE = 'got timeout';
-
-// Failures before the request could have been written: safe to report as "not sent".
-const NOT_SENT_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
-
-const NO_LOGGER: PveLogger = { debug() {}, warn() {} };
-const RETRY_CAP_MS = 5000;
-
-/** Marks the abort our own timer caused, as opposed to any other cancellation. */
-class RequestTimeout extends Error {
-  override name = 'RequestTimeout';
-}
-
 /** A typed client for one Proxmox VE cluster. */
 export class PveClient {
   readonly cluster: string;
   readonly url: string;
   readonly readOnly: boolean;
-  readonly #token: string;
-  readonly #redact: Redactor;
-  readonly #pool: Pool;
-  readonly #limit: Semaphore;
-  readonly #timeoutMs: number;
-  readonly #retries: number;
-  readonly #retryDelayMs: number;
-  readonly #log: PveLogger;
-  #closing: Promise<void> | undefined;
+  readonly #http: PveTransport;
 
   constructor(options: PveClientOptions) {
-    const origin = new URL(options.url);
-    if (origin.protocol !== 'https:' && origin.protocol !== 'http:') {
-      throw new TypeError(`cluster ${options.cluster}: url must be http(s), got ${origin.protocol}`);
-    }
-    if (origin.protocol === 'http:' && (options.fingerprint !== undefined || options.ca !== undefined)) {
-      // A pin or CA on plain HTTP would be silently meaningless while the token travels in clear.
-      throw new TypeError(`cluster ${options.cluster}: ca/fingerprint given for a plain http url`);
-    }
-    if (!options.token.includes('=')) {
-      throw new TypeError(`cluster ${options.cluster}: token must look like USER@REALM!ID=SECRET`);
-    }
-    this.cluster = options.cluster;
-    this.url = origin.origin;
-    this.readOnly = options.readOnly ?? false;
-    this.#token = options.token;
-    this.#redact = createRedactor(options.token);
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
-    this.#retries = options.retries ?? 3;
-    this.#retryDelayMs = options.retryDelayMs ?? 250;
-    this.#log = options.logger ?? NO_LOGGER;
-    const concurrency = options.concurrency ?? 8;
-    this.#limit = new Semaphore(concurrency);
-    this.#pool = new Pool(origin.origin, {
-      connections: concurrency,
-      pipelining: 1,
-      headersTimeout: this.#timeoutMs,
-      bodyTimeout: this.#timeoutMs,
-      connect: createConnector(
-        { ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure },
-        this.#timeoutMs,
-      ),
-    });
+    this.#http = new PveTransport(options);
+    this.cluster = this.#http.cluster;
+    this.url = this.#http.url;
+    this.readOnly = this.#http.readOnly;
   }
 
   /** Requests in flight now (for metrics and tests). */
   get inFlight(): number {
-    return this.#limit.active;
+    return this.#http.inFlight;
   }
 
   /**
@@ -188,7 +103,7 @@ export class PveClient {
    * body otherwise.
    */
   async request<T>(method: HttpMethod, path: string, params?: PveParams): Promise<T> {
-    return (await this.#send(method, path, params)).data as T;
+    return (await this.#http.send(method, path, params)).data as T;
   }
 
   /** `GET /version`. */
@@ -305,7 +220,7 @@ export class PveClient {
         const upid = await this.#write('POST', path, Upid, params, sent);
         await this.waitForTask(node, upid, wait);
       } else {
-        await this.#send('PUT', path, params, sent);
+        await this.#http.send('PUT', path, params, sent);
       }
     } catch (err) {
       await this.#completeDigestConflict(err, node, type, vmid, change.digest);
@@ -382,7 +297,7 @@ export class PveClient {
     const pageSize = 500;
     const lines: TaskLogLine[] = [];
     for (;;) {
-      const envelope = await this.#send('GET', path, { start: lines.length, limit: pageSize });
+      const envelope = await this.#http.send('GET', path, { start: lines.length, limit: pageSize });
       const page = this.#shape('GET', path, TaskLogLine.array(), envelope.data);
       lines.push(...page);
       const total = envelope.total ?? lines.length;
@@ -400,12 +315,9 @@ export class PveClient {
     return pollTask(() => this.taskStatus(node, upid), upid, options, this.#init('GET', path, 0));
   }
 
-  /** Closes the connection pool once in-flight requests finish. Idempotent. */
+  /** Closes the connection pool once in-flight requests finish; later requests are refused. Idempotent. */
   close(): Promise<void> {
-    this.#closing ??= this.#pool.close().catch((err: unknown) => {
-      this.#log.warn({ cluster: this.cluster, err: this.#redact(String(err)) }, 'closing proxmox client failed');
-    });
-    return this.#closing;
+    return this.#http.close();
   }
 
   /** Never the token: this is what `console.log(client)` and loggers show. */
@@ -418,7 +330,7 @@ export class PveClient {
   }
 
   async #get<S extends z.ZodType>(path: string, schema: S, params?: PveParams): Promise<z.output<S>> {
-    const envelope = await this.#send('GET', path, params);
+    const envelope = await this.#http.send('GET', path, params);
     return this.#shape('GET', path, schema, envelope.data);
   }
 
@@ -429,7 +341,7 @@ export class PveClient {
     params?: PveParams,
     sent?: SentContext,
   ): Promise<z.output<S>> {
-    const envelope = await this.#send(method, path, params, sent);
+    const envelope = await this.#http.send(method, path, params, sent);
     return this.#shape(method, path, schema, envelope.data);
   }
 
@@ -439,118 +351,6 @@ export class PveClient {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
     throw new PveError(`unexpected response shape${where}: ${issue?.message ?? 'invalid'}`, this.#init(method, path, 200));
-  }
-
-  /** One logical request: read-only gate, then attempts (several for GET), each holding a slot. */
-  async #send(method: HttpMethod, path: string, params: PveParams = {}, sent: SentContext = {}): Promise<Envelope> {
-    if (method !== 'GET' && this.readOnly) {
-      throw new PveReadOnlyError(`read-only client for cluster ${this.cluster} refuses ${method} ${path}`, this.#init(method, path, 0));
-    }
-    if (this.#closing) {
-      throw new PveTransportError(`client for cluster ${this.cluster} is closed`, { ...this.#init(method, path, 0), retryable: false });
-    }
-    const encoded = encodeParams(params);
-    const attempts = method === 'GET' ? this.#retries + 1 : 1;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.#limit.run(() => this.#attempt(method, path, encoded, sent));
-      } catch (err) {
-        if (attempt >= attempts || !isRetryable(err)) throw err;
-        const delay = Math.random() * Math.min(RETRY_CAP_MS, this.#retryDelayMs * 2 ** (attempt - 1));
-        this.#log.warn(
-          { cluster: this.cluster, method, path, attempt, delayMs: Math.round(delay), err: (err as Error).message },
-          'proxmox read failed, retrying',
-        );
-        await sleep(delay);
-      }
-    }
-  }
-
-  async #attempt(method: HttpMethod, path: string, encoded: string, sent: SentContext): Promise<Envelope> {
-    const inQuery = method === 'GET' || method === 'DELETE';
-    const headers: Record<string, string> = {
-      authorization: `PVEAPIToken=${this.#token}`,
-      accept: 'application/json',
-    };
-    if (!inQuery) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const fullPath = `/api2/json${path}${inQuery && encoded ? `?${encoded}` : ''}`;
-
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new RequestTimeout()), this.#timeoutMs);
-    const started = Date.now();
-    try {
-      const response = await this.#pool.request({
-        method,
-        path: fullPath,
-        headers,
-        body: inQuery ? undefined : encoded,
-        signal: controller.signal,
-      });
-      const text = await response.body.text();
-      this.#log.debug(
-        { cluster: this.cluster, method, path, status: response.statusCode, ms: Date.now() - started },
-        'proxmox request',
-      );
-      if (response.statusCode >= 200 && response.statusCode < 300) return this.#parseEnvelope(method, path, response.statusCode, text);
-      const error = parsePveError(
-        response.statusCode,
-        method,
-        path,
-        this.#redact(response.statusText ?? ''),
-        this.#redact(text),
-        sent,
-      );
-      error.cluster = this.cluster;
-      throw error;
-    } catch (err) {
-      if (err instanceof PveError) throw err;
-      throw this.#transportError(err, method, path, controller.signal.reason instanceof RequestTimeout);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  #parseEnvelope(method: string, path: string, status: number, text: string): Envelope {
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new PveError(`response is not JSON (HTTP ${status}, ${text.length} bytes)`, this.#init(method, path, status));
-    }
-    const parsed = Envelope.safeParse(body);
-    if (!parsed.success) throw new PveError('response has no data envelope', this.#init(method, path, status));
-    return parsed.data;
-  }
-
-  #transportError(err: unknown, method: HttpMethod, path: string, timedOut: boolean): PveError {
-    const init = this.#init(method, path, 0);
-    if (err instanceof TlsPinMismatch) {
-      return new PveTlsError(this.#redact(err.message), { ...init, expected: err.expected, presented: err.presented });
-    }
-    const code = errorCode(err);
-    const detail = this.#redact(err instanceof Error ? err.message : String(err));
-    if (code !== undefined && TLS_VERIFY_CODES.has(code)) {
-      return new PveTlsError(`TLS verification of ${this.url} failed: ${detail} (${code})`, init);
-    }
-    const isRead = method === 'GET';
-    const what = timedOut ? `timed out after ${this.#timeoutMs} ms` : `failed: ${detail}${code ? ` (${code})` : ''}`;
-    if (code !== undefined && NOT_SENT_CODES.has(code)) {
-      return new PveTransportError(`${method} ${path} ${what}; the request was not sent`, { ...init, retryable: true, code, cause: err });
-    }
-    if (isRead) {
-      return new PveTransportError(`${method} ${path} ${what}`, {
-        ...init,
-        retryable: true,
-        code: timedOut ? 'TIMEOUT' : code,
-        cause: err,
-      });
-    }
-    return new PveTransportError(`${method} ${path} ${what}; the write may or may not have happened`, {
-      ...init,
-      retryable: false,
-      code: timedOut ? 'TIMEOUT' : code,
-      cause: err,
-    });
   }
 
   /** Fills in what the cluster holds now, so the conflict report can show both digests. */
@@ -572,35 +372,8 @@ export class PveClient {
   }
 
   #init(method: string, path: string, status: number): PveErrorInit {
-    return { status, method, path, cluster: this.cluster };
+    return this.#http.init(method, path, status);
   }
-}
-
-/** Reads (only reads reach here) are retried on transport failures and gateway statuses, never on Proxmox's answers. */
-function isRetryable(err: unknown): boolean {
-  if (err instanceof PveTransportError) return err.retryable;
-  if (err instanceof PveTlsError || !(err instanceof PveError)) return false;
-  if (err.status === 500) return err.constructor === PveError && err.message === TRANSIENT_500_MESSAGE;
-  return TRANSIENT_STATUSES.has(err.status);
-}
-
-function errorCode(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') return code;
-  const cause = (err as { cause?: unknown }).cause;
-  return cause === undefined || cause === err ? undefined : errorCode(cause);
-}
-
-function encodeParams(params: PveParams): string {
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value === undefined) continue;
-    if (typeof value === 'boolean') search.append(key, value ? '1' : '0');
-    else if (typeof value === 'string' || typeof value === 'number') search.append(key, String(value));
-    else search.append(key, value.join(','));
-  }
-  return search.toString();
 }
 
 function seg(value: string | number): string {

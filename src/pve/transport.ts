@@ -1,0 +1,259 @@
+/**
+ * The HTTP layer under `PveClient`: one undici Pool per cluster, the token header, a per-request
+ * deadline, bounded concurrency, retries for reads only, and the mapping of every failure to a
+ * typed, redacted `PveError`.
+ */
+import { Pool } from 'undici';
+import {
+  PveError,
+  PveReadOnlyError,
+  PveTlsError,
+  PveTransportError,
+  parsePveError,
+  type PveErrorInit,
+  type SentContext,
+} from './errors.js';
+import { Semaphore } from './limit.js';
+import { createRedactor, type Redactor } from './redact.js';
+import { Envelope } from './schema.js';
+import { sleep } from './task.js';
+import { createConnector, TLS_VERIFY_CODES, TlsPinMismatch, type TlsPolicy } from './tls.js';
+
+/** The subset of a pino logger the client uses. */
+export interface PveLogger {
+  debug(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+/** Request parameters: booleans go out as Proxmox's `1`/`0`, arrays comma-joined, undefined dropped. */
+export type PveParams = Record<string, string | number | boolean | readonly string[] | undefined>;
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Settings of a transport; see `PveClientOptions` for their meaning and defaults. */
+export interface TransportOptions extends TlsPolicy {
+  cluster: string;
+  url: string;
+  token: string;
+  timeoutMs?: number;
+  concurrency?: number;
+  retries?: number;
+  retryDelayMs?: number;
+  readOnly?: boolean;
+  logger?: PveLogger;
+}
+
+// Gateway failures (and pveproxy's 595/596 when it cannot reach another node) say nothing about
+// the request itself. A 500 is Proxmox answering (a lock, a missing guest) and is not retried,
+// except the bare `got timeout` of `run_with_timeout` (pvedaemon or QMP too slow): no state
+// behind it, so repeating a read is the fix. `can't lock file … - got timeout` is a lock instead.
+const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([502, 503, 504, 595, 596]);
+const TRANSIENT_500_MESSAGE = 'got timeout';
+
+// Failures before the request could have been written: safe to report as "not sent".
+const NOT_SENT_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+const NO_LOGGER: PveLogger = { debug() {}, warn() {} };
+const RETRY_CAP_MS = 5000;
+
+/** Marks the abort our own timer caused, as opposed to any other cancellation. */
+class RequestTimeout extends Error {
+  override name = 'RequestTimeout';
+}
+
+/** Sends API requests to one cluster. */
+export class PveTransport {
+  readonly cluster: string;
+  /** Origin only (`https://host:8006`). */
+  readonly url: string;
+  readonly readOnly: boolean;
+  readonly #token: string;
+  readonly #redact: Redactor;
+  readonly #pool: Pool;
+  readonly #limit: Semaphore;
+  readonly #timeoutMs: number;
+  readonly #retries: number;
+  readonly #retryDelayMs: number;
+  readonly #log: PveLogger;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: TransportOptions) {
+    const origin = new URL(options.url);
+    if (origin.protocol !== 'https:' && origin.protocol !== 'http:') {
+      throw new TypeError(`cluster ${options.cluster}: url must be http(s), got ${origin.protocol}`);
+    }
+    if (origin.protocol === 'http:' && (options.fingerprint !== undefined || options.ca !== undefined)) {
+      // A pin or CA on plain HTTP would be silently meaningless while the token travels in clear.
+      throw new TypeError(`cluster ${options.cluster}: ca/fingerprint given for a plain http url`);
+    }
+    if (!options.token.includes('=')) {
+      throw new TypeError(`cluster ${options.cluster}: token must look like USER@REALM!ID=SECRET`);
+    }
+    this.cluster = options.cluster;
+    this.url = origin.origin;
+    this.readOnly = options.readOnly ?? false;
+    this.#token = options.token;
+    this.#redact = createRedactor(options.token);
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#retries = options.retries ?? 3;
+    this.#retryDelayMs = options.retryDelayMs ?? 250;
+    this.#log = options.logger ?? NO_LOGGER;
+    const concurrency = options.concurrency ?? 8;
+    this.#limit = new Semaphore(concurrency);
+    this.#pool = new Pool(origin.origin, {
+      connections: concurrency,
+      pipelining: 1,
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
+      connect: createConnector({ ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure }, this.#timeoutMs),
+    });
+  }
+
+  /** Requests holding a concurrency slot now. */
+  get inFlight(): number {
+    return this.#limit.active;
+  }
+
+  /**
+   * One logical request: the read-only gate, then attempts (several for GET, one for writes),
+   * each holding a concurrency slot. Resolves with the `{data, total?}` envelope.
+   */
+  async send(method: HttpMethod, path: string, params: PveParams = {}, sent: SentContext = {}): Promise<Envelope> {
+    if (method !== 'GET' && this.readOnly) {
+      throw new PveReadOnlyError(`read-only client for cluster ${this.cluster} refuses ${method} ${path}`, this.init(method, path, 0));
+    }
+    if (this.#closing) {
+      throw new PveTransportError(`client for cluster ${this.cluster} is closed`, { ...this.init(method, path, 0), retryable: false });
+    }
+    if (!path.startsWith('/')) throw new TypeError(`API path must start with '/': ${path}`);
+    const encoded = encodeParams(params);
+    const attempts = method === 'GET' ? this.#retries + 1 : 1;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#limit.run(() => this.#attempt(method, path, encoded, sent));
+      } catch (err) {
+        if (attempt >= attempts || !isRetryableRead(err)) throw err;
+        const delay = Math.random() * Math.min(RETRY_CAP_MS, this.#retryDelayMs * 2 ** (attempt - 1));
+        this.#log.warn(
+          { cluster: this.cluster, method, path, attempt, delayMs: Math.round(delay), err: (err as Error).message },
+          'proxmox read failed, retrying',
+        );
+        await sleep(delay);
+      }
+    }
+  }
+
+  /** Error context for this cluster. */
+  init(method: string, path: string, status: number): PveErrorInit {
+    return { status, method, path, cluster: this.cluster };
+  }
+
+  /** Closes the pool once in-flight requests finish; later sends are refused. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#pool.close().catch((err: unknown) => {
+      this.#log.warn({ cluster: this.cluster, err: this.#redact(String(err)) }, 'closing proxmox client failed');
+    });
+    return this.#closing;
+  }
+
+  async #attempt(method: HttpMethod, path: string, encoded: string, sent: SentContext): Promise<Envelope> {
+    const inQuery = method === 'GET' || method === 'DELETE';
+    const headers: Record<string, string> = {
+      authorization: `PVEAPIToken=${this.#token}`,
+      accept: 'application/json',
+    };
+    if (!inQuery) headers['content-type'] = 'application/x-www-form-urlencoded';
+    const fullPath = `/api2/json${path}${inQuery && encoded ? `?${encoded}` : ''}`;
+
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new RequestTimeout()), this.#timeoutMs);
+    const started = Date.now();
+    try {
+      const response = await this.#pool.request({
+        method,
+        path: fullPath,
+        headers,
+        body: inQuery ? undefined : encoded,
+        signal: controller.signal,
+      });
+      const text = await response.body.text();
+      const status = response.statusCode;
+      this.#log.debug({ cluster: this.cluster, method, path, status, ms: Date.now() - started }, 'proxmox request');
+      if (status >= 200 && status < 300) return this.#parseEnvelope(method, path, status, text);
+      const error = parsePveError(status, method, path, this.#redact(response.statusText ?? ''), this.#redact(text), sent);
+      error.cluster = this.cluster;
+      throw error;
+    } catch (err) {
+      if (err instanceof PveError) throw err;
+      throw this.#transportError(err, method, path, controller.signal.reason instanceof RequestTimeout);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #parseEnvelope(method: string, path: string, status: number, text: string): Envelope {
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new PveError(`response is not JSON (HTTP ${status}, ${text.length} bytes)`, this.init(method, path, status));
+    }
+    const parsed = Envelope.safeParse(body);
+    if (!parsed.success) throw new PveError('response has no data envelope', this.init(method, path, status));
+    return parsed.data;
+  }
+
+  #transportError(err: unknown, method: HttpMethod, path: string, timedOut: boolean): PveError {
+    const init = this.init(method, path, 0);
+    if (err instanceof TlsPinMismatch) {
+      return new PveTlsError(this.#redact(err.message), { ...init, expected: err.expected, presented: err.presented });
+    }
+    const code = errorCode(err);
+    const detail = this.#redact(err instanceof Error ? err.message : String(err));
+    if (code !== undefined && TLS_VERIFY_CODES.has(code)) {
+      return new PveTlsError(`TLS verification of ${this.url} failed: ${detail} (${code})`, init);
+    }
+    const what = timedOut ? `timed out after ${this.#timeoutMs} ms` : `failed: ${detail}${code ? ` (${code})` : ''}`;
+    if (code !== undefined && NOT_SENT_CODES.has(code)) {
+      return new PveTransportError(`${method} ${path} ${what}; the request was not sent`, { ...init, retryable: true, code, cause: err });
+    }
+    const failure = { ...init, code: timedOut ? 'TIMEOUT' : code, cause: err };
+    if (method === 'GET') return new PveTransportError(`${method} ${path} ${what}`, { ...failure, retryable: true });
+    // The request may have reached Proxmox and acted; only a re-read can tell.
+    return new PveTransportError(`${method} ${path} ${what}; the write may or may not have happened`, { ...failure, retryable: false });
+  }
+}
+
+/** Whether a failed read is worth repeating: transport failures and gateway statuses, never Proxmox's answers. */
+function isRetryableRead(err: unknown): boolean {
+  if (err instanceof PveTransportError) return err.retryable;
+  if (err instanceof PveTlsError || !(err instanceof PveError)) return false;
+  if (err.status === 500) return err.constructor === PveError && err.message === TRANSIENT_500_MESSAGE;
+  return TRANSIENT_STATUSES.has(err.status);
+}
+
+function errorCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  const cause = (err as { cause?: unknown }).cause;
+  return cause === undefined || cause === err ? undefined : errorCode(cause);
+}
+
+function encodeParams(params: PveParams): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined) continue;
+    if (typeof value === 'boolean') search.append(key, value ? '1' : '0');
+    else if (typeof value === 'string' || typeof value === 'number') search.append(key, String(value));
+    else search.append(key, value.join(','));
+  }
+  return search.toString();
+}
