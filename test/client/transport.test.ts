@@ -295,6 +295,25 @@ describe('the token never leaks', () => {
   });
 });
 
+describe('logging', () => {
+  it('logs retries and requests without the token', async () => {
+    const lines: unknown[] = [];
+    const logger = { debug: (obj: object, msg?: string) => lines.push([obj, msg]), warn: (obj: object, msg?: string) => lines.push([obj, msg]) };
+    const { client } = await setup(
+      (req, res, _body, n) => {
+        if (n === 0) return sendJson(res, 503, { data: null, message: `echo ${String(req.headers.authorization)}\n` }, 'Service Unavailable');
+        sendJson(res, 200, { data: [] });
+      },
+      { logger },
+    );
+    await client.nodes();
+    const text = JSON.stringify(lines);
+    expect(text).toContain('proxmox read failed, retrying');
+    expect(text).toContain('[REDACTED]');
+    expect(text).not.toContain(SECRET);
+  });
+});
+
 describe('close', () => {
   it('is idempotent and later requests are refused without I/O', async () => {
     const { server, client } = await setup(ok([]));

@@ -1,0 +1,116 @@
+/** The small pieces under the client: semaphore, redaction, UPIDs and task exit statuses. */
+import { describe, expect, it } from 'vitest';
+import { Semaphore } from '../../src/pve/limit.js';
+import { createRedactor } from '../../src/pve/redact.js';
+import { isTaskSuccess, parseUpid, sleep } from '../../src/pve/task.js';
+
+describe('Semaphore', () => {
+  it('serves waiters in arrival order and never exceeds the limit', async () => {
+    const limit = new Semaphore(2);
+    const order: number[] = [];
+    let active = 0;
+    let max = 0;
+    const gates: (() => void)[] = [];
+    const jobs = Array.from({ length: 6 }, (_, i) =>
+      limit.run(async () => {
+        active++;
+        max = Math.max(max, active);
+        order.push(i);
+        await new Promise<void>((resolve) => gates.push(resolve));
+        active--;
+      }),
+    );
+    while (order.length < 6) {
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(limit.active).toBeLessThanOrEqual(2);
+      gates.shift()?.();
+    }
+    for (const gate of gates) gate();
+    await Promise.all(jobs);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(max).toBe(2);
+    expect(limit.active).toBe(0);
+    expect(limit.waiting).toBe(0);
+  });
+
+  it('a double release frees only one slot', async () => {
+    const limit = new Semaphore(1);
+    const release = await limit.acquire();
+    release();
+    release();
+    expect(limit.active).toBe(0);
+    await limit.acquire();
+    expect(limit.active).toBe(1);
+    let second = false;
+    void limit.acquire().then(() => (second = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(second).toBe(false);
+  });
+
+  it('rejects a non-positive limit', () => {
+    expect(() => new Semaphore(0)).toThrow(RangeError);
+  });
+});
+
+describe('createRedactor', () => {
+  const token = 'gitops@pve!ci=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+  const redact = createRedactor(token);
+  it.each([
+    [`Authorization: PVEAPIToken=${token}`, 'Authorization: PVEAPIToken=[REDACTED]'],
+    [`PVEAPIToken gitops@pve!ci=abc`, 'PVEAPIToken=[REDACTED]'],
+    [`token ${token} end`, 'token [REDACTED] end'],
+    [`secret 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 end`, 'secret [REDACTED] end'],
+    [`url ${encodeURIComponent(token)}`, 'url [REDACTED]'],
+    ['nothing here', 'nothing here'],
+  ])('%s', (input, expected) => {
+    expect(redact(input)).toBe(expected);
+  });
+});
+
+describe('parseUpid', () => {
+  it('decodes the fields', () => {
+    expect(parseUpid('UPID:pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:')).toEqual({
+      node: 'pve',
+      pid: 0xff1fd,
+      pstart: 0x10f9374c,
+      starttime: 0x630d702c,
+      type: 'vzdump',
+      id: '110',
+      user: 'root@pam',
+    });
+  });
+
+  it('accepts an empty id and a 9-digit pstart', () => {
+    expect(parseUpid('UPID:pve-01:0000AB12:123456789:630D702C:imgcopy::root@pam!tok:')).toMatchObject({ id: '', pstart: 0x123456789 });
+  });
+
+  it.each(['UPID:pve:1:2:3:x:y:z:', 'pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:', 'UPID:pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam'])(
+    'rejects %s',
+    (upid) => {
+      expect(parseUpid(upid)).toBeUndefined();
+    },
+  );
+});
+
+describe('isTaskSuccess', () => {
+  it.each([
+    ['OK', true],
+    ['WARNINGS: 3', true],
+    ['VM is locked (backup)', false],
+    ['unexpected status', false],
+    ['WARNINGS: x', false],
+    [undefined, false],
+  ])('%s → %s', (exitstatus, ok) => {
+    expect(isTaskSuccess(exitstatus)).toBe(ok);
+  });
+});
+
+describe('sleep', () => {
+  it('rejects with the abort reason', async () => {
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    const pending = sleep(60_000, controller.signal);
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+  });
+});
