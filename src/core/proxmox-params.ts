@@ -44,7 +44,26 @@ export class UnknownEndpointError extends Error {
   }
 }
 
-const ENDPOINTS = apiSchema as unknown as Record<string, EndpointSchema>;
+const ENDPOINTS = withMissingParams(apiSchema as unknown as Record<string, EndpointSchema>);
+
+/**
+ * The extract lost the `description` *parameter* of the guest config and create endpoints when
+ * schema descriptions were stripped; Proxmox has it (`type string, maxLength 8192`).
+ */
+function withMissingParams(endpoints: Record<string, EndpointSchema>): Record<string, EndpointSchema> {
+  const description: ParamSchema = { type: 'string', maxLength: 8192, optional: 1 };
+  for (const key of [
+    'POST /nodes/{node}/qemu',
+    'POST /nodes/{node}/lxc',
+    'PUT /nodes/{node}/qemu/{vmid}/config',
+    'POST /nodes/{node}/qemu/{vmid}/config',
+    'PUT /nodes/{node}/lxc/{vmid}/config',
+  ]) {
+    const props = endpoints[key]?.parameters.properties;
+    if (props && !props.description) props.description = description;
+  }
+  return endpoints;
+}
 
 /** Texts of `PVE::JSONSchema`, kept in one place so callers can compare against them. */
 export const PARAM_MESSAGES = {

@@ -8,6 +8,8 @@ const IGNORE = { ignore: ['node', 'vmid'] };
 describe('validateParams', () => {
   it.each([
     [{ cores: '2', memory: '2048', name: 'web-01', tags: 'a;b', net0: 'virtio,bridge=vmbr0' }, {}],
+    [{ description: 'two\nlines' }, {}],
+    [{ description: 'x'.repeat(8193) }, { description: 'value may only be 8192 characters long' }],
     [{ cores: 'abc' }, { cores: "type check ('integer') failed - got 'abc'" }],
     [{ cores: '0' }, { cores: 'value must have a minimum value of 1' }],
     [{ cpulimit: 'x' }, { cpulimit: "type check ('number') failed - got 'x'" }],
