@@ -264,7 +264,7 @@ const LOCK_FILE_RE = /can't lock file '([^']+)' - got timeout/;
 // Cluster::check_vmid_unused (create) and nextid's "VM 100 already exists"; the first match is the
 // existing guest because the "unable to create VM 100 -" prefix has no "already exists".
 const EXISTS_RE = /\b(?:VM|CT) (\d+) already exists(?: on node '([^']*)')?/;
-const NOT_FOUND_RE = /Configuration file '[^']*' does not exist|^no such task$|\bno such task\b/;
+const NOT_FOUND_RE = /Configuration file '[^']*' does not exist|\bno such task\b/;
 const PROTECTED_RE = /protection mode enabled/;
 // qemu destroy_vm / lxc destroy early checks.
 const RUNNING_RE = /\bVM \d+ is running - destroy failed|\bunable to destroy CT \d+ - container is running/;
