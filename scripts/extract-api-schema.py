@@ -38,7 +38,8 @@ DROP = {"description", "verbose_description", "typetext", "format_description", 
 
 def strip(value):
     if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if k not in DROP}
+        # Documentation strings go; a parameter that happens to be called `description` stays.
+        return {k: strip(v) for k, v in value.items() if not (k in DROP and isinstance(v, str))}
     if isinstance(value, list):
         return [strip(v) for v in value]
     return value
