@@ -58,27 +58,14 @@ export const SimFixtureToken = z.strictObject({
 export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
 
 /** A whole fixture. */
-export const SimFixture = z
-  .strictObject({
-    clusterName: z.string().optional(),
-    nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
-    storages: z.array(z.string()).min(1).optional(),
-    nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
-    tokens: z.array(SimFixtureToken).optional(),
-    guests: z.array(SimFixtureGuest).default([]),
-  })
-  .superRefine((fixture, ctx) => {
-    const seen = new Set<number>();
-    fixture.guests.forEach((guest, index) => {
-      if (seen.has(guest.vmid)) {
-        ctx.addIssue({ code: 'custom', path: ['guests', index, 'vmid'], message: `duplicate vmid ${guest.vmid}` });
-      }
-      seen.add(guest.vmid);
-      if (fixture.nodes && !fixture.nodes.includes(guest.node)) {
-        ctx.addIssue({ code: 'custom', path: ['guests', index, 'node'], message: `node '${guest.node}' is not in nodes` });
-      }
-    });
-  });
+export const SimFixture = z.strictObject({
+  clusterName: z.string().optional(),
+  nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
+  storages: z.array(z.string()).min(1).optional(),
+  nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
+  tokens: z.array(SimFixtureToken).optional(),
+  guests: z.array(SimFixtureGuest).default([]),
+});
 export type SimFixture = z.input<typeof SimFixture>;
 /** A fixture after validation and defaults. */
 export type ParsedSimFixture = z.output<typeof SimFixture>;
@@ -112,13 +99,31 @@ export function parseFixture(input: unknown, source = '(object)'): ParsedSimFixt
     };
   }
   const result = SimFixture.safeParse(cleaned);
-  if (!result.success) {
-    throw new FixtureError(
-      source,
-      result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`),
-    );
-  }
+  const issues = result.success
+    ? []
+    : result.error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`);
+  issues.push(...crossChecks(cleaned));
+  if (!result.success || issues.length > 0) throw new FixtureError(source, issues);
   return result.data;
+}
+
+/** Checks across guests (duplicate VMIDs, unknown nodes), run even when other fields fail. */
+function crossChecks(input: unknown): string[] {
+  const record = input && typeof input === 'object' ? (input as Record<string, unknown>) : {};
+  const nodes = Array.isArray(record.nodes) ? (record.nodes as unknown[]) : undefined;
+  const guests = Array.isArray(record.guests) ? (record.guests as unknown[]) : [];
+  const issues: string[] = [];
+  const seen = new Set<unknown>();
+  guests.forEach((guest, index) => {
+    if (!guest || typeof guest !== 'object') return;
+    const { vmid, node } = guest as { vmid?: unknown; node?: unknown };
+    if (vmid !== undefined && seen.has(vmid)) issues.push(`guests.${index}.vmid: duplicate vmid ${String(vmid)}`);
+    seen.add(vmid);
+    if (nodes && typeof node === 'string' && !nodes.includes(node)) {
+      issues.push(`guests.${index}.node: node '${node}' is not in nodes`);
+    }
+  });
+  return issues;
 }
 
 /** Reads and validates a fixture file. */
