@@ -250,3 +250,14 @@ describe('operator edits', () => {
     expect((await config(101)).memory).toBe('4096');
   });
 });
+
+describe('POST config with background_delay', () => {
+  it('waits for the task and answers null when it finished, or the failure', async () => {
+    const ok = await api(sim, 'POST', '/nodes/pve-01/qemu/101/config', { form: { cores: '3', background_delay: '5' } });
+    expect(ok.body).toEqual({ data: null });
+    await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { protection: '1' } });
+    const failed = await api(sim, 'POST', '/nodes/pve-01/qemu/101/config', { form: { delete: 'scsi0', background_delay: '5' } });
+    expect(failed.status).toBe(500);
+    expect(failed.body?.message).toBe("failed to update VM 101: can't remove drive 'scsi0' - protection mode enabled\n");
+  });
+});

@@ -31,8 +31,8 @@ export interface RequestContext {
   afterResponse(fn: () => void): void;
 }
 
-/** A route's handler. */
-export type Handler = (ctx: RequestContext) => HandlerResult;
+/** A route's handler (async only where Proxmox itself waits, e.g. `background_delay`). */
+export type Handler = (ctx: RequestContext) => HandlerResult | Promise<HandlerResult>;
 
 /** Reads a parameter known to be present after validation. */
 export function param(ctx: RequestContext, name: string): string {

@@ -8,6 +8,7 @@ import { canSeeGuest } from './auth.js';
 import { flag, param, type HandlerResult, type RequestContext } from './context.js';
 import { DieError, ParamError } from './errors.js';
 import type { Guest } from './guest.js';
+import type { SimTask } from './tasks.js';
 import {
   applyLxcUpdate,
   applyQemuUpdate,
@@ -148,7 +149,7 @@ function configUpdate(ctx: RequestContext): ConfigUpdate {
  * both; PUT then updates inline (hotplug errors → 400), POST in a `qmconfig` task.
  */
 export function updateQemuConfig(async: boolean) {
-  return (ctx: RequestContext): HandlerResult => {
+  return (ctx: RequestContext): HandlerResult | Promise<HandlerResult> => {
     const prepared = prepareQemuUpdate(configUpdate(ctx), { isRoot: false });
     const guest = pathGuest(ctx, 'qemu');
     checkQemuConfig(guest, prepared.digest, prepared.skiplock);
@@ -178,8 +179,26 @@ export function updateQemuConfig(async: boolean) {
         );
       }
     });
+    const delay = Number(ctx.params.background_delay ?? 0);
+    if (delay > 0) return waitInBackground(task, delay, guest.vmid);
     return { data: task.upid };
   };
+}
+
+/**
+ * `background_delay`: wait up to that many seconds; a finished task gives `null` (or, failed,
+ * `failed to update VM <id>: <status>`), an unfinished one its UPID.
+ */
+async function waitInBackground(task: SimTask, seconds: number, vmid: number): Promise<HandlerResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, seconds * 1000)));
+  await Promise.race([task.done, timeout]);
+  clearTimeout(timer);
+  if (task.status !== 'stopped') return { data: task.upid };
+  if (task.exitstatus !== 'OK' && !task.exitstatus?.startsWith('WARNINGS')) {
+    throw new DieError(`failed to update VM ${vmid}: ${task.exitstatus ?? 'unexpected status'}\n`);
+  }
+  return { data: null };
 }
 
 /** `PUT /nodes/{node}/lxc/{vmid}/config` (synchronous only, lock before digest). */

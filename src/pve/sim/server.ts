@@ -178,7 +178,7 @@ async function api(sim: Simulator, req: IncomingMessage, res: ServerResponse, re
   if (!match) return sendError(req, res, new NotImplementedError(method, relPath));
 
   try {
-    const result = handle(sim, auth, match, merged, json, {
+    const result = await handle(sim, auth, match, merged, json, {
       onTask: () => (taskAttached = true),
       endWrite: () => endWrite?.(),
       afterResponse: (fn) => afterResponse.push(fn),
@@ -204,7 +204,7 @@ function handle(
   merged: Record<string, unknown>,
   json: boolean,
   hooks: RequestHooks,
-): HandlerResult {
+): HandlerResult | Promise<HandlerResult> {
   const { route, pathParams } = match;
   for (const [key, value] of Object.entries(pathParams)) {
     const given = merged[key];
