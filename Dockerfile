@@ -3,7 +3,6 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-COPY bin ./bin
 COPY src ./src
 RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --no-audit --no-fund
@@ -15,9 +14,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY bin ./bin
 COPY app.yml ./
 COPY specs-example ./specs-example
 USER node
-ENTRYPOINT ["node", "bin/pve-gitops.js"]
+ENTRYPOINT ["node", "dist/bin.js"]
 CMD ["--help"]

@@ -97,7 +97,7 @@ interface Sim {
 async function startSim(fixturePath: string): Promise<Sim> {
   const child = spawn(
     process.execPath,
-    ['bin/pve-gitops.js', 'sim', '--port', '0', '--nodes', NODES.join(','), '--latency-ms', String(latencyMs), '--task-ms', '0', '--fixture', fixturePath],
+    ['dist/bin.js', 'sim', '--port', '0', '--nodes', NODES.join(','), '--latency-ms', String(latencyMs), '--task-ms', '0', '--fixture', fixturePath],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const line = await new Promise<string>((resolve, reject) => {

@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import labFixture from '../demo/lab-fixture.json' with { type: 'json' };
 import prodFixture from '../demo/prod-fixture.json' with { type: 'json' };
@@ -41,6 +43,8 @@ export interface DemoClusters {
 export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?: number; latencyMs?: number } = {}): Promise<number> {
   const specs = options.specs ?? bundledSpecs();
   const started: RunningSimulator[] = [];
+  const work = await mkdtemp(join(tmpdir(), 'pve-gitops-demo-'));
+  const savedPlan = join(work, 'plan.json');
   try {
     const lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], fixture: labFixture as SimFixture, taskMs: options.taskMs ?? 20, latencyMs: options.latencyMs ?? 0, clusterName: 'lab' });
     started.push(lab);
@@ -69,30 +73,31 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
     heading(io, 1, 'Validate the specs', '`pve-gitops validate` checks every document: schema, VMID ranges, names, storages, bridges, Proxmox option names.');
     if ((await run(validateCommand, [])) !== 0) return 1;
 
-    heading(io, 2, 'Plan', 'A read-only plan against the live clusters, with the read-only audit token: creates, an adoption, a destroy. Unowned guests are left alone.');
-    const first = await run(planCommand, []);
+    heading(io, 2, 'Plan', 'A read-only plan against the live clusters, with the read-only audit token: creates, an adoption, a destroy, a change pending until restart. Unowned guests are left alone. The plan is saved for the apply.');
+    const first = await run(planCommand, ['--save', savedPlan]);
     if (first !== 2) return 1;
 
-    heading(io, 3, 'Apply', 'Every guest: read again, change recomputed, written with the digest of that read, tasks awaited.');
-    if ((await run(applyCommand, ['--yes'])) !== 0) return 1;
+    heading(io, 3, 'Apply the saved plan', 'Every guest: read again, change recomputed and compared with the reviewed one, written with the digest of that read, tasks awaited.');
+    if ((await run(applyCommand, ['--plan', savedPlan])) !== 0) return 1;
 
     heading(io, 4, 'Plan again', 'Right after an apply the plan is empty: a perpetual diff would be a bug.');
     if ((await run(planCommand, [])) !== 0) return 1;
 
-    heading(io, 5, "An operator's change outside git", 'During an incident someone raises the memory of lab/web-01 to 8192 MiB in the web UI.');
-    await lab.sim.operatorEdit(100101, { set: { memory: '8192' } });
-    io.stdout.write('lab/web-01 (100101): memory 4096 → 8192, written directly to the cluster\n');
+    heading(io, 5, "An operator's change outside git", 'During an incident someone caps the CPU of lab/web-02 in the web UI (cpulimit takes effect at once).');
+    lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
+    io.stdout.write('lab/web-02 (100102): cpulimit 2, written directly to the cluster\n');
 
     heading(io, 6, 'Drift report', '`pve-gitops drift` reads every owned guest and reports what changed outside git. It never writes.');
     if ((await run(driftCommand, [])) !== 2) return 1;
 
-    heading(io, 7, 'Plan once more', 'The plan shows that applying the specs would revert the operator’s change: merge only if that is intended, or take the live value into the spec.');
+    heading(io, 7, 'Plan once more', 'Applying the specs would remove the cap again (a `delete`, never an empty value): merge only if that is intended, or take the live value into the spec.');
     if ((await run(planCommand, [])) !== 2) return 1;
 
     io.stdout.write('\nDone. Try it on your own cluster: see README.md, "Cluster connections".\n');
     return 0;
   } finally {
     await Promise.allSettled(started.map((s) => s.close()));
+    await rm(work, { recursive: true, force: true });
   }
 }
 

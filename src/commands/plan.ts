@@ -41,13 +41,15 @@ export async function emit(text: string, out: string | undefined, io: CommandIO)
 export const planCommand: Command = {
   name: 'plan',
   summary: 'read-only plan of the specs against the clusters; exit 0 no changes, 2 changes, 1 error',
-  usage: 'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--clusters FILE]',
+  usage:
+    'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--save FILE] [--clusters FILE]',
   async run(args, io) {
     const flags = parseFlags(args, {
       specs: { type: 'string', default: '.' },
       base: { type: 'string' },
       format: { type: 'string', default: 'text' },
       out: { type: 'string' },
+      save: { type: 'string' },
       clusters: { type: 'string' },
     });
     const format = parseFormat(flags.format);
@@ -69,6 +71,10 @@ export const planCommand: Command = {
         onProgress: progress(io),
       });
       await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      if (flags.save !== undefined) {
+        await writeFile(resolve(io.cwd, flags.save), renderPlanJson(plan));
+        note(io, `saved the plan to ${flags.save}: apply exactly this with \`pve-gitops apply --plan ${flags.save}\``);
+      }
       if (planHasErrors(plan)) return 1;
       return planHasChanges(plan) ? 2 : 0;
     } finally {

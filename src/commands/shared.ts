@@ -62,11 +62,16 @@ export async function connect(
   return openClusters(wanted, mode, { warn: (message) => note(io, `warning: ${message}`) });
 }
 
-/** A progress reporter that rewrites at most one line per second on stderr. */
+/**
+ * A progress reporter for long reads: silent for the first second (small estates need no
+ * progress), then at most one line per second on stderr, and the last line once it started.
+ */
 export function progress(io: CommandIO): (event: { cluster: string; read: number; total: number }) => void {
+  const started = Date.now();
   let last = 0;
   return (event) => {
     const now = Date.now();
+    if (now - started < 1000) return;
     if (event.read !== event.total && now - last < 1000) return;
     last = now;
     note(io, `reading ${event.cluster}: ${event.read}/${event.total} guests`);

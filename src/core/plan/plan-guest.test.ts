@@ -283,6 +283,12 @@ describe('planGuest: create, destroy, orphans', () => {
     expect(plan.operations[0]).toMatchObject({ op: 'create', params: { ostemplate: 'local:vztmpl/debian.tar.zst', hostname: 'ct-01' } });
   });
 
+  it('refuses to create a container without a template', () => {
+    const plan = planGuest(input(ctSpec({ memory: '512' }, { adopt: true })));
+    expect(plan.action).toBe('error');
+    expect(plan.errors[0]).toMatch(/without create.ostemplate/);
+  });
+
   it('destroys an owned guest with state: absent by stopping it first', () => {
     const plan = planGuest(input(vmSpec({}, { state: 'absent' }), observed({}, { status: 'running' })));
     expect(plan.action).toBe('destroy');

@@ -138,6 +138,9 @@ function severityOfImpact(impact: Impact): Severity {
 
 function planCreate(draft: Draft, spec: GuestSpec): GuestPlan {
   const plan = draft.plan;
+  if (spec.type === 'lxc' && !spec.createOptions?.ostemplate) {
+    return fail(draft, 'the container does not exist and cannot be created without create.ostemplate');
+  }
   const desired = desiredConfig(spec, plan.target.ownerTag);
   plan.action = 'create';
   plan.node = spec.node;

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-import { main } from '../dist/cli.js';
+import { main } from './cli.js';
 
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err) => {
+  (err: unknown) => {
     process.stderr.write(`pve-gitops: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 1;
   },
