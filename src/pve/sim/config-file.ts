@@ -183,17 +183,3 @@ export function printPendingDelete(map: Map<string, boolean>): string | undefine
     .map((key) => (map.get(key) ? `!${key}` : key))
     .join(',');
 }
-
-/** A deep copy, so a snapshot of a config can be taken before mutating it. */
-export function cloneConfig(config: ParsedConfig): ParsedConfig {
-  const cloneSection = (s: ConfigSection): ConfigSection => ({
-    values: new Map(s.values),
-    lxc: s.lxc.map(([k, v]) => [k, v] as [string, string]),
-  });
-  return {
-    main: cloneSection(config.main),
-    pending: cloneSection(config.pending),
-    special: new Map([...config.special].map(([k, v]) => [k, cloneSection(v)])),
-    snapshots: new Map([...config.snapshots].map(([k, v]) => [k, cloneSection(v)])),
-  };
-}

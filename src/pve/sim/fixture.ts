@@ -25,50 +25,12 @@
  * tokens; any other unknown key is an error.
  */
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
 import { normaliseTags } from '../../core/property-string.js';
 import { emptySection, serializeConfig, type ParsedConfig } from './config-file.js';
 import type { GuestType } from '../../core/model.js';
+import { SimFixture, type ParsedSimFixture } from './schema.js';
 
-const NODE_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
-
-const ConfigValue = z.union([z.string(), z.number(), z.boolean()]);
-
-/** One guest of a fixture. */
-export const SimFixtureGuest = z.strictObject({
-  vmid: z.number().int().min(100).max(999_999_999),
-  // A plain string on input so JSON imported with `type: string` is assignable; checked here.
-  type: z.string().pipe(z.enum(['qemu', 'lxc'])),
-  node: z.string().regex(NODE_NAME, 'invalid node name'),
-  running: z.boolean().optional(),
-  // Values may be absent so TypeScript's view of an imported JSON fixture (`key?: undefined` for
-  // keys other guests have) is assignable.
-  config: z.union([z.string(), z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'invalid config key'), ConfigValue.optional())]),
-  lock: z.string().optional(),
-});
-export type SimFixtureGuest = z.infer<typeof SimFixtureGuest>;
-
-/** An API token of a fixture. */
-export const SimFixtureToken = z.strictObject({
-  id: z.string().regex(/^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$/, 'expected USER@REALM!TOKENID'),
-  secret: z.string().min(1),
-  role: z.string().pipe(z.enum(['admin', 'audit'])),
-  vmids: z.array(z.number().int()).optional(),
-});
-export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
-
-/** A whole fixture. */
-export const SimFixture = z.strictObject({
-  clusterName: z.string().optional(),
-  nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
-  storages: z.array(z.string()).min(1).optional(),
-  nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
-  tokens: z.array(SimFixtureToken).optional(),
-  guests: z.array(SimFixtureGuest).default([]),
-});
-export type SimFixture = z.input<typeof SimFixture>;
-/** A fixture after validation and defaults. */
-export type ParsedSimFixture = z.output<typeof SimFixture>;
+export { SimFixture, SimFixtureGuest, SimFixtureToken, type ParsedSimFixture } from './schema.js';
 
 /** Thrown for a fixture that does not validate; the message lists every problem with its path. */
 export class FixtureError extends Error {

@@ -138,11 +138,6 @@ export class TaskRegistry {
     return this.tasks.get(upid);
   }
 
-  /** Every task still running. */
-  running(): SimTask[] {
-    return [...this.tasks.values()].filter((t) => t.status === 'running');
-  }
-
   /** Cancels pending timers (server shutdown); running tasks never finish. */
   dispose(): void {
     for (const timer of this.timers) clearTimeout(timer);
