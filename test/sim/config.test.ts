@@ -261,3 +261,32 @@ describe('POST config with background_delay', () => {
     expect(failed.body?.message).toBe("failed to update VM 101: can't remove drive 'scsi0' - protection mode enabled\n");
   });
 });
+
+describe('more request shapes and container texts', () => {
+  it('query-string parameters override body parameters', async () => {
+    const res = await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config?cores=3', { form: { cores: '2', sockets: '2' } });
+    expect(res.status).toBe(200);
+    expect(await config(101)).toMatchObject({ cores: 3, sockets: 2 });
+  });
+
+  it('container delete/revert conflicts and required options use the pve-container texts', async () => {
+    const both = await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { swap: '256', delete: 'swap' } });
+    expect(both.body?.errors).toEqual({ delete: "you can't use '-swap' and -delete swap' at the same time" });
+    const revert = await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { swap: '256', revert: 'swap' } });
+    expect(revert.body?.errors).toEqual({ revert: "you can't use '-swap' and '-revert swap' at the same time" });
+    const delRevert = await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { delete: 'swap', revert: 'swap' } });
+    expect(delRevert.body?.errors).toEqual({ delete: "you can't use '-delete swap' and '-revert swap' at the same time" });
+    const required = await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { delete: 'memory' } });
+    expect(required.body?.message).toBe("unable to delete required option 'memory'\n");
+  });
+
+  it('a hotplug failure on a running VM is a 400 after the other values were written', async () => {
+    sim.sim.setRunning(100, false);
+    sim.sim.operatorEdit(100, { set: { ide2: 'none,media=cdrom' } });
+    sim.sim.setRunning(100, true);
+    const res = await api(sim, 'PUT', '/nodes/pve-01/qemu/100/config', { form: { ide2: 'local-lvm:8', onboot: '0' } });
+    expect(res.status).toBe(400);
+    expect(res.body?.errors).toEqual({ ide2: 'hotplug problem - unable to change media type' });
+    expect((await config(100, '?current=1')).onboot).toBe(0);
+  });
+});
