@@ -1,0 +1,218 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { countApplyResult } from '../../src/core/apply-result.js';
+import type { SpecSet } from '../../src/core/model.js';
+import { planHasChanges, planHasErrors } from '../../src/core/plan/plan-specs.js';
+import { executePlan } from '../../src/engine/execute-plan.js';
+import { runDrift, runPlan } from '../../src/engine/run-plan.js';
+import { byName, loadExample, rawValue, startEstate, withConfig, writes, type Estate } from './helpers.js';
+
+let estate: Estate;
+let specs: SpecSet;
+
+beforeEach(async () => {
+  estate = await startEstate();
+  specs = await loadExample();
+});
+
+afterEach(async () => {
+  await estate.close();
+});
+
+const fast = { lockPollMs: 20 };
+
+/** Plans and applies the example so later steps start from a converged estate. */
+async function converge(): Promise<void> {
+  const plan = await runPlan({ head: specs, readers: estate.readers });
+  const result = await executePlan(plan, estate.writers, fast);
+  expect(result.guests.filter((g) => g.status !== 'applied' && g.status !== 'unchanged')).toEqual([]);
+}
+
+describe('apply against the simulator', () => {
+  it('applies specs-example to empty clusters, then plans nothing and writes nothing', async () => {
+    const plan = await runPlan({ head: specs, readers: estate.readers });
+    expect(planHasErrors(plan)).toBe(false);
+    // Every guest but the retired one (state: absent, nothing to destroy) is created.
+    expect(plan.summary).toMatchObject({ create: 11, update: 0, destroy: 0, noop: 1, error: 0 });
+
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(countApplyResult(result.guests)).toEqual({ applied: 11, unchanged: 1, conflict: 0, failed: 0, skipped: 0 });
+    const created = result.guests.find((g) => g.name === 'db-01' && g.cluster === 'lab');
+    expect(created?.steps.map((s) => s.op)).toEqual(['create', 'start']);
+    expect(created?.steps[0]?.upid).toMatch(/^UPID:pve-01:[0-9A-F]{8}:[0-9A-F]{8,9}:[0-9A-F]{8}:qmcreate:100201:/);
+
+    const again = await runPlan({ head: specs, readers: estate.readers });
+    expect(planHasChanges(again)).toBe(false);
+    expect(again.summary).toMatchObject({ noop: 12, create: 0, update: 0, destroy: 0, error: 0 });
+    expect(again.guests.flatMap((g) => g.changes)).toEqual([]);
+
+    const before = writes(estate);
+    const second = await executePlan(again, estate.writers, fast);
+    expect(countApplyResult(second.guests).unchanged).toBe(12);
+    // The first, now stale, plan applied once more: every guest is re-read, nothing is written.
+    const replay = await executePlan(plan, estate.writers, fast);
+    expect(countApplyResult(replay.guests)).toMatchObject({ unchanged: 12, applied: 0, conflict: 0 });
+    expect(writes(estate)).toBe(before);
+
+    // One writer per guest, ever.
+    for (const sim of Object.values(estate.sims)) {
+      for (const [vmid, g] of Object.entries(sim.sim.stats().guests)) {
+        expect({ vmid, max: g.maxConcurrentWrites }).toEqual({ vmid, max: 1 });
+      }
+    }
+  });
+
+  it('reports an operator edit between plan and apply as a conflict, and the operator value survives', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '16384' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    expect(byName(plan)['lab/build-01']?.changes.map((c) => [c.key, c.from, c.to])).toEqual([['memory', '8192', '16384']]);
+
+    estate.sims.lab.sim.operatorEdit(100301, { set: { memory: '6144' } });
+    const before = writes(estate);
+    const result = await executePlan(plan, estate.writers, fast);
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('conflict');
+    expect(build?.conflict).toEqual([{ key: 'memory', reviewed: { from: '8192', to: '16384' }, now: { from: '6144', to: '16384' } }]);
+    expect(writes(estate)).toBe(before);
+    expect(rawValue(estate.sims.lab, 100301, 'memory')).toBe('6144');
+  });
+
+  it('refuses the write when the operator edit lands between its read and its write', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { cores: '12' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    estate.sims.lab.sim.editAfterNextRead(100301, { set: { cores: '16' } });
+    const result = await executePlan(plan, estate.writers, fast);
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('conflict');
+    expect(build?.steps.map((s) => s.op)).toEqual(['digest-conflict']);
+    expect(build?.conflict?.[0]).toMatchObject({ key: 'cores', now: { from: '16', to: '12' } });
+    expect(rawValue(estate.sims.lab, 100301, 'cores')).toBe('16');
+  });
+
+  it('goes through a digest change that moved no owned value (a description edit, ignored by the spec)', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { cores: '12' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    estate.sims.lab.sim.editAfterNextRead(100301, { set: { description: 'patched by hand' } });
+    const result = await executePlan(plan, estate.writers, fast);
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('applied');
+    expect(build?.steps.map((s) => s.op)).toEqual(['digest-conflict', 'config']);
+    expect(rawValue(estate.sims.lab, 100301, 'cores')).toBe('12');
+  });
+
+  it('treats a backup lock set and cleared between plan and apply as no conflict', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    const digestBefore = estate.sims.lab.sim.getGuest(100301)?.digest;
+    const cycle = estate.sims.lab.sim.holdLock(100301, 'backup', 30);
+    expect(estate.sims.lab.sim.getGuest(100301)?.digest).not.toBe(digestBefore);
+    await cycle;
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(result.guests.find((g) => g.name === 'build-01')?.status).toBe('applied');
+    expect(rawValue(estate.sims.lab, 100301, 'memory')).toBe('12288');
+  });
+
+  it('waits out a lock held during the apply, without clearing it', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    const released = estate.sims.lab.sim.holdLock(100301, 'backup', 300);
+    const result = await executePlan(plan, estate.writers, fast);
+    await released;
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('applied');
+    expect(build?.steps.map((s) => s.op)).toEqual(['wait-lock', 'config']);
+    expect(build?.steps[0]?.detail).toMatch(/locked \(backup\)/);
+  });
+
+  it('reports a lock that outlasts the limit and leaves it in place', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    const released = estate.sims.lab.sim.holdLock(100301, 'backup', 1500);
+    const result = await executePlan(plan, estate.writers, { lockPollMs: 20, lockWaitMs: 200 });
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('failed');
+    expect(build?.error).toMatch(/still locked \(backup\).*never cleared/);
+    expect(rawValue(estate.sims.lab, 100301, 'lock')).toBe('backup');
+    expect(rawValue(estate.sims.lab, 100301, 'memory')).toBe('8192');
+    await released;
+  });
+
+  it('reports a recurring digest conflict instead of retrying forever', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { cores: '12' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    for (let i = 0; i < 5; i++) estate.sims.lab.sim.editAfterNextRead(100301, { set: { description: `edit ${i}` } });
+    const result = await executePlan(plan, estate.writers, { ...fast, maxDigestConflicts: 3 });
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('conflict');
+    expect(build?.error).toMatch(/digest moved 3 times/);
+    expect(rawValue(estate.sims.lab, 100301, 'cores')).toBe('8');
+  });
+
+  it('grows a disk, keeps a NIC MAC, deletes a removed key and labels a running VM change pending', async () => {
+    await converge();
+    const macBefore = rawValue(estate.sims.lab, 100101, 'net0');
+    const changed: SpecSet = {
+      clusters: specs.clusters,
+      guests: specs.guests.map((g) => {
+        if (g.cluster !== 'lab' || g.name !== 'web-01') return g;
+        const { searchdomain: _dropped, ...config } = g.config;
+        return { ...g, config: { ...config, scsi0: 'local-lvm:48,discard=on,iothread=1,ssd=1', net0: 'virtio,bridge=vmbr1,firewall=1', cores: '4' } };
+      }),
+    };
+    const plan = await runPlan({ head: changed, base: specs, readers: estate.readers });
+    const web = byName(plan)['lab/web-01'];
+    expect(web?.changes.map((c) => [c.key, c.impact])).toEqual([
+      ['cores', 'pending-restart'],
+      ['net0', 'live'],
+      ['scsi0', 'live'],
+      ['searchdomain', 'live'],
+    ]);
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(result.guests.find((g) => g.name === 'web-01' && g.cluster === 'lab')?.steps.map((s) => s.op)).toEqual(['config', 'resize']);
+    expect(rawValue(estate.sims.lab, 100101, 'net0')).toBe(macBefore?.replace('vmbr0', 'vmbr1'));
+    expect(rawValue(estate.sims.lab, 100101, 'searchdomain')).toBeUndefined();
+    expect(rawValue(estate.sims.lab, 100101, 'scsi0')).toMatch(/size=48G/);
+    // Running VM: cores waits for a restart, and the next plan says so instead of planning it again.
+    expect(rawValue(estate.sims.lab, 100101, 'cores')).toBe('2');
+    const after = await runPlan({ head: changed, base: specs, readers: estate.readers });
+    expect(byName(after)['lab/web-01']?.action).toBe('noop');
+    expect(byName(after)['lab/web-01']?.pending).toEqual([{ key: 'cores', current: '2', pending: '4' }]);
+  });
+
+  it('reports drift made outside git without writing anything', async () => {
+    await converge();
+    estate.sims.lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
+    const before = estate.sims.lab.sim.stats().writes.total;
+    const report = await runDrift({ head: specs, readers: estate.readers });
+    expect(byName(report)['lab/web-02']?.drift).toEqual([{ key: 'cpulimit', actual: '2' }]);
+    expect(report.guests.filter((g) => g.drift.length > 0).map((g) => g.name)).toEqual(['web-02']);
+    expect(estate.sims.lab.sim.stats().writes.total).toBe(before);
+  });
+
+  it('refuses to destroy a protected guest and never lifts protection', async () => {
+    await converge();
+    const retired: SpecSet = { clusters: specs.clusters, guests: specs.guests.map((g) => (g.name === 'db-01' ? { ...g, state: 'absent' } : g)) };
+    const plan = await runPlan({ head: retired, base: specs, readers: estate.readers });
+    const db = byName(plan)['lab/db-01'];
+    expect(db?.action).toBe('error');
+    expect(db?.errors[0]).toMatch(/protection blocks destroy/);
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(result.guests.find((g) => g.name === 'db-01')?.status).toBe('skipped');
+    expect(rawValue(estate.sims.lab, 100201, 'protection')).toBe('1');
+  });
+
+  it('makes a create collision visible when someone took the VMID after the plan', async () => {
+    const plan = await runPlan({ head: specs, readers: estate.readers });
+    estate.sims.lab.sim.addGuest({ vmid: 100101, type: 'qemu', node: 'pve-02', config: { name: 'intruder', memory: '512' } });
+    const result = await executePlan(plan, estate.writers, fast);
+    const web = result.guests.find((g) => g.name === 'web-01' && g.cluster === 'lab');
+    expect(web?.status).toBe('conflict');
+    expect(rawValue(estate.sims.lab, 100101, 'name')).toBe('intruder');
+  });
+});
