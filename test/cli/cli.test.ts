@@ -1,0 +1,185 @@
+import { mkdtemp, readFile, rm, writeFile, cp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli.js';
+import type { CommandIO } from '../../src/commands/types.js';
+import { parsePlanJson } from '../../src/core/render/render-json.js';
+import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import { SPECS_EXAMPLE } from '../engine/helpers.js';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function collect(stream: PassThrough): () => string {
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return () => text;
+}
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = process.cwd(), stdin = ''): Promise<Run> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out = collect(stdout);
+  const err = collect(stderr);
+  const io: CommandIO = { stdout, stderr, stdin: Readable.from([stdin]), env: { NO_COLOR: '1', ...env }, cwd };
+  const code = await main(args, io);
+  return { code, stdout: out(), stderr: err() };
+}
+
+let dir: string;
+let lab: RunningSimulator;
+let prod: RunningSimulator;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'pve-gitops-cli-'));
+  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5 });
+  prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
+  env = {
+    PVE_CLUSTER_LAB_URL: lab.url,
+    PVE_CLUSTER_LAB_TOKEN: lab.token,
+    PVE_CLUSTER_LAB_READ_TOKEN: lab.auditToken,
+    PVE_CLUSTER_PROD_URL: prod.url,
+    PVE_CLUSTER_PROD_TOKEN: prod.token,
+  };
+});
+
+afterAll(async () => {
+  await lab.close();
+  await prod.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('pve-gitops validate', () => {
+  it('exits 0 for specs-example', async () => {
+    const run = await cli(['validate', '--specs', SPECS_EXAMPLE]);
+    expect(run).toMatchObject({ code: 0, stdout: '' });
+    expect(run.stderr).toMatch(/valid \(2 clusters, 12 guests\)/);
+  });
+
+  it('exits 1 with one file:line:col: message per error', async () => {
+    const specs = join(dir, 'broken');
+    await cp(SPECS_EXAMPLE, specs, { recursive: true });
+    const web = join(specs, 'lab', 'web.yaml');
+    const text = await readFile(web, 'utf8');
+    await writeFile(web, text.replace('  cores: 2\n', '  cores: 2\n  corez: 4\n').replace('vmid: 100102', 'vmid: 100101'));
+    const run = await cli(['validate', '--specs', specs]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    for (const line of lines) expect(line).toMatch(/^lab\/web\.yaml:\d+:\d+: /);
+    expect(run.stdout).toMatch(/corez/);
+    expect(run.stdout).toMatch(/100101/);
+  });
+
+  it('says what is wrong with its flags', async () => {
+    const run = await cli(['validate', '--spec', 'x']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/Unknown option '--spec'/);
+    expect(run.stderr).toMatch(/Usage: pve-gitops validate/);
+  });
+});
+
+describe('pve-gitops plan, apply, drift against simulated clusters', () => {
+  it('tells how to configure a cluster that has no connection', async () => {
+    const run = await cli(['plan', '--specs', SPECS_EXAMPLE], { PVE_CLUSTER_LAB_URL: lab.url, PVE_CLUSTER_LAB_TOKEN: lab.token });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/no connection configured for cluster prod: set PVE_CLUSTER_PROD_URL and PVE_CLUSTER_PROD_TOKEN/);
+  });
+
+  it('plans (exit 2), saves the plan, refuses to apply unconfirmed, applies the saved plan, then plans nothing (exit 0)', async () => {
+    const saved = join(dir, 'plan.json');
+    const plan = await cli(['plan', '--specs', SPECS_EXAMPLE, '--save', saved], env);
+    expect(plan.code).toBe(2);
+    expect(plan.stdout).toMatch(/Plan: 11 to create, 0 to update, 0 to destroy\./);
+    expect(parsePlanJson(await readFile(saved, 'utf8')).summary.create).toBe(11);
+
+    const markdown = await cli(['plan', '--specs', SPECS_EXAMPLE, '--format', 'markdown'], env);
+    expect(markdown.code).toBe(2);
+    expect(markdown.stdout).toMatch(/^### pve-gitops plan/);
+    expect(markdown.stdout).toMatch(/\| Cluster \|/);
+
+    const unconfirmed = await cli(['apply', '--specs', SPECS_EXAMPLE], env);
+    expect(unconfirmed.code).toBe(1);
+    expect(unconfirmed.stderr).toMatch(/refusing to apply without confirmation: pass --yes/);
+    expect(lab.sim.stats().writes.total).toBe(0);
+
+    const apply = await cli(['apply', '--plan', saved, '--format', 'json'], env);
+    expect(apply.code).toBe(0);
+    const result = JSON.parse(apply.stdout) as { guests: { status: string }[] };
+    expect(result.guests.filter((g) => g.status === 'applied')).toHaveLength(11);
+    expect(apply.stderr).toMatch(/lab\/db-01 \(100201\): create — create on pve-01 \[UPID:pve-01:/);
+
+    const again = await cli(['plan', '--specs', SPECS_EXAMPLE], env);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/No changes\./);
+
+    const clean = await cli(['drift', '--specs', SPECS_EXAMPLE], env);
+    expect(clean.code).toBe(0);
+
+    lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
+    const drift = await cli(['drift', '--specs', SPECS_EXAMPLE, '--format', 'json'], env);
+    expect(drift.code).toBe(2);
+    const report = parsePlanJson(drift.stdout);
+    expect(report.guests.find((g) => g.name === 'web-02')?.drift).toEqual([{ key: 'cpulimit', actual: '2' }]);
+  });
+
+  it('does not apply a stored plan with errors', async () => {
+    const saved = join(dir, 'bad-plan.json');
+    const plan = parsePlanJson(await readFile(join(dir, 'plan.json'), 'utf8'));
+    plan.errors.push({ cluster: 'lab', message: 'the cluster listing is empty' });
+    await writeFile(saved, JSON.stringify(plan));
+    const before = lab.sim.stats().writes.total;
+    const run = await cli(['apply', '--plan', saved], env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/error: lab: the cluster listing is empty/);
+    expect(lab.sim.stats().writes.total).toBe(before);
+  });
+
+  it('rejects a stored plan of another version with a clear message', async () => {
+    const saved = join(dir, 'v2.json');
+    await writeFile(saved, JSON.stringify({ version: 2 }));
+    const run = await cli(['apply', '--plan', saved], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/plan version 2 is not supported/);
+  });
+
+  it('reads connections from a file, with the token from the environment', async () => {
+    const file = join(dir, 'clusters.yaml');
+    await writeFile(
+      file,
+      `clusters:\n  lab:\n    url: ${lab.url}\n    tokenEnv: LAB_TOKEN\n  prod:\n    url: ${prod.url}\n    token: "${prod.auditToken}"\n`,
+    );
+    const run = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], { LAB_TOKEN: lab.auditToken });
+    // The operator's cpulimit from the previous test is still there: one update to revert it.
+    expect(run.code).toBe(2);
+    expect(run.stdout).toMatch(/Plan: 0 to create, 1 to update, 0 to destroy\./);
+    const missing = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], {});
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/cluster lab token: environment variable LAB_TOKEN is not set/);
+  });
+
+  it('fails a plan whose token is wrong, without printing the token', async () => {
+    const run = await cli(['plan', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_LAB_READ_TOKEN: 'auditor@pve!audit=wrong-secret-123' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/cluster 'lab' could not be read: Authentication failed!/);
+    expect(run.stdout + run.stderr).not.toMatch(/wrong-secret-123/);
+  });
+});
+
+describe('pve-gitops demo', () => {
+  it('tells the whole story on simulated clusters and exits 0', async () => {
+    const run = await cli(['demo']);
+    expect(run.stderr).not.toMatch(/failed|conflict/);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/Plan: 9 to create, 2 to update, 1 to destroy\./);
+    expect(run.stdout).toMatch(/Apply: 12 applied, 0 unchanged, 0 conflict, 0 failed, 0 skipped\./);
+    expect(run.stdout).toMatch(/4\. Plan again[\s\S]*No changes\./);
+    expect(run.stdout).toMatch(/cpulimit: spec \(unset\), cluster 2/);
+  });
+});
