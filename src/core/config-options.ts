@@ -1,35 +1,16 @@
-import apiSchema from './proxmox-api-schema.json' with { type: 'json' };
 import type { GuestType } from './model.js';
+import { endpointSchema, paramSchema, type ParamSchema } from './proxmox-params.js';
 
-/** A parameter's JSON schema as Proxmox's API dump describes it (descriptions stripped). */
-export interface OptionSchema {
-  type?: string;
-  format?: string | Record<string, SubOptionSchema>;
-  enum?: string[];
-  minimum?: number;
-  maximum?: number;
-  maxLength?: number;
-  pattern?: string;
-  default?: unknown;
-  optional?: number;
-  requires?: string;
-}
+/**
+ * Guest config options as Proxmox's API schema describes them: one lookup for the planner, the
+ * spec loader and the simulator, on top of {@link paramSchema}.
+ */
 
-/** A sub-key of a property-string option (`bridge` of `netN`, `size` of `scsiN`). */
-export interface SubOptionSchema extends OptionSchema {
-  default_key?: number;
-  alias?: string;
-  keyAlias?: string;
-}
-
-interface EndpointSchema {
-  parameters: { properties?: Record<string, OptionSchema> };
-}
-
-const endpoints = apiSchema as unknown as Record<string, EndpointSchema>;
+/** A config option's schema; property-string options carry their sub-keys in `format`. */
+export type OptionSchema = ParamSchema;
 
 /** Parameters of the config endpoints that are verbs of the call, not guest options. */
-const NON_OPTIONS = new Set([
+export const NON_OPTIONS: ReadonlySet<string> = new Set([
   'node',
   'vmid',
   'delete',
@@ -41,45 +22,34 @@ const NON_OPTIONS = new Set([
   'import-working-storage',
 ]);
 
-function configProperties(type: GuestType): Record<string, OptionSchema> {
-  const key = `PUT /nodes/{node}/${type}/{vmid}/config`;
-  return endpoints[key]?.parameters.properties ?? {};
+/** The endpoint whose parameters are a guest type's config options. */
+export function configEndpoint(type: GuestType): string {
+  return `PUT /nodes/{node}/${type}/{vmid}/config`;
 }
 
-const cache: Record<GuestType, Map<string, OptionSchema | null>> = { qemu: new Map(), lxc: new Map() };
-
 /**
- * The schema of a guest config option (`net3` resolves through `net[n]`), or undefined when
- * Proxmox has no such option for that guest type.
+ * The schema of a guest config option (`net3` resolves through `net[n]` within Proxmox's
+ * limits), or undefined when Proxmox has no such option for that guest type.
  */
 export function configOption(type: GuestType, key: string): OptionSchema | undefined {
-  const memo = cache[type];
-  if (memo.has(key)) return memo.get(key) ?? undefined;
-  const props = configProperties(type);
-  let found: OptionSchema | undefined;
-  if (!NON_OPTIONS.has(key)) {
-    found = props[key];
-    const indexed = /^([a-z][a-z_-]*?)(\d+)$/.exec(key);
-    if (!found && indexed) found = props[`${indexed[1]}[n]`];
-  }
-  memo.set(key, found ?? null);
-  return found;
+  if (NON_OPTIONS.has(key)) return undefined;
+  return paramSchema(configEndpoint(type), key);
+}
+
+/** Every option name (indexed ones as `net[n]`) of this guest type's config. */
+export function optionNames(type: GuestType): string[] {
+  return Object.keys(endpointSchema(configEndpoint(type))?.parameters.properties ?? {}).filter((k) => !NON_OPTIONS.has(k));
 }
 
 /** Property-string sub-key schemas of an option, when it is a property string. */
-export function subOptions(schema: OptionSchema | undefined): Record<string, SubOptionSchema> | undefined {
+export function subOptions(schema: OptionSchema | undefined): Record<string, OptionSchema> | undefined {
   return schema && typeof schema.format === 'object' ? schema.format : undefined;
 }
 
-/** The sub-key a property string's first, key-less item stands for (`current` for `memory`). */
+/** The sub-key a property string's first, key-less item stands for (`current` of `memory`). */
 export function defaultSubKey(schema: OptionSchema | undefined): string | undefined {
   const subs = subOptions(schema);
   if (!subs) return undefined;
   for (const [name, sub] of Object.entries(subs)) if (sub.default_key) return name;
   return undefined;
-}
-
-/** Every option name (indexed ones as `net[n]`) Proxmox accepts for this guest type's config. */
-export function optionNames(type: GuestType): string[] {
-  return Object.keys(configProperties(type)).filter((k) => !NON_OPTIONS.has(k));
 }

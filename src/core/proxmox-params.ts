@@ -44,26 +44,7 @@ export class UnknownEndpointError extends Error {
   }
 }
 
-const ENDPOINTS = withMissingParams(apiSchema as unknown as Record<string, EndpointSchema>);
-
-/**
- * The extract lost the `description` *parameter* of the guest config and create endpoints when
- * schema descriptions were stripped; Proxmox has it (`type string, maxLength 8192`).
- */
-function withMissingParams(endpoints: Record<string, EndpointSchema>): Record<string, EndpointSchema> {
-  const description: ParamSchema = { type: 'string', maxLength: 8192, optional: 1 };
-  for (const key of [
-    'POST /nodes/{node}/qemu',
-    'POST /nodes/{node}/lxc',
-    'PUT /nodes/{node}/qemu/{vmid}/config',
-    'POST /nodes/{node}/qemu/{vmid}/config',
-    'PUT /nodes/{node}/lxc/{vmid}/config',
-  ]) {
-    const props = endpoints[key]?.parameters.properties;
-    if (props && !props.description) props.description = description;
-  }
-  return endpoints;
-}
+const ENDPOINTS = apiSchema as unknown as Record<string, EndpointSchema>;
 
 /** Texts of `PVE::JSONSchema`, kept in one place so callers can compare against them. */
 export const PARAM_MESSAGES = {
@@ -75,7 +56,8 @@ export const PARAM_MESSAGES = {
  * How many instances an indexed option (`net[n]`) has. The schema dump only says `[n]`; the
  * limits are the constants of qemu-server / pve-container (`MAX_NETS`, `MAX_LXC_NETWORKS`, …).
  */
-const QEMU_INDEX_LIMITS: Record<string, number> = {
+export const INDEX_LIMITS: Record<'qemu' | 'lxc', Record<string, number>> = {
+  qemu: {
   net: 32,
   scsi: 31,
   virtio: 16,
@@ -89,8 +71,9 @@ const QEMU_INDEX_LIMITS: Record<string, number> = {
   parallel: 3,
   numa: 8,
   virtiofs: 10,
+  },
+  lxc: { net: 32, mp: 256, unused: 256, dev: 256 },
 };
-const LXC_INDEX_LIMITS: Record<string, number> = { net: 32, mp: 256, unused: 256, dev: 256 };
 
 /** Schema of an endpoint, or undefined when the extract does not hold it. */
 export function endpointSchema(endpoint: string): EndpointSchema | undefined {
@@ -118,7 +101,7 @@ export function paramSchema(endpoint: string, name: string): ParamSchema | undef
   const base = m[1] as string;
   const index = Number(m[2]);
   if (String(index) !== m[2]) return undefined; // `net01` is not `net1`
-  const limits = endpoint.includes('/lxc') ? LXC_INDEX_LIMITS : QEMU_INDEX_LIMITS;
+  const limits = INDEX_LIMITS[endpoint.includes('/lxc') ? 'lxc' : 'qemu'];
   const limit = limits[base];
   if (limit === undefined || index >= limit) return undefined;
   return props[`${base}[n]`];

@@ -2,61 +2,17 @@
  * Which config keys a spec may set, per guest type, from Proxmox's own API schema
  * (`PUT /nodes/{node}/{qemu|lxc}/{vmid}/config`) plus what the product decides about them.
  */
-import apiSchema from '../proxmox-api-schema.json' with { type: 'json' };
+import { configEndpoint, defaultSubKey, optionNames, type OptionSchema } from '../config-options.js';
 import type { GuestType } from '../model.js';
+import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
 
-/** The part of a parameter's JSON schema this module reads. */
-export interface OptionSchema {
-  type?: string;
-  format?: string | Record<string, { default_key?: number; alias?: string } | undefined>;
-}
-
-interface EndpointSchema {
-  parameters?: { properties?: Record<string, OptionSchema> };
-}
-
-const endpoints = apiSchema as unknown as Record<string, EndpointSchema | undefined>;
-
-function properties(endpoint: string): Record<string, OptionSchema> {
-  return endpoints[endpoint]?.parameters?.properties ?? {};
-}
+export { defaultSubKey, type OptionSchema };
 
 /** The config endpoint's parameters for a guest type. */
 export function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
-  return properties(`PUT /nodes/{node}/${type}/{vmid}/config`);
+  return endpointSchema(configEndpoint(type))?.parameters.properties ?? {};
 }
-
-/**
- * How many of each indexed option exist (`net[n]` → net0…net31). The API schema says `[n]` without
- * bounds, so these are Proxmox's constants (qemu-server `MAX_NETS`, `MAX_UNUSED_DISKS`, …;
- * pve-container `MAX_LXC_NETWORKS`, `MAX_MOUNT_POINTS`, `MAX_DEVICES`), which the API docs
- * repeat in the option descriptions ("n is 0 to 30").
- */
-export const INDEX_COUNTS: Record<GuestType, Record<string, number>> = {
-  qemu: {
-    hostpci: 16,
-    ide: 4,
-    ipconfig: 32,
-    net: 32,
-    numa: 8,
-    parallel: 3,
-    sata: 6,
-    scsi: 31,
-    serial: 4,
-    unused: 256,
-    usb: 14,
-    virtio: 16,
-    virtiofs: 10,
-  },
-  lxc: { dev: 256, mp: 256, net: 32, unused: 256 },
-};
-
-/**
- * Options the stored API schema lacks but Proxmox has. `description` was lost when the schema
- * subset was extracted (its property is literally named like the stripped doc field).
- */
-const MISSING_FROM_SCHEMA: Record<string, OptionSchema> = { description: { type: 'string' } };
 
 /**
  * Keys Proxmox manages itself (DESIGN §2 "Owned keys"): a spec never sets them. `smbios1` and
@@ -137,14 +93,14 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
   const refused = REFUSED[type]?.[key];
   if (refused) return { kind: 'refused', reason: refused };
   const props = configEndpointProperties(type);
-  const direct = props[key] ?? MISSING_FROM_SCHEMA[key];
+  const direct = props[key];
   if (direct && !key.includes('[')) return { kind: 'option', schema: direct };
   const indexed = INDEXED_KEY.exec(key);
   if (indexed) {
     const [, prefix = '', digits = ''] = indexed;
     const schema = props[`${prefix}[n]`];
     if (schema) {
-      const count = INDEX_COUNTS[type][prefix] ?? 0;
+      const count = INDEX_LIMITS[type][prefix] ?? 0;
       return Number(digits) < count ? { kind: 'option', schema } : { kind: 'index-out-of-range', prefix, count };
     }
   }
@@ -160,22 +116,10 @@ export function isRealConfigKey(type: GuestType, key: string): boolean {
   return verdict.kind === 'option' || verdict.kind === 'server-managed' || verdict.kind === 'refused';
 }
 
-/**
- * The sub-key a property string's first, key-less item stands for (`model` of `netN`, `file` of
- * disks, `volume` of `rootfs`), so a YAML mapping can be written back in Proxmox's own order.
- */
-export function defaultSubKey(schema: OptionSchema): string | undefined {
-  if (typeof schema.format !== 'object') return undefined;
-  for (const [name, sub] of Object.entries(schema.format)) if (sub?.default_key) return name;
-  return undefined;
-}
-
 /** Closest known key within edit distance 2, for "did you mean". */
 export function suggestKey(type: GuestType, key: string): string | undefined {
   const indexed = INDEXED_KEY.exec(key);
-  const names = Object.keys(configEndpointProperties(type))
-    .concat(Object.keys(MISSING_FROM_SCHEMA))
-    .filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !SERVER_MANAGED.has(name));
+  const names = optionNames(type).filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !SERVER_MANAGED.has(name));
   let best: string | undefined;
   let bestDistance = 3;
   for (const name of names) {

@@ -10,12 +10,10 @@ import {
   parsePropertyStringWithSchema,
   type ParamSchema,
 } from '../../core/proxmox-params.js';
+import { configEndpoint } from '../../core/config-options.js';
 import type { GuestType } from '../../core/model.js';
 
-/** Schema endpoint holding every config option of a guest type. */
-export function configEndpoint(type: GuestType): string {
-  return `PUT /nodes/{node}/${type}/{vmid}/config`;
-}
+export { configEndpoint };
 
 /** The property-string format of a config option, if it has one (`net0`, `scsi0`, `rootfs`, …). */
 export function optionFormat(type: GuestType, key: string): Record<string, ParamSchema> | undefined {
