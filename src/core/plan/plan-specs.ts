@@ -21,16 +21,31 @@ export function guestKey(cluster: string, vmid: number): string {
   return `${cluster}/${vmid}`;
 }
 
-/** JSON with sorted keys and without source positions, for "did it change" comparisons. */
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([k, v]) => v !== undefined && k !== 'source' && k !== 'keySources')
-      .sort(([a], [b]) => a.localeCompare(b));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+/** Fields that say where a spec was written, not what it says. */
+const POSITION_FIELDS = new Set(['source', 'keySources']);
+
+/**
+ * Deep equality of two specs, ignoring where they were written and the order of keys: a moved or
+ * reformatted document is no change. Allocation-free, so comparing 10,000 guests stays cheap.
+ */
+export function sameSpec(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameSpec(a[i], b[i])) return false;
+    return true;
   }
-  return JSON.stringify(value);
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let count = 0;
+  for (const key in x) {
+    if (POSITION_FIELDS.has(key) || x[key] === undefined) continue;
+    count += 1;
+    if (!sameSpec(x[key], y[key])) return false;
+  }
+  for (const key in y) if (!POSITION_FIELDS.has(key) && y[key] !== undefined) count -= 1;
+  return count === 0;
 }
 
 /** The scope of a plan of `head` against `base` (undefined: everything). */
@@ -47,24 +62,22 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
     }
     return scope;
   }
-  const baseClusters = new Map(base.clusters.map((c) => [c.name, stableJson(c)]));
-  const headClusters = new Map(head.clusters.map((c) => [c.name, stableJson(c)]));
+  const baseClusters = new Map(base.clusters.map((c) => [c.name, c]));
+  const headClusters = new Map(head.clusters.map((c) => [c.name, c]));
   const changedClusters = new Set<string>();
-  for (const [name, json] of headClusters) if (baseClusters.get(name) !== json) changedClusters.add(name);
+  for (const [name, c] of headClusters) if (!sameSpec(baseClusters.get(name), c)) changedClusters.add(name);
   for (const name of baseClusters.keys()) if (!headClusters.has(name)) changedClusters.add(name);
 
-  const baseGuests = new Map(base.guests.map((g) => [guestKey(g.cluster, g.vmid), stableJson(g)]));
-  const headGuests = new Map(head.guests.map((g) => [guestKey(g.cluster, g.vmid), stableJson(g)]));
+  const baseGuests = new Map(base.guests.map((g) => [guestKey(g.cluster, g.vmid), g]));
+  const headGuests = new Map(head.guests.map((g) => [guestKey(g.cluster, g.vmid), g]));
   const add = (key: string, cluster: string): void => {
     scope.guests.add(key);
     scope.clusters.add(cluster);
   };
-  for (const g of head.guests) {
-    const key = guestKey(g.cluster, g.vmid);
-    if (changedClusters.has(g.cluster) || baseGuests.get(key) !== headGuests.get(key)) add(key, g.cluster);
+  for (const [key, g] of headGuests) {
+    if (changedClusters.has(g.cluster) || !sameSpec(baseGuests.get(key), g)) add(key, g.cluster);
   }
-  for (const g of base.guests) {
-    const key = guestKey(g.cluster, g.vmid);
+  for (const [key, g] of baseGuests) {
     if (!headGuests.has(key) || changedClusters.has(g.cluster)) add(key, g.cluster);
   }
   for (const name of changedClusters) {
