@@ -2,7 +2,7 @@
 # Build stage: install everything (prepare builds dist/), then drop dev dependencies.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --no-audit --no-fund

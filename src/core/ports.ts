@@ -36,6 +36,8 @@ export interface WriteResult {
 export interface ClusterWriter extends ClusterReader {
   /** A fresh read for apply: like {@link ClusterReader.readGuest}, with the live power status. */
   readGuestForApply(ref: GuestRef): Promise<ObservedGuest>;
+  /** Tasks still running for the guest (UPIDs), e.g. an interrupted run's start. */
+  activeTasks(ref: GuestRef): Promise<string[]>;
   create(ref: GuestRef, params: Record<string, string>): Promise<WriteResult>;
   updateConfig(ref: GuestRef, set: Record<string, string>, remove: string[], digest: string): Promise<WriteResult>;
   resize(ref: GuestRef, disk: string, size: string, digest: string): Promise<WriteResult>;

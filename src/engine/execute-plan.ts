@@ -49,8 +49,8 @@ class GuestJob {
   readonly result: GuestApplyResult;
   #listed: ListedGuest | undefined;
   #digestConflicts = 0;
-  #lockSince: number | undefined;
-  #lockDelay: number;
+  #busySince: number | undefined;
+  #busyDelay: number;
   #lastOp = '';
 
   constructor(
@@ -61,7 +61,7 @@ class GuestJob {
     readonly relist: () => Promise<Map<number, ListedGuest>>,
   ) {
     this.#listed = listed;
-    this.#lockDelay = options.lockPollMs ?? 1000;
+    this.#busyDelay = options.lockPollMs ?? 1000;
     this.result = { cluster: plan.cluster, name: plan.name, vmid: plan.vmid, node: listed?.node ?? plan.node, status: 'unchanged', steps: [] };
   }
 
@@ -77,7 +77,7 @@ class GuestJob {
   }
 
   get #wrote(): boolean {
-    return this.result.steps.some((s) => s.upid !== undefined || !['wait-lock', 'digest-conflict', 'relocated'].includes(s.op));
+    return this.result.steps.some((s) => s.upid !== undefined || !['wait-lock', 'wait-task', 'digest-conflict', 'relocated'].includes(s.op));
   }
 
   async #read(): Promise<ObservedGuest | undefined> {
@@ -98,18 +98,21 @@ class GuestJob {
     }
   }
 
-  /** Waits out a lock with backoff; false once the limit is reached. Locks are never cleared. */
-  async #waitLock(lock: string): Promise<boolean> {
+  /**
+   * Waits with backoff while the guest is busy (a lock, a task still running); false once the
+   * limit is reached. Locks are never cleared and tasks never stopped: they are waited out.
+   */
+  async #waitBusy(op: 'wait-lock' | 'wait-task', reason: string): Promise<boolean> {
     const now = Date.now();
-    this.#lockSince ??= now;
+    this.#busySince ??= now;
     const limit = this.options.lockWaitMs ?? 600_000;
-    if (now - this.#lockSince >= limit) return false;
-    if (!this.result.steps.some((s) => s.op === 'wait-lock' && s.detail?.includes(`(${lock})`))) {
-      this.#emit({ op: 'wait-lock', detail: `locked (${lock}); waiting up to ${Math.round(limit / 1000)} s` });
+    if (now - this.#busySince >= limit) return false;
+    if (!this.result.steps.some((s) => s.op === op && s.detail?.startsWith(reason))) {
+      this.#emit({ op, detail: `${reason}; waiting up to ${Math.round(limit / 1000)} s` });
     }
-    this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason: `locked (${lock})` });
-    await sleep(Math.min(this.#lockDelay, limit - (now - this.#lockSince)), this.options.signal);
-    this.#lockDelay = Math.min(this.#lockDelay * 2, 15_000);
+    this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason });
+    await sleep(Math.min(this.#busyDelay, limit - (now - this.#busySince)), this.options.signal);
+    this.#busyDelay = Math.min(this.#busyDelay * 2, 15_000);
     return true;
   }
 
@@ -156,7 +159,7 @@ class GuestJob {
       const observed = await this.#read();
       const lock = observed?.current.lock;
       if (lock) {
-        if (await this.#waitLock(lock)) continue;
+        if (await this.#waitBusy('wait-lock', `locked (${lock})`)) continue;
         return this.#finish('failed', `still locked (${lock}) after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s; locks are never cleared — retry once the ${lock} has finished`);
       }
       const now = planGuest({
@@ -175,6 +178,17 @@ class GuestJob {
       }
       const op = now.operations[0];
       if (!op) return this.#finish(this.#wrote ? 'applied' : 'unchanged');
+      const listed = this.#listed;
+      if (listed) {
+        // An unfinished task on the guest (an interrupted run's start, a migration) would race
+        // this step; what it changes is seen by the next read.
+        const busy = await this.writer.activeTasks({ node: listed.node, type: listed.type, vmid: listed.vmid });
+        if (busy.length > 0) {
+          const type = busy[0]?.split(':')[5] ?? 'task';
+          if (await this.#waitBusy('wait-task', `task ${type} still running`)) continue;
+          return this.#finish('failed', `a ${type} task on the guest is still running after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s: ${busy[0]}`);
+        }
+      }
       const opKey = JSON.stringify(op);
       if (opKey === this.#lastOp) {
         return this.#finish('failed', `step had no effect: after "${describe(op)}" Proxmox still reports the old value; this is a perpetual diff`);
@@ -198,8 +212,15 @@ class GuestJob {
         }
         const locked = typed(err, PveLockedError);
         if (locked) {
-          if (await this.#waitLock(locked.lock ?? 'lock')) continue;
+          if (await this.#waitBusy('wait-lock', `locked (${locked.lock ?? 'lock file'})`)) continue;
           return this.#finish('failed', message(err));
+        }
+        if (powerAlreadyThere(op, err)) {
+          // A start or stop from an earlier, interrupted run got there first: the state is
+          // reached, which is all this step wanted. The next read confirms it.
+          this.#emit({ op: op.op, detail: `${describe(op)}: ${message(err)}, nothing to do`, ms: Date.now() - started });
+          this.#lastOp = opKey;
+          continue;
         }
         if (typed(err, PveAlreadyExistsError)) {
           return this.#finish('conflict', `${message(err)}: the VMID was taken by someone else; nothing was changed`);
@@ -212,6 +233,14 @@ class GuestJob {
     }
     return this.#finish('failed', `gave up after ${MAX_STEPS_PER_GUEST} steps`);
   }
+}
+
+/** Proxmox refusing a power change because the guest is already in the wanted state. */
+function powerAlreadyThere(op: Operation, err: unknown): boolean {
+  const text = message(err);
+  if (op.op === 'start') return /already running/.test(text);
+  if (op.op === 'stop' || op.op === 'shutdown') return /not running/.test(text);
+  return false;
 }
 
 function skipped(plan: GuestPlan, why: string): GuestApplyResult {

@@ -17,6 +17,7 @@ import {
   PendingEntry,
   PveNode,
   PveVersion,
+  TaskListEntry,
   TaskLogLine,
   TaskStatus,
   Upid,
@@ -24,7 +25,7 @@ import {
 import { pollTask, type WaitOptions } from './task.js';
 import { PveTransport, type HttpMethod, type PveLogger, type PveParams } from './transport.js';
 
-export type { PveNode, PveVersion, PendingEntry, TaskLogLine, TaskStatus } from './schema.js';
+export type { PveNode, PveVersion, PendingEntry, TaskListEntry, TaskLogLine, TaskStatus } from './schema.js';
 export type { WaitOptions } from './task.js';
 export type { HttpMethod, PveLogger, PveParams } from './transport.js';
 
@@ -284,6 +285,15 @@ export class PveClient {
       purge: options.purge,
       'destroy-unreferenced-disks': options.destroyUnreferencedDisks,
     });
+  }
+
+  /**
+   * Tasks still running for one guest (`GET /nodes/{node}/tasks?vmid=…&source=active`): a start,
+   * a migration or an earlier run's write that has not finished yet. Without Sys.Audit on the
+   * node Proxmox lists only the token's own tasks.
+   */
+  async activeTasks(node: string, vmid: number): Promise<TaskListEntry[]> {
+    return this.#get(`/nodes/${seg(node)}/tasks`, TaskListEntry.array(), { vmid, source: 'active' });
   }
 
   /** `GET /nodes/{node}/tasks/{upid}/status`. */

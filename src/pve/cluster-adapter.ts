@@ -61,6 +61,10 @@ export class PveClusterAdapter implements ClusterWriter {
     return observedFromPending(entries, ref, status.status);
   }
 
+  async activeTasks(ref: GuestRef): Promise<string[]> {
+    return (await this.#client.activeTasks(ref.node, ref.vmid)).map((t) => t.upid);
+  }
+
   async #task(node: string, upid: string | null): Promise<WriteResult> {
     if (!upid) return {};
     await this.#client.waitForTask(node, upid, this.#wait);

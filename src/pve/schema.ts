@@ -86,6 +86,16 @@ export const TaskStatus = z.looseObject({
 });
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
+/** One entry of `GET /nodes/{node}/tasks`; `status` is the exit status once the task ended. */
+export const TaskListEntry = z.looseObject({
+  upid: z.string(),
+  type: z.string().optional(),
+  id: z.union([z.string(), z.number()]).optional(),
+  user: z.string().optional(),
+  status: z.string().optional(),
+});
+export type TaskListEntry = z.infer<typeof TaskListEntry>;
+
 /** One line of `GET /nodes/{node}/tasks/{upid}/log`. */
 export const TaskLogLine = z.looseObject({
   n: z.number(),

@@ -4,6 +4,7 @@ import type { SpecSet } from '../../src/core/model.js';
 import { planHasChanges, planHasErrors } from '../../src/core/plan/plan-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
+import { PveClient } from '../../src/pve/client.js';
 import { byName, loadExample, rawValue, startEstate, withConfig, writes, type Estate } from './helpers.js';
 
 let estate: Estate;
@@ -126,6 +127,26 @@ describe('apply against the simulator', () => {
     expect(build?.status).toBe('applied');
     expect(build?.steps.map((s) => s.op)).toEqual(['wait-lock', 'config']);
     expect(build?.steps[0]?.detail).toMatch(/locked \(backup\)/);
+  });
+
+  it('waits for a task still running on the guest (an earlier run\'s write) before writing', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    estate.sims.lab.sim.setTaskMs(300);
+    const client = new PveClient({ cluster: 'lab', url: estate.sims.lab.url, token: estate.sims.lab.token });
+    try {
+      // An asynchronous config write of a key the spec ignores, still running.
+      await client.request('POST', '/nodes/pve-02/qemu/100301/config', { description: 'maintenance window' });
+      estate.sims.lab.sim.setTaskMs(5);
+      const result = await executePlan(plan, estate.writers, fast);
+      const build = result.guests.find((g) => g.name === 'build-01');
+      expect(build?.status).toBe('applied');
+      expect(build?.steps.map((s) => s.op)).toEqual(['wait-task', 'config']);
+      expect(build?.steps[0]?.detail).toMatch(/task qmconfig still running/);
+    } finally {
+      await client.close();
+    }
   });
 
   it('reports a lock that outlasts the limit and leaves it in place', async () => {

@@ -67,6 +67,8 @@ describe('an apply killed midway', () => {
 
     // The same stored plan, run again.
     const result = await executePlan(plan, estate.writers, { lockPollMs: 20 });
+    const unhappy = result.guests.filter((g) => g.status !== 'applied' && g.status !== 'unchanged');
+    expect(unhappy, JSON.stringify(unhappy, null, 2)).toEqual([]);
     expect(countApplyResult(result.guests)).toMatchObject({ conflict: 0, failed: 0, skipped: 0 });
     // Every guest created exactly once over both runs: no create was sent twice.
     expect(createRequests(estate)).toBe(11);

@@ -139,6 +139,24 @@ describe('tasks (API-FACTS §9)', () => {
     expect(sim.sim.getGuest(100)?.running).toBe(false);
   });
 
+  it('lists a node\'s tasks by guest: active ones while running, with the exit status once finished', async () => {
+    sim.sim.setTaskMs(300);
+    const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop');
+    const upid = res.body?.data as string;
+    const active = await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100&source=active');
+    expect(active.body?.data).toEqual([expect.objectContaining({ upid, type: 'qmstop', id: '100', user: 'root@pam!pve-gitops' })]);
+    expect((active.body?.data as Record<string, unknown>[])[0]).not.toHaveProperty('status');
+    expect((await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=200&source=active')).body?.data).toEqual([]);
+    expect((await api(sim, 'GET', '/nodes/pve-02/tasks?vmid=100&source=active')).body?.data).toEqual([]);
+    await waitTask(sim, 'pve-01', upid);
+    expect((await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100&source=active')).body?.data).toEqual([]);
+    const archive = await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100');
+    expect(archive.body?.data).toEqual([expect.objectContaining({ upid, status: 'OK', endtime: expect.any(Number) })]);
+    const bad = await api(sim, 'GET', '/nodes/pve-01/tasks?source=everything');
+    expect(bad.status).toBe(400);
+    expect(bad.body?.errors?.source).toMatch(/does not have a value in the enumeration/);
+  });
+
   it('task log paging and unknown/garbled UPIDs', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { delete: 'balloon,vga', cores: '3' } });
     const upid = res.body?.data as string;

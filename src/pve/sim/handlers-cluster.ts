@@ -149,6 +149,41 @@ function findTask(ctx: RequestContext) {
   return task;
 }
 
+/**
+ * `GET /nodes/{node}/tasks`: the node's tasks, newest first, filtered by `vmid` and `source`
+ * (`archive`, the default: finished ones; `active`: running ones; `all`). A finished task's
+ * `status` is its exit status, as in Proxmox's task index; running ones have none.
+ */
+export function listTasks(ctx: RequestContext): HandlerResult {
+  const node = param(ctx, 'node');
+  const vmid = ctx.params.vmid === undefined ? undefined : String(ctx.params.vmid);
+  const source = String(ctx.params.source ?? 'archive');
+  const start = Number(ctx.params.start ?? 0);
+  const limit = Number(ctx.params.limit ?? 50);
+  const data: Record<string, unknown>[] = [];
+  for (const task of ctx.sim.tasks.list(node)) {
+    if (vmid !== undefined && task.id !== vmid) continue;
+    if (source === 'active' && task.status !== 'running') continue;
+    if (source === 'archive' && task.status === 'running') continue;
+    const entry: Record<string, unknown> = {
+      upid: task.upid,
+      node: task.node,
+      pid: task.pid,
+      pstart: task.pstart,
+      starttime: task.starttime,
+      type: task.type,
+      id: task.id,
+      user: task.user,
+    };
+    if (task.status === 'stopped') {
+      entry.status = task.exitstatus;
+      entry.endtime = task.endtime;
+    }
+    data.push(entry);
+  }
+  return { data: data.slice(start, start + limit), total: data.length };
+}
+
 /** `GET /nodes/{node}/tasks/{upid}/status` (§9.3): token tasks report `user` + `tokenid`. */
 export function getTaskStatus(ctx: RequestContext): HandlerResult {
   const task = findTask(ctx);

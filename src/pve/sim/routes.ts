@@ -7,7 +7,7 @@ import type { Principal } from './auth.js';
 import { canSeeGuest, canWriteGuest } from './auth.js';
 import type { Handler } from './context.js';
 import { PermissionError } from './errors.js';
-import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion } from './handlers-cluster.js';
+import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion, listTasks } from './handlers-cluster.js';
 import {
   getConfig,
   getPending,
@@ -84,6 +84,7 @@ export const ROUTES: Route[] = [
   route('GET', '/nodes', anyone, getNodes),
   route('GET', '/cluster/resources', anyone, getClusterResources),
   route('GET', '/cluster/nextid', anyone, getNextId),
+  route('GET', '/nodes/{node}/tasks', anyone, listTasks),
   route('GET', '/nodes/{node}/tasks/{upid}/status', anyone, getTaskStatus),
   route('GET', '/nodes/{node}/tasks/{upid}/log', anyone, getTaskLog),
 

@@ -138,6 +138,13 @@ export class TaskRegistry {
     return this.tasks.get(upid);
   }
 
+  /** Tasks of a node, newest first (the order of `GET /nodes/{node}/tasks`). */
+  list(node: string): SimTask[] {
+    const found: SimTask[] = [];
+    for (const task of this.tasks.values()) if (task.node === node) found.push(task);
+    return found.reverse();
+  }
+
   /** Cancels pending timers (server shutdown); running tasks never finish. */
   dispose(): void {
     for (const timer of this.timers) clearTimeout(timer);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Extract the parameter schemas of the endpoints pve-gitops uses from Proxmox's apidata.json.
 
-Usage: scripts/extract-api-schema.py PATH/TO/apidata.json > src/core/proxmox-api-schema.json
+Usage: test/tools/extract-api-schema.py PATH/TO/apidata.json > src/core/proxmox-api-schema.json
 
 Descriptions are dropped to keep the file small; everything validation needs stays.
 """
@@ -29,6 +29,7 @@ ENDPOINTS += [
     ("/nodes/{node}/qemu/{vmid}/config", "POST"),
     ("/nodes/{node}/qemu/{vmid}/move_disk", "POST"),
     ("/nodes/{node}/lxc/{vmid}/move_volume", "POST"),
+    ("/nodes/{node}/tasks", "GET"),
     ("/nodes/{node}/tasks/{upid}/status", "GET"),
     ("/nodes/{node}/tasks/{upid}/log", "GET"),
 ]

@@ -6,7 +6,7 @@
  *   - a naive client that reads every guest's config one after another, as the baseline.
  * The simulator runs in its own process so the figures are the planner's alone.
  *
- * Usage: node --import tsx bench/plan-bench.ts [--sizes 100,1000,10000] [--latency-ms 20]
+ * Usage: node --import tsx test/bench/plan-bench.ts [--sizes 100,1000,10000] [--latency-ms 20]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -15,10 +15,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import type { ClusterSpec, GuestSpec, SpecSet } from '../src/core/model.js';
-import { PveClient } from '../src/pve/client.js';
-import { PveClusterAdapter } from '../src/pve/cluster-adapter.js';
-import { runDrift, runPlan } from '../src/engine/run-plan.js';
+import type { ClusterSpec, GuestSpec, SpecSet } from '../../src/core/model.js';
+import { PveClient } from '../../src/pve/client.js';
+import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
+import { runDrift, runPlan } from '../../src/engine/run-plan.js';
 
 const { values } = parseArgs({
   options: {

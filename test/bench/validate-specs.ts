@@ -3,12 +3,12 @@
  * the VMIDs derived, a fifth of them containers), entirely in memory. Prints each run's wall time
  * and, for reference, the time the YAML library needs just to parse the same text. Target: < 3 s.
  *
- *   node --import tsx bench/validate-specs.ts [guests] [files]
+ *   node --import tsx test/bench/validate-specs.ts [guests] [files]
  */
 import { performance } from 'node:perf_hooks';
 import { LineCounter, parseAllDocuments } from 'yaml';
-import { withEnvSnapshot } from '../src/core/spec/env-snapshot.js';
-import { loadSpecs, type SpecFile } from '../src/core/spec/load-specs.js';
+import { withEnvSnapshot } from '../../src/core/spec/env-snapshot.js';
+import { loadSpecs, type SpecFile } from '../../src/core/spec/load-specs.js';
 
 const GUESTS = Number(process.argv[2] ?? 10_000);
 const FILES = Number(process.argv[3] ?? 250);

@@ -7,14 +7,14 @@
  *   - GET /cluster/resources?type=vm          (the whole 10,000-guest listing)
  *   - PUT /nodes/{node}/qemu/{vmid}/config    (random guests, one write each)
  *
- * Usage: node --import tsx bench/sim-throughput.ts [--guests 10000] [--seconds 5] [--concurrency 32]
+ * Usage: node --import tsx test/bench/sim-throughput.ts [--guests 10000] [--seconds 5] [--concurrency 32]
  */
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
-import { startSimulator, type SimFixture } from '../src/pve/sim/index.js';
+import { startSimulator, type SimFixture } from '../../src/pve/sim/index.js';
 
 const { values } = parseArgs({
   options: {
