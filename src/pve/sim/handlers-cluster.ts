@@ -6,7 +6,7 @@ import { canSeeGuest } from './auth.js';
 import { param, type HandlerResult, type RequestContext } from './context.js';
 import { DieError, ParamError } from './errors.js';
 import type { Guest } from './guest.js';
-import { UPID_RE } from './tasks.js';
+import { UPID_RE, type SimTask } from './tasks.js';
 
 /** `GET /version`. */
 export function getVersion(): HandlerResult {
@@ -165,16 +165,7 @@ export function listTasks(ctx: RequestContext): HandlerResult {
     if (vmid !== undefined && task.id !== vmid) continue;
     if (source === 'active' && task.status !== 'running') continue;
     if (source === 'archive' && task.status === 'running') continue;
-    const entry: Record<string, unknown> = {
-      upid: task.upid,
-      node: task.node,
-      pid: task.pid,
-      pstart: task.pstart,
-      starttime: task.starttime,
-      type: task.type,
-      id: task.id,
-      user: task.user,
-    };
+    const entry: Record<string, unknown> = { ...taskIdentity(task), user: task.user };
     if (task.status === 'stopped') {
       entry.status = task.exitstatus;
       entry.endtime = task.endtime;
@@ -184,18 +175,18 @@ export function listTasks(ctx: RequestContext): HandlerResult {
   return { data: data.slice(start, start + limit), total: data.length };
 }
 
+/** The fields every task answer starts with: the decoded UPID. */
+function taskIdentity(task: SimTask): Record<string, unknown> {
+  const { upid, node, pid, pstart, starttime, type, id } = task;
+  return { upid, node, pid, pstart, starttime, type, id };
+}
+
 /** `GET /nodes/{node}/tasks/{upid}/status` (§9.3): token tasks report `user` + `tokenid`. */
 export function getTaskStatus(ctx: RequestContext): HandlerResult {
   const task = findTask(ctx);
   const bang = task.user.indexOf('!');
   const data: Record<string, unknown> = {
-    upid: task.upid,
-    node: task.node,
-    pid: task.pid,
-    pstart: task.pstart,
-    starttime: task.starttime,
-    type: task.type,
-    id: task.id,
+    ...taskIdentity(task),
     user: bang < 0 ? task.user : task.user.slice(0, bang),
     ...(bang < 0 ? {} : { tokenid: task.user.slice(bang + 1) }),
     status: task.status,
