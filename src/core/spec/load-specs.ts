@@ -2,14 +2,18 @@
  * Loads the spec repository (DESIGN §2) from file texts: parse every YAML document, check its
  * shape, convert values to Proxmox's wire strings, derive missing VMIDs and validate the whole set.
  * Pure: the caller reads the files (`src/spec-files/read-spec-dir.ts`, or the GitHub API at a SHA).
+ *
+ * Two halves: `parseSpecFile` (per file, plain-data result, the expensive part) and `assembleSpecs`
+ * (everything across files), so large repositories can be parsed in worker threads
+ * (`src/spec-files/load-spec-files.ts`).
  */
-import { isMap, isScalar, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { z } from 'zod';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
 import { classifyConfigKey, editDistance } from './config-keys.js';
-import { documentPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { withEnvSnapshot } from './env-snapshot.js';
+import type { DocPath, DocumentPositions } from './document-positions.js';
 import { compareSpecErrors, SpecError } from './errors.js';
+import { parseSpecFiles, type ParsedSpecFile } from './parse-spec-file.js';
+import { lineCounterFrom, tablePositions } from './position-table.js';
 import {
   ClusterDocument,
   ContainerDocument,
@@ -46,12 +50,17 @@ export interface LoadedSpecs {
  * and other derived values are left to the planner, so `config` holds exactly what was written.
  */
 export function loadSpecs(files: readonly SpecFile[]): LoadedSpecs {
-  return withEnvSnapshot(() => loadSpecsNow(files));
+  return assembleSpecs(parseSpecFiles(files));
 }
 
-function loadSpecsNow(files: readonly SpecFile[]): LoadedSpecs {
+/**
+ * The cross-file half of {@link loadSpecs}: builds specs from parsed files (in the order given),
+ * derives VMIDs and validates the set. `parsed` may come from worker threads (`parseSpecFile`
+ * returns plain data); the result is the same as loading the files here.
+ */
+export function assembleSpecs(parsed: readonly ParsedSpecFile[]): LoadedSpecs {
   const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
-  for (const file of files) loadFile(file, state);
+  for (const file of parsed) assembleFile(file, state);
   assignGuestVmids(state);
   const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
   const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
@@ -68,34 +77,26 @@ interface LoadState {
   brokenClusters: Set<string>;
 }
 
-function loadFile(file: SpecFile, state: LoadState): void {
-  const lineCounter = new LineCounter();
-  const docs = parseAllDocuments(file.text, { lineCounter, prettyErrors: false, merge: true });
-  const at = (offset: number): SourceRef => ({ file: file.path, ...lineCounter.linePos(offset) });
-  for (const doc of docs) {
-    if (doc.errors.length > 0) {
-      for (const error of doc.errors) state.errors.push(new SpecError(at(error.pos[0]), `YAML: ${error.message}`));
-      continue;
+function assembleFile(file: ParsedSpecFile, state: LoadState): void {
+  const lineCounter = lineCounterFrom(file.lineStarts);
+  for (const doc of file.documents) {
+    switch (doc.kind) {
+      case 'yaml-errors':
+        for (const error of doc.errors) state.errors.push(new SpecError(error.at, error.message));
+        break;
+      case 'empty':
+        break;
+      case 'not-a-mapping':
+        state.errors.push(new SpecError(doc.start, 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
+        break;
+      case 'mapping':
+        loadDocument(doc.raw, tablePositions(file.path, doc.positions, lineCounter), state);
+        break;
     }
-    const contents = doc.contents;
-    if (contents === null || (isScalar(contents) && contents.value === null)) continue;
-    const positions = documentPositions(file.path, doc, lineCounter);
-    if (!isMap(contents)) {
-      state.errors.push(new SpecError(positions.start, 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
-      continue;
-    }
-    loadDocument(doc, positions, state);
   }
 }
 
-function loadDocument(doc: Document, at: DocumentPositions, state: LoadState): void {
-  let raw: Record<string, unknown>;
-  try {
-    raw = doc.toJS({ maxAliasCount: 1000 }) as Record<string, unknown>;
-  } catch (error) {
-    state.errors.push(new SpecError(at.start, `YAML: ${(error as Error).message}`));
-    return;
-  }
+function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state: LoadState): void {
   if (!('kind' in raw)) {
     state.errors.push(
       new SpecError(
