@@ -47,6 +47,8 @@ export interface GuestApplyResult {
   conflict?: ApplyConflict[];
   /** Set when `status` is `failed` (or `skipped` for a reason worth showing). */
   error?: string;
+  /** Keys accepted by Proxmox but not in effect until the guest restarts. */
+  pending?: string[];
 }
 
 /** The result of applying one stored plan. Versioned like the plan, so it can be stored. */

@@ -158,6 +158,10 @@ class GuestJob {
       this.options.signal?.throwIfAborted();
       const observed = await this.#read();
       const lock = observed?.current.lock;
+      if (lock === 'suspended' || lock === 'suspending') {
+        // A hibernated VM keeps this lock until someone resumes it: waiting cannot help.
+        return this.#finish('failed', `locked (${lock}): the VM is hibernated; resume it, then apply again`);
+      }
       if (lock) {
         if (await this.#waitBusy('wait-lock', `locked (${lock})`)) continue;
         return this.#finish('failed', `still locked (${lock}) after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s; locks are never cleared — retry once the ${lock} has finished`);
@@ -177,7 +181,12 @@ class GuestJob {
         return this.#finish('conflict', `changed after review: ${conflicts.map((c) => c.key).join(', ')}; nothing more was written — re-plan with /pve plan`);
       }
       const op = now.operations[0];
-      if (!op) return this.#finish(this.#wrote ? 'applied' : 'unchanged');
+      if (!op) {
+        // Accepted but not in effect until a restart: say so instead of reporting it done.
+        const pending = now.pending.map((p) => p.key);
+        if (pending.length > 0) this.result.pending = pending;
+        return this.#finish(this.#wrote ? 'applied' : 'unchanged');
+      }
       const listed = this.#listed;
       if (listed) {
         // An unfinished task on the guest (an interrupted run's start, a migration) would race
@@ -201,6 +210,9 @@ class GuestJob {
         this.#emit(step);
         this.#lastOp = opKey;
         this.#digestConflicts = 0;
+        // Each wait (a lock, a task) gets the full budget, not what earlier waits left over.
+        this.#busySince = undefined;
+        this.#busyDelay = this.options.lockPollMs ?? 1000;
       } catch (err) {
         if (typed(err, PveDigestConflictError)) {
           this.#digestConflicts += 1;

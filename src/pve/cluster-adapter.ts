@@ -49,8 +49,14 @@ export class PveClusterAdapter implements ClusterWriter {
   }
 
   async readGuest(listed: ListedGuest): Promise<ObservedGuest> {
-    const entries = await this.#client.getPending(listed.node, listed.type, listed.vmid);
-    return observedFromPending(entries, listed, listed.status ?? 'unknown');
+    const status = listed.status;
+    if (status === 'running' || status === 'stopped') {
+      const entries = await this.#client.getPending(listed.node, listed.type, listed.vmid);
+      return observedFromPending(entries, listed, status);
+    }
+    // The listing's power state comes from pvestatd's 10-second cycle: `unknown` right after a
+    // create, absent, or a QMP state like `paused`. Ask the node itself.
+    return this.readGuestForApply(listed);
   }
 
   async readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {

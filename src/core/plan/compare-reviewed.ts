@@ -46,6 +46,10 @@ export function compareWithReviewed(reviewed: GuestPlan, now: GuestPlan): ApplyC
   if (now.action === 'error') {
     return [{ key: '(guest)', now: change(undefined, now.errors.join('; ')) }];
   }
+  if (reviewed.action === 'destroy' && now.action === 'destroy' && now.name !== reviewed.name) {
+    // Another guest now holds the VMID (a clone carries the owner tag along): not the one reviewed.
+    return [{ key: '(guest)', reviewed: change(undefined, reviewed.name), now: change(undefined, now.name) }];
+  }
   const was = configOf(reviewed);
   const is = configOf(now);
   if (is) {

@@ -18,10 +18,15 @@ const SERVER_MANAGED = new Set([
   'lxc',
 ]);
 
-/** Keys Proxmox chooses at creation: owned only when the spec sets them. */
-const FILLED_AT_CREATE: Record<GuestType, Set<string>> = {
-  qemu: new Set(['boot', 'bootdisk', 'smbios1', 'vmgenid', 'template']),
-  lxc: new Set(['arch', 'ostype', 'rootfs', 'template', 'unprivileged']),
+/**
+ * Keys owned only when the spec sets them: those Proxmox fills in at creation (`boot`, a
+ * Windows VM's pinned `machine`, a container's `arch`, `ostype`, `rootfs`, default `memory` and
+ * `swap`), and those a token cannot write or the product refuses (`args`, `cipassword`), which
+ * would otherwise be deleted on every apply and fail every time.
+ */
+const OWNED_WHEN_SET: Record<GuestType, Set<string>> = {
+  qemu: new Set(['boot', 'bootdisk', 'smbios1', 'vmgenid', 'template', 'machine', 'args', 'cipassword']),
+  lxc: new Set(['arch', 'ostype', 'rootfs', 'template', 'unprivileged', 'memory', 'swap']),
 };
 
 /** True for keys the server manages and a spec may never set. */
@@ -33,7 +38,7 @@ export function isServerManaged(key: string): boolean {
 export function isOwnedKey(spec: GuestSpec, key: string): boolean {
   if (isServerManaged(key)) return false;
   if (spec.ignore.includes(key)) return false;
-  if (FILLED_AT_CREATE[spec.type].has(key)) return key in spec.config;
+  if (OWNED_WHEN_SET[spec.type].has(key)) return key in spec.config;
   return true;
 }
 

@@ -12,7 +12,7 @@ import type {
   Severity,
 } from '../model.js';
 import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey } from './desired-config.js';
-import { hotplugFeatures, keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
+import { keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
 import {
   diffDisk,
   formatDiskUpdate,
@@ -22,6 +22,7 @@ import {
   isNicKey,
   parseDisk,
   sameValue,
+  sizeIsServerChosen,
 } from './values.js';
 
 /** Everything the planner knows about one guest. */
@@ -78,14 +79,19 @@ function observedName(observed: ObservedGuest | undefined, listed: ListedGuest |
   return listed?.name;
 }
 
+/** Turns a guest's plan into an error: nothing of it will be carried out. */
+export function toError(plan: GuestPlan, message: string): GuestPlan {
+  plan.action = 'error';
+  plan.errors.push(message);
+  plan.changes = [];
+  plan.operations = [];
+  plan.severity = 'read-only';
+  delete plan.impact;
+  return plan;
+}
+
 function fail(draft: Draft, message: string): GuestPlan {
-  draft.plan.action = 'error';
-  draft.plan.errors.push(message);
-  draft.plan.changes = [];
-  draft.plan.operations = [];
-  draft.plan.severity = 'read-only';
-  delete draft.plan.impact;
-  return draft.plan;
+  return toError(draft.plan, message);
 }
 
 function pendingItems(observed: ObservedGuest): PendingItem[] {
@@ -164,7 +170,7 @@ function planDestroy(draft: Draft, observed: ObservedGuest, why: string): GuestP
     );
   }
   plan.action = 'destroy';
-  if (observed.status === 'running') plan.operations.push({ op: 'stop' });
+  if (observed.status !== 'stopped') plan.operations.push({ op: 'stop' });
   plan.operations.push({ op: 'destroy' });
   plan.impact = 'data-loss';
   bump(plan, 'data-loss');
@@ -178,11 +184,16 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
   const type = spec.type;
   const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
   const desired = desiredConfig(spec, plan.target.ownerTag);
-  const ctx: ImpactContext = {
-    type,
-    running: observed.status === 'running',
-    hotplug: hotplugFeatures(effective.hotplug),
+  // Anything but a clear `stopped` (a paused VM, an `unknown` listing) may be running: changes are
+  // labelled as a running guest would take them.
+  const ctx: ImpactContext = { type, running: observed.status !== 'stopped', current: observed.current };
+  const refusals: string[] = [];
+  const impactOf = (key: string, to: string | undefined): Impact => {
+    const result = keyImpact(ctx, key, to);
+    if (result.refusal) refusals.push(`${key}: a running guest refuses this change (${result.refusal}); stop it first`);
+    return result.impact;
   };
+  const template = observed.current.template === '1';
   const config: Extract<Operation, { op: 'config' }> = { op: 'config', set: {}, delete: [], from: {} };
   const resizes: Operation[] = [];
   const moves: Operation[] = [];
@@ -208,7 +219,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
       }
       config.delete.push(key);
       config.from[key] = have;
-      const change: KeyChange = { key, from: have, impact: keyImpact(ctx, key, have, undefined) };
+      const change: KeyChange = { key, from: have, impact: impactOf(key, undefined) };
       addChange(plan, change);
       continue;
     }
@@ -216,9 +227,10 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
     if (want !== undefined && have !== undefined && isDiskKey(type, key)) {
       const d = parseDisk(type, key, want);
       const a = parseDisk(type, key, have);
-      const diff = diffDisk(d, a);
-      const isMedia = d.head !== undefined || d.cloudinit || d.options.get('media') === 'cdrom';
-      if (diff.mediumChanged && !isMedia) {
+      const diff = diffDisk(d, a, !sizeIsServerChosen(key));
+      // Swapping one CD-ROM image for another is an edit; anything touching a real disk's
+      // volume is a replacement, which would leave the data disk behind as unusedN.
+      if (diff.mediumChanged && !(d.medium && a.medium)) {
         fail(draft, `${key} names a different volume than the guest has (${have}): replacing a disk is not supported; detach it and attach a new key`);
         return plan;
       }
@@ -234,7 +246,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
         const value = diff.mediumChanged ? want : formatDiskUpdate(type, key, d, have);
         config.set[key] = value;
         config.from[key] = have;
-        impact = keyImpact(ctx, key, have, value);
+        impact = impactOf(key, value);
       }
       if (diff.grow !== undefined) {
         const from = a.sizeBytes === undefined ? '' : formatSize(a.sizeBytes);
@@ -242,6 +254,10 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
         impact = maxImpact(impact, 'live');
       }
       if (diff.storageChanged && d.storage !== undefined) {
+        if (type === 'lxc' && ctx.running) {
+          fail(draft, `${key}: a container's volume moves only while it is stopped (move_volume refuses a running container); stop it first`);
+          return plan;
+        }
         moves.push({ op: 'move-disk', disk: key, storage: d.storage, from: a.storage ?? '' });
         impact = maxImpact(impact, 'live');
       }
@@ -254,17 +270,28 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
       const value = have !== undefined && isNicKey(key) ? formatNicUpdate(type, key, want, have) : want;
       config.set[key] = value;
       if (have !== undefined) config.from[key] = have;
-      const change: KeyChange = { key, to: want, impact: keyImpact(ctx, key, have, value) };
+      if (key === 'unprivileged' && type === 'lxc' && have !== undefined) {
+        fail(draft, `unprivileged is fixed when a container is created (Proxmox: unable to modify read-only option: 'unprivileged')`);
+        return plan;
+      }
+      const change: KeyChange = { key, to: want, impact: impactOf(key, value) };
       if (have !== undefined) change.from = have;
       addChange(plan, change);
     }
   }
 
+  if (refusals.length > 0) return fail(draft, refusals.join('; '));
   if (Object.keys(config.set).length > 0 || config.delete.length > 0) plan.operations.push(config);
   plan.operations.push(...resizes, ...moves);
+  if (template && resizes.length + moves.length > 0) {
+    return fail(draft, 'the guest is a template: its disks cannot be resized or moved');
+  }
 
   const power = powerOperation(spec, observed.status);
-  if (power) {
+  if (power && template) return fail(draft, `the guest is a template and cannot be ${power.op === 'start' ? 'started' : 'stopped'}; set power: ignore`);
+  if (spec.power !== 'ignore' && observed.status !== 'running' && observed.status !== 'stopped') {
+    plan.warnings.push(`power state is '${observed.status}': power is not changed by this plan`);
+  } else if (power) {
     plan.operations.push(power);
     plan.impact = maxImpact(plan.impact, power.op === 'start' ? 'live' : 'needs-stop');
     bump(plan, 'service-impact');
@@ -279,7 +306,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
 }
 
 function powerOperation(spec: GuestSpec, status: string): Operation | undefined {
-  if (spec.power === 'running' && status !== 'running') return { op: 'start' };
+  if (spec.power === 'running' && status === 'stopped') return { op: 'start' };
   if (spec.power === 'stopped' && status === 'running') return { op: 'shutdown' };
   return undefined;
 }
@@ -327,9 +354,15 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
     return plan;
   }
 
+  const nameKey = spec.type === 'qemu' ? 'name' : 'hostname';
+  const nameIgnored = spec.ignore.includes(nameKey);
+  const liveName = observedName(observed, listed);
   if (spec.state === 'absent') {
     if (!exists) return plan;
     if (!owned) return fail(draft, `state: absent, but guest ${input.vmid} does not carry the owner tag '${input.ownerTag}': refusing to destroy a guest this repository does not own`);
+    if (!nameIgnored && liveName !== undefined && liveName !== (spec.config[nameKey] ?? spec.name)) {
+      return fail(draft, `state: absent names '${spec.name}', but guest ${input.vmid} is '${liveName}': refusing to destroy another guest`);
+    }
     return planDestroy(draft, observed!, 'state: absent');
   }
 
@@ -342,10 +375,12 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   }
 
   const live = observed!;
+  if (Object.keys(live.current).length === 0) {
+    return fail(draft, `guest ${input.vmid} was read with an empty configuration; refusing to plan against it (re-run the plan)`);
+  }
   if (live.type !== spec.type) {
     return fail(draft, `VMID ${input.vmid} is taken by a ${live.type === 'qemu' ? 'VM' : 'container'} on ${node}; the spec describes a ${spec.kind}`);
   }
-  const liveName = observedName(live, listed);
   if (!owned) {
     if (!spec.adopt) {
       return fail(
@@ -353,12 +388,12 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
         `collision: VMID ${input.vmid} already exists on ${node} (${liveName ?? 'unnamed'}) without the owner tag '${input.ownerTag}'; choose another vmid, or set adopt: true to take it over`,
       );
     }
-    if (liveName !== undefined && liveName !== spec.name) {
+    if (!nameIgnored && liveName !== undefined && liveName !== (spec.config[nameKey] ?? spec.name)) {
       return fail(draft, `adopt: guest ${input.vmid} is named '${liveName}', the spec says '${spec.name}'; adoption needs the same VMID and name`);
     }
     plan.adopt = true;
     plan.warnings.push(`adopts the existing guest: the owner tag '${input.ownerTag}' is added`);
-  } else if (spec.vmidDerived && liveName !== undefined && liveName !== spec.name) {
+  } else if (spec.vmidDerived && !nameIgnored && liveName !== undefined && liveName !== (spec.config[nameKey] ?? spec.name)) {
     return fail(
       draft,
       `derived VMID ${input.vmid} belongs to owned guest '${liveName}', not '${spec.name}'; pin a free vmid in the spec`,

@@ -1,7 +1,7 @@
 import type { ClusterSpec, GuestPlan, ObservedState, Plan, PlanSummary, SpecSet } from '../model.js';
 import { hasOwnerTag } from './desired-config.js';
 import { severityRank } from './impact.js';
-import { planGuest } from './plan-guest.js';
+import { planGuest, toError } from './plan-guest.js';
 
 /**
  * Which guests a plan covers. A pull request plans what it adds, changes or removes — every guest
@@ -190,17 +190,41 @@ export function planSpecs(input: PlanInput): Plan {
         spec: headByVmid.get(vmid),
         baseSpec: baseByVmid.get(vmid),
         ownerTag: clusterSpec.ownerTag,
-        prune: clusterSpec.prune,
+        // A Cluster document that left the head cannot authorise destroys with its old prune.
+        prune: clusterSpec.prune && head.clusters.some((c) => c.name === clusterName),
         listed: listed.get(vmid),
         observed: seen.guests[vmid],
         readError: seen.readErrors?.[vmid],
       });
+      if (guestPlan.action === 'create' && seen.nodes.length > 0 && !seen.nodes.includes(guestPlan.node)) {
+        toError(guestPlan, `node '${guestPlan.node}' is not a node of cluster '${clusterName}' (${seen.nodes.join(', ')}): the guest cannot be created there`);
+      }
       plan.guests.push(guestPlan);
     }
   }
+  refuseMovedIdentities(plan.guests);
   sortGuestPlans(plan.guests);
   plan.summary = summarise(plan.guests);
   return plan;
+}
+
+/**
+ * A guest planned for creation under a name that another planned guest — one losing its spec —
+ * carries on the cluster means its identity moved (a derived VMID that shifted when another guest
+ * was added or pinned). Creating a twin and destroying or orphaning the original would be wrong
+ * either way: both become errors asking for a pinned VMID.
+ */
+function refuseMovedIdentities(guests: GuestPlan[]): void {
+  const leaving = new Map<string, GuestPlan>();
+  for (const g of guests) if (!g.target.spec && (g.action === 'destroy' || g.action === 'orphan')) leaving.set(`${g.cluster}/${g.name}`, g);
+  for (const g of guests) {
+    if (g.action !== 'create') continue;
+    const old = leaving.get(`${g.cluster}/${g.name}`);
+    if (!old) continue;
+    const message = `identity moved: ${g.cluster}/${g.name} is guest ${old.vmid} on the cluster, but the specs now give it VMID ${g.vmid}; pin \`vmid: ${old.vmid}\` in its spec`;
+    toError(g, message);
+    toError(old, message);
+  }
 }
 
 /** True when the plan would change something. */

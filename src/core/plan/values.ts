@@ -1,5 +1,6 @@
 import { configOption, defaultSubKey, subOptions, type OptionSchema } from '../config-options.js';
 import type { GuestType } from '../model.js';
+import { hotplugFeatures, isCloudinitVolume } from '../hotplug.js';
 import { normaliseTags, parsePropertyString, type PropertyString } from '../property-string.js';
 
 /**
@@ -99,6 +100,8 @@ export interface DiskValue {
   sizeBytes?: number;
   /** Every option other than the head and `size`. */
   options: Map<string, string>;
+  /** A CD-ROM or cloud-init drive rather than a disk with data of its own. */
+  medium: boolean;
 }
 
 /** Parses a disk value: `local-lvm:32,ssd=1`, `local-lvm:vm-100-disk-0,size=32G`, `none,media=cdrom`. */
@@ -110,7 +113,7 @@ export function parseDisk(type: GuestType, key: string, value: string): DiskValu
   map.delete(headKey);
   const sizeOption = map.get('size');
   map.delete('size');
-  const disk: DiskValue = { cloudinit: false, options: map };
+  const disk: DiskValue = { cloudinit: false, options: map, medium: false };
   if (head !== undefined) {
     const colon = head.indexOf(':');
     if (colon > 0 && !head.startsWith('/')) {
@@ -125,6 +128,12 @@ export function parseDisk(type: GuestType, key: string, value: string): DiskValu
   }
   if (sizeOption !== undefined) disk.sizeBytes = sizeToBytes(sizeOption);
   else if (disk.allocateGiB !== undefined) disk.sizeBytes = Math.round(disk.allocateGiB * 1024 ** 3);
+  disk.medium =
+    disk.cloudinit ||
+    map.get('media') === 'cdrom' ||
+    disk.head === 'none' ||
+    disk.head === 'cdrom' ||
+    (disk.volume !== undefined && isCloudinitVolume(disk.volume));
   return disk;
 }
 
@@ -132,6 +141,17 @@ export function parseDisk(type: GuestType, key: string, value: string): DiskValu
 function serverFilledDiskOption(desired: DiskValue, option: string): boolean {
   // A cloud-init drive is always stored as a CD-ROM.
   return desired.cloudinit && option === 'media';
+}
+
+/**
+ * Options that only steer an allocation (`format=qcow2`, `import-from=…`): Proxmox uses them to
+ * create the volume and does not store them, so their absence afterwards is not drift.
+ */
+const ALLOCATION_ONLY_OPTIONS = new Set(['format', 'import-from']);
+
+/** Disks whose size Proxmox chooses (the EFI vars and TPM state volumes), whatever the spec asks. */
+export function sizeIsServerChosen(key: string): boolean {
+  return key === 'efidisk0' || key === 'tpmstate0';
 }
 
 /** Differences between a desired and an actual disk, each handled by its own operation. */
@@ -147,23 +167,26 @@ export interface DiskDiff {
   mediumChanged: boolean;
 }
 
-/** Compares a desired disk with the one on the guest. */
-export function diffDisk(desired: DiskValue, actual: DiskValue): DiskDiff {
+/** Compares a desired disk with the one on the guest; `compareSize` false for server-sized disks. */
+export function diffDisk(desired: DiskValue, actual: DiskValue, compareSize = true): DiskDiff {
   const storageChanged =
     desired.storage !== undefined && actual.storage !== undefined && desired.storage !== actual.storage && !desired.volume;
   const mediumChanged =
     (desired.volume !== undefined && (desired.volume !== actual.volume || desired.storage !== actual.storage)) ||
     (desired.head !== undefined && desired.head !== actual.head) ||
     (desired.head === undefined && actual.head !== undefined) ||
-    (desired.cloudinit && !(actual.volume ?? '').endsWith('cloudinit'));
+    (desired.cloudinit && !(actual.volume !== undefined && isCloudinitVolume(actual.volume)));
   let optionsChanged = false;
-  for (const [k, v] of desired.options) if (actual.options.get(k) !== v) optionsChanged = true;
+  for (const [k, v] of desired.options) {
+    if (ALLOCATION_ONLY_OPTIONS.has(k) && !actual.options.has(k)) continue;
+    if (actual.options.get(k) !== v) optionsChanged = true;
+  }
   for (const k of actual.options.keys()) {
     if (!desired.options.has(k) && !serverFilledDiskOption(desired, k)) optionsChanged = true;
   }
   const diff: DiskDiff = { storageChanged, optionsChanged, mediumChanged };
   // Sizes matter only for real volumes: CD-ROMs and cloud-init drives have server-chosen sizes.
-  const sized = !desired.cloudinit && desired.head === undefined && !mediumChanged;
+  const sized = compareSize && !desired.medium && !actual.medium && desired.head === undefined && !mediumChanged;
   if (sized && desired.sizeBytes !== undefined && actual.sizeBytes !== undefined) {
     if (desired.sizeBytes > actual.sizeBytes) diff.grow = desired.sizeBytes;
     if (desired.sizeBytes < actual.sizeBytes) diff.shrink = desired.sizeBytes;
@@ -179,7 +202,7 @@ export function formatDiskUpdate(type: GuestType, key: string, desired: DiskValu
   const parts: string[] = [];
   const head = actualMap.get(headKey);
   if (head !== undefined) parts.push(head);
-  for (const [k, v] of desired.options) parts.push(`${k}=${v}`);
+  for (const [k, v] of desired.options) if (!ALLOCATION_ONLY_OPTIONS.has(k)) parts.push(`${k}=${v}`);
   const size = actualMap.get('size');
   if (size !== undefined) parts.push(`size=${size}`);
   return parts.join(',');
@@ -274,10 +297,24 @@ export function sameValue(type: GuestType, key: string, desired: string, actual:
   if (key === 'description') return desired.trimEnd() === actual.trimEnd();
   if (isNicKey(key)) return sameNic(type, key, desired, actual);
   if (isDiskKey(type, key)) {
-    const diff = diffDisk(parseDisk(type, key, desired), parseDisk(type, key, actual));
+    const diff = diffDisk(parseDisk(type, key, desired), parseDisk(type, key, actual), !sizeIsServerChosen(key));
     return !diff.storageChanged && !diff.optionsChanged && !diff.mediumChanged && !diff.grow && !diff.shrink;
   }
   const schema = configOption(type, key);
   if (subOptions(schema)) return mapsEqual(propertyMap(schema, desired), propertyMap(schema, actual));
+  if (key === 'hotplug') return sameSet(hotplugFeatures(desired), hotplugFeatures(actual));
+  // Options whose format the schema names rather than spells out (`startup`, `ipconfigN`) are
+  // still key=value lists: a GUI edit that only reorders them is no change.
+  if (KEY_VALUE_LIST.test(desired) && KEY_VALUE_LIST.test(actual)) return mapsEqual(keyValueMap(desired), keyValueMap(actual));
   return normaliseScalar(schema, desired) === normaliseScalar(schema, actual);
+}
+
+const KEY_VALUE_LIST = /^[a-z0-9_-]+=[^,=]*(,[a-z0-9_-]+=[^,=]*)*$/i;
+
+function keyValueMap(value: string): Map<string, string> {
+  return new Map(parsePropertyString(value).pairs);
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((x) => b.has(x));
 }

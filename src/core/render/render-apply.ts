@@ -155,6 +155,9 @@ function guestRef(guest: GuestApplyResult): string {
 function renderGuest(guest: GuestApplyResult): string {
   const parts = [`${STATUS_EMOJI[guest.status]} **${guest.status}** · ${guestRef(guest)}\n\n`];
   if (guest.error !== undefined) parts.push(`> ${escapeText(guest.error)}\n\n`);
+  if (guest.pending !== undefined && guest.pending.length > 0) {
+    parts.push(`⏳ Pending until restart: ${guest.pending.map((k) => codeSpan(k)).join(', ')}\n\n`);
+  }
   if (guest.conflict !== undefined && guest.conflict.length > 0) parts.push(renderConflicts(guest.conflict));
   if (guest.steps.length > 0) {
     const tasks = guest.steps.filter((step) => step.upid !== undefined).length;
@@ -251,6 +254,9 @@ function renderGuestText(guest: GuestApplyResult, paint: Painter): string[] {
   const lines = [
     `${paint(guest.status.padEnd(9), ...style)} ${paint(`${terminalSafe(guest.cluster)}/${terminalSafe(guest.name)} (${guest.vmid})`, 'bold')} on ${terminalSafe(guest.node)}`,
   ];
+  if (guest.pending !== undefined && guest.pending.length > 0) {
+    lines.push(`${INDENT}${paint('pending until restart:', 'yellow')} ${guest.pending.map((k) => terminalSafe(k)).join(', ')}`);
+  }
   if (guest.status === 'unchanged') return lines;
   if (guest.error !== undefined) lines.push(`${INDENT}${paint('error:', 'red', 'bold')} ${terminalSafe(guest.error, 2_000)}`);
   for (const c of guest.conflict ?? []) {

@@ -153,28 +153,47 @@ export function lineCounterFrom(lineStarts: readonly number[]): LineCounter {
 
 /** Positions of one document of `file`, answered from its table; `lineCounter` is the file's. */
 export function tablePositions(file: string, table: PositionTable, lineCounter: LineCounter): DocumentPositions {
-  const ref = (offset: number): SourceRef => {
-    const { line, col } = lineCounter.linePos(offset);
-    return { file, line, col };
-  };
-  const start = ref(table.start);
-  const at = (offset: number | undefined): SourceRef => (offset === undefined || offset === NO_RANGE ? start : ref(offset));
-  return {
-    start,
-    key: (path) => {
-      const found = walk(table, path);
-      return at(found.key ?? found.value);
-    },
-    value: (path) => at(walk(table, path).value),
-    keysOf: (path) => {
-      const node = walk(table, path).node;
-      const keys: Record<string, SourceRef> = {};
-      if (node === undefined || typeof node === 'number' || !('keys' in node)) return keys;
-      node.keys.forEach((key, index) => {
-        const offset = node.keyAt[index] ?? NO_RANGE;
-        if (offset !== NO_RANGE) keys[key] = ref(offset);
-      });
-      return keys;
-    },
-  };
+  return new TablePositions(file, table, lineCounter);
+}
+
+/** A class rather than closures: one is made per document, and most are never asked anything. */
+class TablePositions implements DocumentPositions {
+  readonly start: SourceRef;
+
+  constructor(
+    private readonly file: string,
+    private readonly table: PositionTable,
+    private readonly lineCounter: LineCounter,
+  ) {
+    this.start = this.ref(table.start);
+  }
+
+  key(path: DocPath): SourceRef {
+    const found = walk(this.table, path);
+    return this.at(found.key ?? found.value);
+  }
+
+  value(path: DocPath): SourceRef {
+    return this.at(walk(this.table, path).value);
+  }
+
+  keysOf(path: DocPath): Record<string, SourceRef> {
+    const node = walk(this.table, path).node;
+    const keys: Record<string, SourceRef> = {};
+    if (node === undefined || typeof node === 'number' || !('keys' in node)) return keys;
+    for (let index = 0; index < node.keys.length; index++) {
+      const offset = node.keyAt[index] ?? NO_RANGE;
+      if (offset !== NO_RANGE) keys[node.keys[index] ?? ''] = this.ref(offset);
+    }
+    return keys;
+  }
+
+  private ref(offset: number): SourceRef {
+    const { line, col } = this.lineCounter.linePos(offset);
+    return { file: this.file, line, col };
+  }
+
+  private at(offset: number | undefined): SourceRef {
+    return offset === undefined || offset === NO_RANGE ? this.start : this.ref(offset);
+  }
 }

@@ -11,6 +11,7 @@ import {
   type ParamSchema,
 } from '../../core/proxmox-params.js';
 import { configEndpoint } from '../../core/config-options.js';
+import { isCloudinitVolume } from '../../core/hotplug.js';
 import type { GuestType } from '../../core/model.js';
 
 export { configEndpoint };
@@ -107,24 +108,14 @@ export function parseAllocation(volid: string): { storage: string; gib: number }
   return m ? { storage: m[1] as string, gib: Number(m[2]) } : undefined;
 }
 
-const QEMU_DRIVE_RE = /^(ide[0-3]|sata[0-5]|scsi(?:[0-9]|[12][0-9]|30)|virtio(?:[0-9]|1[0-5])|efidisk0|tpmstate0)$/;
-
-/** `is_valid_drivename` (qemu). */
-export function isQemuDrive(key: string): boolean {
-  return QEMU_DRIVE_RE.test(key);
-}
+export { isCdrom, isQemuDrive } from '../../core/hotplug.js';
 
 /** Container volume options: `rootfs` and `mpN`. */
 export function isLxcMount(key: string): boolean {
   return key === 'rootfs' || /^mp\d+$/.test(key);
 }
 
-/** `drive_is_cdrom`: `media=cdrom`, or the `none`/`cdrom` placeholders. */
-export function isCdrom(drive: Record<string, string>): boolean {
-  return drive.media === 'cdrom' || drive.file === 'cdrom' || drive.file === 'none';
-}
-
 /** A cloud-init drive (`vm-<id>-cloudinit`). */
 export function isCloudinit(drive: Record<string, string>): boolean {
-  return /[:/]vm-\d+-cloudinit(\.\w+)?$/.test(drive.file ?? '');
+  return isCloudinitVolume(drive.file ?? '');
 }

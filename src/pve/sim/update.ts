@@ -4,6 +4,17 @@
  * to `[PENDING]`, cleans up, and either hot-plugs (running guest) or applies everything
  * (stopped guest). `applyAllPending` is what start/stop do.
  */
+import {
+  isQemuFastplug,
+  LIVE,
+  LXC_FASTPLUG,
+  lxcHotplugDelete,
+  lxcHotplugSet,
+  PENDING,
+  qemuHotplugDelete,
+  qemuHotplugSet,
+  type HotplugVerdict,
+} from '../../core/hotplug.js';
 import type { GuestType } from '../../core/model.js';
 import { normaliseTags } from '../../core/property-string.js';
 import { paramSchema, splitList } from '../../core/proxmox-params.js';
@@ -80,16 +91,6 @@ export function optionExists(type: GuestType, key: string): boolean {
 /** Options a token may never set (`only root can set '<opt>' config`): not in any permission group. */
 const QEMU_ROOT_ONLY = new Set(['args', 'lock', 'hookscript', 'meta', 'parent', 'snaptime', 'runningmachine', 'runningcpu']);
 
-const QEMU_FASTPLUG = new Set([
-  'description', 'hookscript', 'lock', 'migrate_downtime', 'migrate_speed', 'name', 'onboot', 'protection', 'shares',
-  'startup', 'tags', 'vmstatestorage', 'ciuser', 'cipassword', 'citype', 'ciupgrade', 'cicustom', 'searchdomain',
-  'nameserver', 'sshkeys',
-]);
-const LXC_FASTPLUG = new Set(['description', 'onboot', 'startup', 'protection', 'hostname', 'hookscript', 'cores', 'tags', 'lock']);
-
-function isQemuFastplug(key: string): boolean {
-  return QEMU_FASTPLUG.has(key) || /^ipconfig\d+$/.test(key);
-}
 
 /** The synchronous part of qemu's `$update_vm_api` before the config is loaded. */
 export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor): PreparedUpdate {
@@ -292,80 +293,13 @@ export function createQemuDisk(env: UpdateEnv, guest: Guest, key: string, value:
   return printPropertyString(format, drive);
 }
 
-/** Features of the `hotplug` option (`1` = `network,disk,usb`, `0` = none). */
-function hotplugFeatures(value: string | undefined): Set<string> {
-  const v = value ?? '1';
-  if (v === '1') return new Set(['network', 'disk', 'usb']);
-  if (v === '0') return new Set();
-  return new Set(v.split(','));
-}
-
 const SKIP = 'skip';
 
-/** Decides whether a running VM can take a pending delete now (`vmconfig_hotplug_pending`). */
-function qemuHotplugDelete(guest: Guest, opt: string, features: Set<string>): string | undefined {
-  const hotplug = guest.main.get('hotplug') ?? '';
-  if (opt === 'hotplug') return /(cpu|memory)/.test(hotplug) ? SKIP : undefined;
-  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? undefined : SKIP;
-  if (opt === 'vcpus') return features.has('cpu') ? undefined : SKIP;
-  if (opt === 'balloon') return guest.main.get('balloon') === '0' ? SKIP : undefined;
-  if (isQemuFastplug(opt)) return undefined;
-  if (/^net\d+$/.test(opt)) return features.has('network') ? undefined : SKIP;
-  if (isQemuDrive(opt)) return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? SKIP : undefined;
-  if (opt === 'memory') return features.has('memory') ? undefined : SKIP;
-  if (opt === 'cpuunits' || opt === 'cpulimit') return undefined;
-  return SKIP;
-}
-
-const DISK_COLD_KEYS = ['aio', 'discard', 'iothread', 'queues', 'cache', 'detect_zeroes', 'serial', 'ssd', 'ro', 'wwn', 'product', 'vendor', 'format', 'scsiblock', 'snapshot', 'werror', 'rerror'];
-const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
-
-/** Decides whether a running VM can take a pending value now; a message is a hotplug error. */
-function qemuHotplugSet(guest: Guest, opt: string, value: string, features: Set<string>): string | undefined {
-  const current = guest.main.get(opt);
-  const hotplug = guest.main.get('hotplug') ?? '';
-  if (opt === 'hotplug') {
-    if (/memory/.test(value) || (!/memory/.test(value) && /memory/.test(hotplug))) return SKIP;
-    if (/cpu/.test(value) || (!/cpu/.test(value) && /cpu/.test(hotplug))) return SKIP;
-    return undefined;
-  }
-  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? undefined : SKIP;
-  if (opt === 'vcpus') return features.has('cpu') ? undefined : SKIP;
-  if (opt === 'balloon') {
-    const oldOn = current === undefined || perlTrue(current);
-    const newOn = perlTrue(value);
-    return oldOn !== newOn ? SKIP : undefined;
-  }
-  if (/^net\d+$/.test(opt)) {
-    if (current !== undefined) {
-      const oldNet = parseOption('qemu', opt, current) ?? {};
-      const newNet = parseOption('qemu', opt, value) ?? {};
-      const cold = NET_COLD_KEYS.some((k) => oldNet[k] !== newNet[k]) || !(oldNet.bridge && newNet.bridge);
-      if (!cold) return undefined;
-    }
-    return features.has('network') ? undefined : SKIP;
-  }
-  if (isQemuDrive(opt)) {
-    if (opt === 'efidisk0' || opt === 'tpmstate0') return SKIP;
-    const drive = parseOption('qemu', opt, value) ?? {};
-    if (current !== undefined) {
-      const old = parseOption('qemu', opt, current) ?? {};
-      if ((drive.media ?? 'disk') !== (old.media ?? 'disk')) return 'unable to change media type';
-      if (isCdrom(old)) return undefined;
-      if (drive.file !== old.file) return features.has('disk') ? undefined : SKIP;
-      return DISK_COLD_KEYS.some((k) => drive[k] !== old[k]) ? SKIP : undefined;
-    }
-    return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? SKIP : undefined;
-  }
-  if (opt === 'memory') return features.has('memory') ? undefined : SKIP;
-  if (opt === 'cpuunits' || opt === 'cpulimit') return undefined;
-  if (opt === 'agent') {
-    const parse = (v: string | undefined): Record<string, string> => (v === undefined ? {} : (parseOption('qemu', 'agent', v) ?? {}));
-    const a = parse(current);
-    const b = parse(value);
-    return a.enabled !== b.enabled || a.type !== b.type ? SKIP : undefined;
-  }
-  return SKIP;
+/** The simulator's reading of a shared hotplug verdict: SKIP leaves the value pending. */
+function asSimVerdict(verdict: HotplugVerdict): string | undefined {
+  if (verdict === LIVE) return undefined;
+  if (verdict === PENDING) return SKIP;
+  return verdict.error;
 }
 
 /** `vmconfig_hotplug_pending` (qemu), restricted to the options of this request. */
@@ -376,11 +310,10 @@ function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>
       guest.pending.delete(key);
     }
   }
-  const features = hotplugFeatures(guest.main.get('hotplug'));
   const deletes = pendingDeletes(guest);
   for (const opt of [...deletes.keys()].sort()) {
     if (!selection.has(opt)) continue;
-    const verdict = qemuHotplugDelete(guest, opt, features);
+    const verdict = asSimVerdict(qemuHotplugDelete(opt, guest.main.get(opt), guest.main.get('hotplug')));
     if (verdict === SKIP) continue;
     if (verdict !== undefined) {
       errors[opt] = `hotplug problem - ${verdict}`;
@@ -393,7 +326,7 @@ function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>
   for (const opt of [...guest.pending.keys()].sort()) {
     if (opt === 'delete' || !selection.has(opt)) continue;
     const value = guest.pending.get(opt) as string;
-    const verdict = qemuHotplugSet(guest, opt, value, features);
+    const verdict = asSimVerdict(qemuHotplugSet(opt, guest.main.get(opt), value, guest.main.get('hotplug')));
     if (verdict === SKIP) continue;
     if (verdict !== undefined) {
       errors[opt] = `hotplug problem - ${verdict}`;
@@ -563,8 +496,7 @@ function lxcHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>)
   const deletes = pendingDeletes(guest);
   for (const opt of [...deletes.keys()].sort()) {
     if (!selection.has(opt)) continue;
-    const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d+$/.test(opt);
-    if (!live) continue;
+    if (lxcHotplugDelete(opt) !== LIVE) continue;
     if (/^unused\d+$/.test(opt)) env.volumes.free(guest.main.get(opt) ?? '');
     guest.main.delete(opt);
     removeFromPendingDelete(guest, opt);
@@ -572,12 +504,8 @@ function lxcHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>)
   for (const opt of [...guest.pending.keys()].sort()) {
     if (opt === 'delete' || !selection.has(opt)) continue;
     let value = guest.pending.get(opt) as string;
-    if (/^mp\d+$/.test(opt)) {
-      if (guest.main.has(opt)) continue; // never hot-plugged over an existing mount point
-      value = applyPendingMountpoint(env, guest, opt, value);
-    } else if (!['cpulimit', 'cpuunits', 'memory', 'swap'].includes(opt) && !/^(net|dev)\d+$/.test(opt)) {
-      continue;
-    }
+    if (lxcHotplugSet(opt, guest.main.get(opt)) !== LIVE) continue;
+    if (/^mp\d+$/.test(opt)) value = applyPendingMountpoint(env, guest, opt, value);
     guest.main.set(opt, value);
     guest.pending.delete(opt);
   }

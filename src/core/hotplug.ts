@@ -1,0 +1,185 @@
+import { configEndpoint } from './config-options.js';
+import type { GuestType } from './model.js';
+import { paramSchema, parsePropertyStringWithSchema } from './proxmox-params.js';
+
+/**
+ * Which config changes a running guest takes at once and which wait in `[PENDING]` for a restart:
+ * qemu-server's `vmconfig_hotplug_pending` and pve-container's `vmconfig_hotplug_pending`
+ * (API-FACTS §5.3, §5.4). One module, used by the simulator to behave like Proxmox and by the
+ * planner to label changes, so the two can never disagree.
+ */
+
+/** A running guest takes the change now. */
+export const LIVE = 'live';
+/** The change waits in `[PENDING]` until the guest restarts. */
+export const PENDING = 'pending';
+/** Proxmox refuses the change on a running guest (`hotplug problem - <message>`). */
+export interface HotplugRefusal {
+  error: string;
+}
+export type HotplugVerdict = typeof LIVE | typeof PENDING | HotplugRefusal;
+
+const QEMU_FASTPLUG = new Set([
+  'description',
+  'hookscript',
+  'lock',
+  'migrate_downtime',
+  'migrate_speed',
+  'name',
+  'onboot',
+  'protection',
+  'shares',
+  'startup',
+  'tags',
+  'vmstatestorage',
+  'ciuser',
+  'cipassword',
+  'citype',
+  'ciupgrade',
+  'cicustom',
+  'searchdomain',
+  'nameserver',
+  'sshkeys',
+]);
+
+/** Container options applied at once even on a running container (`$LXC_FASTPLUG_OPTIONS`). */
+export const LXC_FASTPLUG: ReadonlySet<string> = new Set([
+  'description',
+  'onboot',
+  'startup',
+  'protection',
+  'hostname',
+  'hookscript',
+  'cores',
+  'tags',
+  'lock',
+]);
+
+/** Container options hot-plugged through cgroups or the network setup. */
+const LXC_LIVE = new Set(['cpulimit', 'cpuunits', 'memory', 'swap']);
+
+/** Drive options a running VM cannot change in place. */
+const DISK_COLD_KEYS = ['aio', 'discard', 'iothread', 'queues', 'cache', 'detect_zeroes', 'serial', 'ssd', 'ro', 'wwn', 'product', 'vendor', 'format', 'scsiblock', 'snapshot', 'werror', 'rerror'];
+/** NIC options that need the `network` hotplug feature (an unplug and plug). */
+const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
+
+const QEMU_DRIVE_RE = /^(ide[0-3]|sata[0-5]|scsi(?:[0-9]|[12][0-9]|30)|virtio(?:[0-9]|1[0-5])|efidisk0|tpmstate0)$/;
+
+/** `is_valid_drivename` (qemu). */
+export function isQemuDrive(key: string): boolean {
+  return QEMU_DRIVE_RE.test(key);
+}
+
+/** `drive_is_cdrom`: `media=cdrom`, or the `none`/`cdrom` placeholders. */
+export function isCdrom(drive: Record<string, string>): boolean {
+  return drive.media === 'cdrom' || drive.file === 'cdrom' || drive.file === 'none';
+}
+
+/** A cloud-init drive's volume (`local-lvm:vm-100-cloudinit`, `local:100/vm-100-cloudinit.qcow2`). */
+export function isCloudinitVolume(volume: string): boolean {
+  return /(^|[:/])vm-\d+-cloudinit(\.\w+)?$/.test(volume);
+}
+
+/** Fast-plug options of a running VM: written to the config at once. */
+export function isQemuFastplug(key: string): boolean {
+  return QEMU_FASTPLUG.has(key) || /^ipconfig\d+$/.test(key);
+}
+
+/** Features of the `hotplug` option (`1` or unset = `network,disk,usb`, `0` = none). */
+export function hotplugFeatures(value: string | undefined): Set<string> {
+  const v = value ?? '1';
+  if (v === '1') return new Set(['network', 'disk', 'usb']);
+  if (v === '0' || v === '') return new Set();
+  return new Set(v.split(',').map((f) => f.trim()));
+}
+
+/** An option value parsed with its property-string format (`{}` when it has none or is garbled). */
+export function parseOption(type: GuestType, key: string, value: string | undefined): Record<string, string> {
+  if (value === undefined) return {};
+  const schema = paramSchema(configEndpoint(type), key);
+  if (!schema || typeof schema.format !== 'object') return {};
+  const parsed = parsePropertyStringWithSchema(schema.format, value);
+  return typeof parsed === 'string' ? {} : parsed;
+}
+
+/** Perl truthiness of a config value (`''` and `'0'` are false). */
+function perlTrue(value: string | undefined): boolean {
+  return value !== undefined && value !== '' && value !== '0';
+}
+
+/**
+ * Setting `opt` to `value` on a running VM whose config has `current` for it and `hotplug` as its
+ * hotplug option.
+ */
+export function qemuHotplugSet(opt: string, current: string | undefined, value: string, hotplug: string | undefined): HotplugVerdict {
+  if (isQemuFastplug(opt)) return LIVE;
+  const features = hotplugFeatures(hotplug);
+  if (opt === 'hotplug') {
+    // CPU and memory hotplug change how the VM was started: only a restart applies them.
+    const now = hotplug ?? '';
+    return /memory|cpu/.test(value) || /memory|cpu/.test(now) ? PENDING : LIVE;
+  }
+  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? LIVE : PENDING;
+  if (opt === 'vcpus') return features.has('cpu') ? LIVE : PENDING;
+  if (opt === 'balloon') {
+    const oldOn = current === undefined || perlTrue(current);
+    return oldOn !== perlTrue(value) ? PENDING : LIVE;
+  }
+  if (/^net\d+$/.test(opt)) {
+    if (current !== undefined) {
+      const oldNet = parseOption('qemu', opt, current);
+      const newNet = parseOption('qemu', opt, value);
+      const cold = NET_COLD_KEYS.some((k) => oldNet[k] !== newNet[k]) || !(oldNet.bridge && newNet.bridge);
+      if (!cold) return LIVE;
+    }
+    return features.has('network') ? LIVE : PENDING;
+  }
+  if (isQemuDrive(opt)) {
+    if (opt === 'efidisk0' || opt === 'tpmstate0') return PENDING;
+    const drive = parseOption('qemu', opt, value);
+    if (current !== undefined) {
+      const old = parseOption('qemu', opt, current);
+      if ((drive.media ?? 'disk') !== (old.media ?? 'disk')) return { error: 'unable to change media type' };
+      if (isCdrom(old)) return LIVE;
+      if (drive.file !== old.file) return features.has('disk') ? LIVE : PENDING;
+      return DISK_COLD_KEYS.some((k) => drive[k] !== old[k]) ? PENDING : LIVE;
+    }
+    return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? PENDING : LIVE;
+  }
+  if (opt === 'memory') return features.has('memory') ? LIVE : PENDING;
+  if (opt === 'cpuunits' || opt === 'cpulimit') return LIVE;
+  if (opt === 'agent') {
+    const a = parseOption('qemu', 'agent', current);
+    const b = parseOption('qemu', 'agent', value);
+    return a.enabled !== b.enabled || a.type !== b.type ? PENDING : LIVE;
+  }
+  return PENDING;
+}
+
+/** Deleting `opt` (whose value is `current`) from a running VM. */
+export function qemuHotplugDelete(opt: string, current: string | undefined, hotplug: string | undefined): HotplugVerdict {
+  if (opt === 'hotplug') return /(cpu|memory)/.test(hotplug ?? '') ? PENDING : LIVE;
+  const features = hotplugFeatures(hotplug);
+  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? LIVE : PENDING;
+  if (opt === 'vcpus') return features.has('cpu') ? LIVE : PENDING;
+  if (opt === 'balloon') return current === '0' ? PENDING : LIVE;
+  if (isQemuFastplug(opt)) return LIVE;
+  if (/^net\d+$/.test(opt)) return features.has('network') ? LIVE : PENDING;
+  if (isQemuDrive(opt)) return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? PENDING : LIVE;
+  if (opt === 'memory') return features.has('memory') ? LIVE : PENDING;
+  if (opt === 'cpuunits' || opt === 'cpulimit') return LIVE;
+  return PENDING;
+}
+
+/** Setting `opt` on a running container; a mount point is hot-plugged only where none was. */
+export function lxcHotplugSet(opt: string, current: string | undefined): HotplugVerdict {
+  if (LXC_FASTPLUG.has(opt) || LXC_LIVE.has(opt) || /^(net|dev)\d+$/.test(opt)) return LIVE;
+  if (/^mp\d+$/.test(opt)) return current === undefined ? LIVE : PENDING;
+  return PENDING;
+}
+
+/** Deleting `opt` from a running container. */
+export function lxcHotplugDelete(opt: string): HotplugVerdict {
+  const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d+$/.test(opt);
+  return live ? LIVE : PENDING;
+}
