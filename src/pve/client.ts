@@ -22,6 +22,7 @@ import {
   TaskStatus,
   Upid,
 } from './schema.js';
+import { observedFromPending } from './observed-guest.js';
 import { pollTask, type WaitOptions } from './task.js';
 import { PveTransport, type HttpMethod, type PveLogger, type PveParams } from './transport.js';
 
@@ -175,26 +176,7 @@ export class PveClient {
       this.getPending(node, type, vmid),
       this.#get(`${guestPath(node, type, vmid)}/status/current`, GuestStatus),
     ]);
-    const guest: ObservedGuest = {
-      vmid,
-      type,
-      node,
-      status: status.status,
-      digest: '',
-      current: {},
-      pending: {},
-      pendingDelete: [],
-    };
-    for (const entry of entries) {
-      if (entry.key === 'digest') {
-        guest.digest = String(entry.value ?? '');
-        continue;
-      }
-      if (entry.value !== undefined) guest.current[entry.key] = String(entry.value);
-      if (entry.pending !== undefined) guest.pending[entry.key] = String(entry.pending);
-      if (entry.delete !== undefined && entry.delete !== 0) guest.pendingDelete.push(entry.key);
-    }
-    return guest;
+    return observedFromPending(entries, { vmid, type, node }, status.status);
   }
 
   /**

@@ -1,29 +1,7 @@
-import type { GuestType, ListedGuest, ObservedGuest } from '../core/model.js';
+import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
-import type { PendingEntry, PveClient, WaitOptions } from './client.js';
-
-/** Builds the core's view of a guest from one `GET …/pending` answer. */
-export function observedFromPending(
-  entries: readonly PendingEntry[],
-  ref: { vmid: number; type: GuestType; node: string },
-  status: string,
-): ObservedGuest {
-  const guest: ObservedGuest = { ...ref, status, digest: '', current: {}, pending: {}, pendingDelete: [] };
-  for (const entry of entries) {
-    if (entry.key === 'digest') {
-      guest.digest = String(entry.value ?? '');
-      continue;
-    }
-    if (entry.value !== undefined && entry.value !== null) guest.current[entry.key] = String(entry.value);
-    if (entry.pending !== undefined && entry.pending !== null) guest.pending[entry.key] = String(entry.pending);
-    if (entry.delete !== undefined && entry.delete !== 0) guest.pendingDelete.push(entry.key);
-  }
-  return guest;
-}
-
-function guestPath(ref: GuestRef): string {
-  return `/nodes/${encodeURIComponent(ref.node)}/${ref.type}/${ref.vmid}`;
-}
+import type { PveClient, WaitOptions } from './client.js';
+import { observedFromPending } from './observed-guest.js';
 
 /**
  * The core's reader/writer ports over a {@link PveClient}. Every write waits for its task, so a
@@ -59,12 +37,8 @@ export class PveClusterAdapter implements ClusterWriter {
     return this.readGuestForApply(listed);
   }
 
-  async readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {
-    const [entries, status] = await Promise.all([
-      this.#client.getPending(ref.node, ref.type, ref.vmid),
-      this.#client.request<{ status: string }>('GET', `${guestPath(ref)}/status/current`),
-    ]);
-    return observedFromPending(entries, ref, status.status);
+  readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {
+    return this.#client.readGuest(ref.node, ref.type, ref.vmid);
   }
 
   async activeTasks(ref: GuestRef): Promise<string[]> {

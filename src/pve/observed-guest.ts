@@ -1,0 +1,24 @@
+import type { GuestType, ObservedGuest } from '../core/model.js';
+import type { PendingEntry } from './schema.js';
+
+/**
+ * The core's view of a guest from one `GET …/pending` answer: current values, queued values,
+ * queued deletions and the digest of exactly that read (API-FACTS §4).
+ */
+export function observedFromPending(
+  entries: readonly PendingEntry[],
+  ref: { vmid: number; type: GuestType; node: string },
+  status: string,
+): ObservedGuest {
+  const guest: ObservedGuest = { vmid: ref.vmid, type: ref.type, node: ref.node, status, digest: '', current: {}, pending: {}, pendingDelete: [] };
+  for (const entry of entries) {
+    if (entry.key === 'digest') {
+      guest.digest = String(entry.value ?? '');
+      continue;
+    }
+    if (entry.value !== undefined && entry.value !== null) guest.current[entry.key] = String(entry.value);
+    if (entry.pending !== undefined && entry.pending !== null) guest.pending[entry.key] = String(entry.pending);
+    if (entry.delete !== undefined && entry.delete !== 0) guest.pendingDelete.push(entry.key);
+  }
+  return guest;
+}
