@@ -87,15 +87,15 @@ class GuestJob {
       return await this.writer.readGuestForApply({ node: listed.node, type: listed.type, vmid: listed.vmid });
     } catch (err) {
       if (!(err instanceof PveNotFoundError)) throw err;
-      // Migrated or destroyed since the listing: find it again.
-      this.#listed = (await this.relist()).get(this.plan.vmid);
-      if (this.#listed) {
-        this.#emit({ op: 'relocated', detail: `found on ${this.#listed.node}` });
-        this.result.node = this.#listed.node;
-        return this.#read();
-      }
-      return undefined;
     }
+    // Migrated or destroyed since the listing: find it again, once; a guest the listing places
+    // where it cannot be read is an error rather than a loop.
+    const found = (await this.relist()).get(this.plan.vmid);
+    this.#listed = found;
+    if (!found) return undefined;
+    this.#emit({ op: 'relocated', detail: `found on ${found.node}` });
+    this.result.node = found.node;
+    return this.writer.readGuestForApply({ node: found.node, type: found.type, vmid: found.vmid });
   }
 
   /**
@@ -220,6 +220,11 @@ class GuestJob {
           if (this.#digestConflicts >= (this.options.maxDigestConflicts ?? 3)) {
             return this.#finish('conflict', `the config digest moved ${this.#digestConflicts} times in a row while writing; someone else is writing this guest`);
           }
+          continue;
+        }
+        if (op.op !== 'create' && typed(err, PveNotFoundError)) {
+          // Migrated (or removed) between the read and the write: the next read finds it again.
+          this.#emit({ op: 'relocated', detail: `not on ${this.#listed?.node ?? '?'} any more; looking it up again` });
           continue;
         }
         const locked = typed(err, PveLockedError);

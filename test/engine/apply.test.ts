@@ -4,6 +4,7 @@ import type { SpecSet } from '../../src/core/model.js';
 import { planHasChanges, planHasErrors } from '../../src/core/plan/plan-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
+import type { GuestRef } from '../../src/core/ports.js';
 import { PveClient } from '../../src/pve/client.js';
 import { byName, loadExample, rawValue, startEstate, withConfig, writes, type Estate } from './helpers.js';
 
@@ -161,6 +162,35 @@ describe('apply against the simulator', () => {
     expect(rawValue(estate.sims.lab, 100301, 'lock')).toBe('backup');
     expect(rawValue(estate.sims.lab, 100301, 'memory')).toBe('8192');
     await released;
+  });
+
+  it('finds a guest that migrated after the plan and applies it where it lives now', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    expect(byName(plan)['lab/build-01']?.node).toBe('pve-02');
+    // The migration finishes between the apply's listing and its first read of the guest.
+    let migrated = false;
+    const lab = new Proxy(estate.writers.lab!, {
+      get(target, prop) {
+        if (prop === 'readGuestForApply') {
+          return async (ref: GuestRef) => {
+            if (!migrated) estate.sims.lab.sim.migrate(100301, 'pve-01');
+            migrated = true;
+            return target.readGuestForApply(ref);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const result = await executePlan(plan, { ...estate.writers, lab }, fast);
+    const build = result.guests.find((g) => g.name === 'build-01');
+    expect(build?.status).toBe('applied');
+    expect(build?.node).toBe('pve-01');
+    expect(build?.steps.map((s) => s.op)).toEqual(['relocated', 'config']);
+    expect(estate.sims.lab.sim.getGuest(100301)?.node).toBe('pve-01');
+    expect(rawValue(estate.sims.lab, 100301, 'memory')).toBe('12288');
   });
 
   it('reports a recurring digest conflict instead of retrying forever', async () => {

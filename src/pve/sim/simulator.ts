@@ -228,6 +228,15 @@ export class Simulator {
     this.requireGuest(vmid).setRunning(running);
   }
 
+  /** Moves a guest to another node at once, like a finished migration (the config file moves). */
+  migrate(vmid: number, node: string): void {
+    if (!this.nodes.includes(node)) throw new SimulatorError(`unknown node '${node}'`);
+    const guest = this.requireGuest(vmid);
+    guest.node = node;
+    guest.version++;
+    this.sorted = undefined;
+  }
+
   /** A task by UPID. */
   getTask(upid: string): SimTask | undefined {
     return this.tasks.get(upid);
