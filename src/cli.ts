@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { applyCommand } from './commands/apply.js';
+import { checkCommand } from './commands/check.js';
 import { UsageError } from './commands/args.js';
 import { demoCommand } from './commands/demo.js';
 import { driftCommand } from './commands/drift.js';
@@ -9,7 +10,7 @@ import type { Command, CommandIO } from './commands/types.js';
 import { validateCommand } from './commands/validate.js';
 
 /** Every subcommand, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [demoCommand, validateCommand, planCommand, applyCommand, driftCommand, simCommand];
+export const COMMANDS: readonly Command[] = [demoCommand, validateCommand, checkCommand, planCommand, applyCommand, driftCommand, simCommand];
 
 function version(): string {
   const require = createRequire(import.meta.url);

@@ -11,6 +11,8 @@ export const DEFAULT_CONCURRENCY = 16;
 /** Adapters for a set of clusters, closed together. */
 export interface OpenClusters {
   clusters: Record<string, PveClusterAdapter>;
+  /** The clients behind the adapters, for calls outside the ports (version, nodes). */
+  clients: Record<string, PveClient>;
   close(): Promise<void>;
 }
 
@@ -24,7 +26,7 @@ export function openClusters(
   mode: 'read' | 'write',
   options: { logger?: PveLogger; warn?: (message: string) => void } = {},
 ): OpenClusters {
-  const clients: PveClient[] = [];
+  const clients: Record<string, PveClient> = {};
   const clusters: Record<string, PveClusterAdapter> = {};
   for (const connection of Object.values(connections)) {
     if (connection.insecure) {
@@ -41,13 +43,14 @@ export function openClusters(
       readOnly: mode === 'read',
       logger: options.logger,
     });
-    clients.push(client);
+    clients[connection.name] = client;
     clusters[connection.name] = new PveClusterAdapter(client);
   }
   return {
     clusters,
+    clients,
     async close() {
-      await Promise.allSettled(clients.map((c) => c.close()));
+      await Promise.allSettled(Object.values(clients).map((c) => c.close()));
     },
   };
 }

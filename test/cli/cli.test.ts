@@ -172,6 +172,25 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
   });
 });
 
+describe('pve-gitops check', () => {
+  it('reports both tokens, the nodes and what the plan token sees', async () => {
+    const run = await cli(['check', '--specs', SPECS_EXAMPLE], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^lab: http:\/\/127\.0\.0\.1:\d+\n {2}plan token: {2}ok — Proxmox VE [\d.]+, \d+ guests visible, \d+ owned \(tag pve-gitops\)/m);
+    expect(run.stdout).toMatch(/nodes: {7}pve-01, pve-02/);
+    expect(run.stdout).toMatch(/apply token: ok/);
+    expect(run.stderr).toMatch(/2 cluster\(s\): all good/);
+  });
+
+  it('names the token that fails and the nodes that do not exist', async () => {
+    const run = await cli(['check', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_PROD_TOKEN: 'root@pam!pve-gitops=not-the-secret' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/prod: [\s\S]*problem: {5}apply token: Authentication failed!/);
+    expect(run.stdout).toMatch(/problem: {5}plan token: Authentication failed!/);
+    expect(run.stdout + run.stderr).not.toMatch(/not-the-secret/);
+  });
+});
+
 describe('pve-gitops demo', () => {
   it('tells the whole story on simulated clusters and exits 0', async () => {
     const run = await cli(['demo']);

@@ -1,0 +1,90 @@
+import type { ClusterSpec } from '../core/model.js';
+import { hasOwnerTag } from '../core/plan/desired-config.js';
+import type { OpenClusters } from '../engine/open-clusters.js';
+import type { PveClient } from '../pve/client.js';
+import { parseFlags } from './args.js';
+import { clusterNames, connect, loadSpecDir, note } from './shared.js';
+import type { Command, CommandIO } from './types.js';
+
+/** What one cluster answered to the read-only token. */
+interface ReadCheck {
+  version: string;
+  nodes: { node: string; status?: string }[];
+  guests: number;
+  owned: number;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function checkRead(client: PveClient, ownerTag: string): Promise<ReadCheck> {
+  const [version, nodes, listing] = await Promise.all([client.version(), client.nodes(), client.clusterResources()]);
+  return {
+    version: version.version,
+    nodes,
+    guests: listing.length,
+    owned: listing.filter((l) => hasOwnerTag(l.tags, ownerTag)).length,
+  };
+}
+
+/** Checks one cluster with both tokens; returns the problems found (none: all good). */
+async function checkCluster(name: string, spec: ClusterSpec | undefined, read: OpenClusters, write: OpenClusters, io: CommandIO): Promise<string[]> {
+  const problems: string[] = [];
+  const readClient = read.clients[name]!;
+  const writeClient = write.clients[name]!;
+  io.stdout.write(`${name}: ${readClient.url}\n`);
+  try {
+    const result = await checkRead(readClient, spec?.ownerTag ?? 'pve-gitops');
+    io.stdout.write(`  plan token:  ok — Proxmox VE ${result.version}, ${result.guests} guests visible, ${result.owned} owned (tag ${spec?.ownerTag ?? 'pve-gitops'})\n`);
+    const nodes = result.nodes.map((n) => `${n.node}${n.status && n.status !== 'online' ? ` (${n.status})` : ''}`);
+    io.stdout.write(`  nodes:       ${nodes.join(', ') || '(none visible)'}\n`);
+    const known = new Set(result.nodes.map((n) => n.node));
+    for (const node of spec?.nodes ?? []) {
+      if (!known.has(node)) problems.push(`node '${node}' of the Cluster document is not a node of this cluster`);
+    }
+    for (const n of result.nodes) if (n.status && n.status !== 'online') problems.push(`node '${n.node}' is ${n.status}`);
+    if (result.guests === 0) {
+      io.stdout.write('  warning:     the token sees no guests: on a cluster that has guests, it lacks VM.Audit on /vms\n');
+    }
+  } catch (err) {
+    problems.push(`plan token: ${errorText(err)}`);
+  }
+  try {
+    const version = await writeClient.version();
+    io.stdout.write(`  apply token: ok — authenticated (Proxmox VE ${version.version})\n`);
+  } catch (err) {
+    problems.push(`apply token: ${errorText(err)}`);
+  }
+  for (const p of problems) io.stdout.write(`  problem:     ${p}\n`);
+  return problems;
+}
+
+export const checkCommand: Command = {
+  name: 'check',
+  summary: 'check the connection to every cluster of the specs: TLS, both tokens, nodes; exit 0 ok, 1 problems',
+  usage: 'pve-gitops check [--specs DIR] [--clusters FILE]',
+  async run(args, io) {
+    const flags = parseFlags(args, { specs: { type: 'string', default: '.' }, clusters: { type: 'string' } });
+    const { specs, errorLines } = await loadSpecDir(flags.specs, io);
+    if (errorLines.length > 0) note(io, `warning: the specs have ${errorLines.length} error(s); run pve-gitops validate`);
+    const names = clusterNames(specs);
+    if (names.length === 0) {
+      note(io, `no clusters in ${flags.specs}: nothing to check`);
+      return 1;
+    }
+    const read = await connect(names, 'read', io, flags.clusters);
+    const write = await connect(names, 'write', io, flags.clusters);
+    try {
+      let problems = 0;
+      for (const name of names) {
+        problems += (await checkCluster(name, specs.clusters.find((c) => c.name === name), read, write, io)).length;
+      }
+      note(io, problems === 0 ? `${names.length} cluster(s): all good` : `${problems} problem(s) found`);
+      return problems === 0 ? 0 : 1;
+    } finally {
+      await read.close();
+      await write.close();
+    }
+  },
+};
