@@ -2,8 +2,8 @@ import { resolve } from 'node:path';
 import { ClusterConfigError, envPrefix, loadClusterConnections } from '../config/clusters.js';
 import type { SpecSet } from '../core/model.js';
 import { formatSpecError } from '../core/spec/errors.js';
-import { loadSpecs } from '../core/spec/load-specs.js';
 import { openClusters, type OpenClusters } from '../engine/open-clusters.js';
+import { loadSpecFiles } from '../spec-files/load-spec-files.js';
 import { readSpecDir } from '../spec-files/read-spec-dir.js';
 import type { CommandIO } from './types.js';
 import { UsageError } from './args.js';
@@ -19,7 +19,10 @@ export async function loadSpecDir(
   io: CommandIO,
 ): Promise<{ specs: SpecSet; errorLines: string[] }> {
   const files = await readSpecDir(resolve(io.cwd, dir));
-  const loaded = loadSpecs(files);
+  // Large repositories are parsed on worker threads; a worker that fails only costs speed.
+  const loaded = await loadSpecFiles(files, {
+    onWorkerFailure: (error) => note(io, `warning: parsing specs in the main thread instead of a worker: ${error.message}`),
+  });
   return { specs: loaded.specs, errorLines: loaded.errors.map(formatSpecError) };
 }
 
