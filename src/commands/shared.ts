@@ -1,8 +1,10 @@
 import { resolve } from 'node:path';
+import type { Logger } from 'pino';
 import { ClusterConfigError, envPrefix, loadClusterConnections } from '../config/clusters.js';
 import type { SpecSet } from '../core/model.js';
 import { formatSpecError } from '../core/spec/errors.js';
 import { openClusters, type OpenClusters } from '../engine/open-clusters.js';
+import { createLogger } from '../logger.js';
 import { loadSpecFiles } from '../spec-files/load-spec-files.js';
 import { readSpecDir } from '../spec-files/read-spec-dir.js';
 import type { CommandIO } from './types.js';
@@ -24,6 +26,16 @@ export async function loadSpecDir(
     onWorkerFailure: (error) => note(io, `warning: parsing specs in the main thread instead of a worker: ${error.message}`),
   });
   return { specs: loaded.specs, errorLines: loaded.errors.map(formatSpecError) };
+}
+
+/**
+ * The CLI's diagnostic log: JSON lines on stderr, silent unless PVE_GITOPS_LOG_LEVEL asks
+ * (`debug` shows every Proxmox request with its status and time).
+ */
+export function commandLogger(io: CommandIO): Logger | undefined {
+  const level = io.env.PVE_GITOPS_LOG_LEVEL;
+  if (!level || level === 'silent') return undefined;
+  return createLogger({ level, stream: io.stderr });
 }
 
 /** Cluster names a spec set (and its base) refers to. */
@@ -62,7 +74,7 @@ export async function connect(
     );
   }
   const wanted = Object.fromEntries(names.map((n) => [n, connections[n]!]));
-  return openClusters(wanted, mode, { warn: (message) => note(io, `warning: ${message}`) });
+  return openClusters(wanted, mode, { warn: (message) => note(io, `warning: ${message}`), logger: commandLogger(io) });
 }
 
 /**

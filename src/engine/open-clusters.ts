@@ -8,6 +8,11 @@ import { PveClusterAdapter } from '../pve/cluster-adapter.js';
  */
 export const DEFAULT_CONCURRENCY = 16;
 
+/** A logger that can make per-cluster children (pino's shape). */
+interface ChildLogger extends PveLogger {
+  child(bindings: Record<string, unknown>): PveLogger;
+}
+
 /** Adapters for a set of clusters, closed together. */
 export interface OpenClusters {
   clusters: Record<string, PveClusterAdapter>;
@@ -41,7 +46,7 @@ export function openClusters(
       insecure: connection.insecure,
       concurrency: connection.concurrency ?? DEFAULT_CONCURRENCY,
       readOnly: mode === 'read',
-      logger: options.logger,
+      logger: options.logger && 'child' in options.logger ? (options.logger as ChildLogger).child({ cluster: connection.name }) : options.logger,
     });
     clients[connection.name] = client;
     clusters[connection.name] = new PveClusterAdapter(client);

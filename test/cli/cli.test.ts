@@ -164,6 +164,16 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     expect(missing.stderr).toMatch(/cluster lab token: environment variable LAB_TOKEN is not set/);
   });
 
+  it('logs every Proxmox request as JSON on stderr when asked, without the token', async () => {
+    const run = await cli(['plan', '--specs', SPECS_EXAMPLE], { ...env, PVE_GITOPS_LOG_LEVEL: 'debug' });
+    const lines = run.stderr.split('\n').filter((l) => l.startsWith('{'));
+    const requests = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'proxmox request');
+    expect(requests.length).toBeGreaterThan(2);
+    expect(requests[0]).toMatchObject({ name: 'pve-gitops', method: 'GET', path: '/cluster/resources', status: 200 });
+    expect(new Set(requests.map((r) => r.cluster))).toEqual(new Set(['lab', 'prod']));
+    expect(run.stderr).not.toContain(lab.auditToken.split('=')[1]);
+  });
+
   it('fails a plan whose token is wrong, without printing the token', async () => {
     const run = await cli(['plan', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_LAB_READ_TOKEN: 'auditor@pve!audit=wrong-secret-123' });
     expect(run.code).toBe(1);
