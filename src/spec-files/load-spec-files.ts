@@ -2,8 +2,8 @@
  * Loads spec files as `loadSpecs` does, parsing large repositories on several threads: YAML
  * parsing is most of the time of loading (about three quarters for 10,000 guests), and each file
  * parses on its own. Worker threads parse batches of files (`parseSpecFile`, plain-data results);
- * the main thread puts the results back in file order and does the cross-file work
- * (`assembleSpecs`), so the result is the same as `loadSpecs(files)`.
+ * the main thread parses batches too, puts the results back in file order and does the
+ * cross-file work (`assembleSpecs`), so the result is the same as `loadSpecs(files)`.
  *
  * A worker that cannot start, crashes or cannot send its result costs only speed: its batches are
  * parsed in the main thread. Workers are terminated before this returns, also on error.
@@ -31,7 +31,11 @@ export interface LoadSpecFilesOptions {
   threshold?: number;
   /** The worker script (default: `parse-worker` next to this module); a `.ts` script is run with tsx's loader. */
   workerUrl?: URL;
-  /** Whether the main thread parses too while workers run. Default true. */
+  /**
+   * Whether the main thread parses too while workers run. Default true: on two cores one worker
+   * plus the main thread measured faster than two workers and an idle main thread. False leaves
+   * the parsing to the workers unless they fail.
+   */
   mainThreadParses?: boolean;
   /** Told when a worker fails and its files are parsed in the main thread instead; loading goes on. */
   onWorkerFailure?: (error: Error) => void;
@@ -74,6 +78,7 @@ function batchesOf(files: readonly SpecFile[], target: number): Batch[] {
 
 interface ParserThread {
   worker: Worker;
+  /** Batches sent and not answered yet, in the order sent (the worker parses them in that order). */
   inFlight: Set<number>;
   alive: boolean;
 }
@@ -84,100 +89,171 @@ async function parseOnThreads(
   size: number,
   options: LoadSpecFilesOptions,
 ): Promise<ParsedSpecFile[]> {
-  const mainThreadParses = options.mainThreadParses ?? true;
-  const parsers = workerCount + (mainThreadParses ? 1 : 0);
-  // Several batches per parser, so the last ones finish close together.
-  const batches = batchesOf(files, Math.max(16 * 1024, Math.ceil(size / (parsers * 8))));
-  const results: (ParsedSpecFile[] | undefined)[] = new Array(batches.length);
-  // Largest first: what is left at the end is small.
-  const queue = batches.map((_, index) => index).sort((a, b) => (batches[b]?.size ?? 0) - (batches[a]?.size ?? 0));
-  /** Batches a worker could not send back; only the main thread may parse them. */
-  const mainOnly: number[] = [];
-  const threads: ParserThread[] = [];
-  let closing = false;
-  let wake: (() => void) | undefined;
-  const notify = (): void => {
-    wake?.();
-    wake = undefined;
-  };
-  const filesOf = (index: number): SpecFile[] => {
-    const batch = batches[index];
-    return batch ? files.slice(batch.from, batch.to) : [];
-  };
-  const dispatch = (thread: ParserThread): void => {
-    while (thread.alive && thread.inFlight.size < IN_FLIGHT) {
-      const index = queue.shift();
-      if (index === undefined) return;
-      thread.inFlight.add(index);
-      thread.worker.postMessage({ batch: index, files: filesOf(index) } satisfies ParseRequest);
-    }
-  };
-  const fail = (thread: ParserThread, error: Error): void => {
-    if (!thread.alive || closing) return;
-    thread.alive = false;
-    queue.unshift(...thread.inFlight);
-    thread.inFlight.clear();
-    options.onWorkerFailure?.(error);
-    void thread.worker.terminate();
-    for (const other of threads) dispatch(other);
-    notify();
-  };
-
+  const run = new ThreadedParse(files, workerCount, size, options);
   try {
-    const script = options.workerUrl ?? new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url);
-    for (let n = 0; n < workerCount; n++) {
+    run.startWorkers(workerCount);
+    await run.parseInMainThread();
+  } finally {
+    await run.close();
+  }
+  return run.collect();
+}
+
+/**
+ * One parallel parse: a queue of batches, handed to each worker as it answers (two at a time, so it
+ * never waits for the main thread to hand out the next) and taken by the main thread between its
+ * own batches. At the end the main thread also parses a batch a worker has not started yet, so
+ * nobody waits long for the last one; the worker's answer to it is then dropped.
+ */
+class ThreadedParse {
+  private readonly mainThreadParses: boolean;
+  private readonly batches: Batch[];
+  private readonly results: (ParsedSpecFile[] | undefined)[];
+  private readonly queue: number[];
+  /** Batches a worker could not parse or send back; only the main thread may parse them. */
+  private readonly mainOnly: number[] = [];
+  private readonly threads: ParserThread[] = [];
+  private closing = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly files: readonly SpecFile[],
+    workerCount: number,
+    size: number,
+    private readonly options: LoadSpecFilesOptions,
+  ) {
+    this.mainThreadParses = options.mainThreadParses ?? true;
+    const parsers = workerCount + (this.mainThreadParses ? 1 : 0);
+    // Many batches per parser, so the last ones finish close together and the main thread lets
+    // replies in often; a message costs far less than a batch.
+    this.batches = batchesOf(files, Math.max(16 * 1024, Math.ceil(size / (parsers * 16))));
+    // Filled, not sparse: array methods skip holes, and a skipped batch would be lost files.
+    this.results = this.batches.map(() => undefined);
+    // Largest first: what is left at the end is small.
+    this.queue = this.batches.map((_, index) => index).sort((a, b) => (this.batches[b]?.size ?? 0) - (this.batches[a]?.size ?? 0));
+  }
+
+  startWorkers(count: number): void {
+    const script = this.options.workerUrl ?? new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url);
+    for (let n = 0; n < count; n++) {
       let worker: Worker;
       try {
         const { entry, workerOptions } = workerFor(script);
         worker = new Worker(entry, workerOptions);
       } catch (error) {
-        options.onWorkerFailure?.(error instanceof Error ? error : new Error(String(error)));
-        break;
+        this.options.onWorkerFailure?.(error instanceof Error ? error : new Error(String(error)));
+        return;
       }
       const thread: ParserThread = { worker, inFlight: new Set(), alive: true };
-      threads.push(thread);
-      worker.on('message', (reply: ParseReply) => {
-        if (!thread.alive) return;
-        if (!thread.inFlight.has(reply.batch) || ('parsed' in reply && !fitsBatch(reply.parsed, batches[reply.batch]))) {
-          fail(thread, new Error('parse worker answered with something else than the batch it was sent'));
-          return;
-        }
-        thread.inFlight.delete(reply.batch);
-        if ('parsed' in reply) {
-          results[reply.batch] = reply.parsed;
-        } else {
-          mainOnly.push(reply.batch);
-          options.onWorkerFailure?.(new Error(`parse worker could not parse or send spec files: ${reply.failed}`));
-        }
-        dispatch(thread);
-        notify();
-      });
-      worker.on('error', (error) => fail(thread, error));
-      worker.on('messageerror', (error) => fail(thread, error));
-      worker.on('exit', (code) => fail(thread, new Error(`parse worker exited with code ${code}`)));
-      dispatch(thread);
+      this.threads.push(thread);
+      worker.on('message', (reply: ParseReply) => this.answered(thread, reply));
+      worker.on('error', (error) => this.fail(thread, error));
+      worker.on('messageerror', (error) => this.fail(thread, error));
+      worker.on('exit', (code) => this.fail(thread, new Error(`parse worker exited with code ${code}`)));
+      this.dispatch(thread);
     }
+  }
 
+  /** Parses batches here until every batch is parsed, here or by a worker. */
+  async parseInMainThread(): Promise<void> {
     for (;;) {
-      const workersBusy = threads.some((thread) => thread.inFlight.size > 0);
-      const index = mainOnly.shift() ?? (mainThreadParses || !workersBusy ? queue.shift() : undefined);
+      const index = this.nextForMainThread();
       if (index !== undefined) {
-        results[index] = parseSpecFiles(filesOf(index));
-        // Let worker replies in, so idle workers get their next batch.
+        this.results[index] ??= parseSpecFiles(this.filesOf(index));
+        // Let worker replies in, so a worker that finished gets its next batch.
         await new Promise((resolve) => setImmediate(resolve));
         continue;
       }
-      if (!workersBusy) break;
-      await new Promise<void>((resolve) => (wake = resolve));
+      if (this.results.every((parsed) => parsed !== undefined)) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
     }
-  } finally {
-    closing = true;
-    await Promise.all(threads.map((thread) => thread.worker.terminate()));
   }
-  return results.flatMap((parsed, index) => {
-    if (parsed === undefined) throw new Error(`spec files ${String(batches[index]?.from)}… were not parsed`);
-    return parsed;
-  });
+
+  /** Every parsed file, in the order of the files. */
+  collect(): ParsedSpecFile[] {
+    const all: ParsedSpecFile[] = [];
+    for (let index = 0; index < this.batches.length; index++) {
+      const parsed = this.results[index];
+      if (parsed === undefined) throw new Error(`spec files from ${String(this.batches[index]?.from)} were not parsed`);
+      all.push(...parsed);
+    }
+    if (all.length !== this.files.length) throw new Error(`parsed ${all.length} of ${this.files.length} spec files`);
+    return all;
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.threads.map((thread) => thread.worker.terminate()));
+  }
+
+  private nextForMainThread(): number | undefined {
+    const forMain = this.mainOnly.shift();
+    if (forMain !== undefined) return forMain;
+    const workersBusy = this.threads.some((thread) => this.unparsed(thread).length > 0);
+    if (this.mainThreadParses || !workersBusy) return this.queue.shift() ?? this.steal();
+    return undefined;
+  }
+
+  /** A batch a worker holds but has not started (it works through its batches in order). */
+  private steal(): number | undefined {
+    for (const thread of this.threads) {
+      const waiting = this.unparsed(thread);
+      if (waiting.length >= 2) return waiting[waiting.length - 1];
+    }
+    return undefined;
+  }
+
+  private unparsed(thread: ParserThread): number[] {
+    return [...thread.inFlight].filter((index) => this.results[index] === undefined);
+  }
+
+  private filesOf(index: number): SpecFile[] {
+    const batch = this.batches[index];
+    return batch ? this.files.slice(batch.from, batch.to) : [];
+  }
+
+  private dispatch(thread: ParserThread): void {
+    while (thread.alive && thread.inFlight.size < IN_FLIGHT) {
+      const index = this.queue.shift();
+      if (index === undefined) return;
+      thread.inFlight.add(index);
+      thread.worker.postMessage({ batch: index, files: this.filesOf(index) } satisfies ParseRequest);
+    }
+  }
+
+  private answered(thread: ParserThread, reply: ParseReply): void {
+    if (!thread.alive) return;
+    if (!thread.inFlight.has(reply.batch) || ('parsed' in reply && !fitsBatch(reply.parsed, this.batches[reply.batch]))) {
+      this.fail(thread, new Error('parse worker answered with something else than the batch it was sent'));
+      return;
+    }
+    thread.inFlight.delete(reply.batch);
+    if ('parsed' in reply) {
+      this.results[reply.batch] ??= reply.parsed;
+    } else if (this.results[reply.batch] === undefined) {
+      this.mainOnly.push(reply.batch);
+      this.options.onWorkerFailure?.(new Error(`parse worker could not parse or send spec files: ${reply.failed}`));
+    }
+    this.dispatch(thread);
+    this.notify();
+  }
+
+  /** Gives a failed worker's batches back to the queue; the others (or the main thread) parse them. */
+  private fail(thread: ParserThread, error: Error): void {
+    if (!thread.alive || this.closing) return;
+    thread.alive = false;
+    this.queue.unshift(...this.unparsed(thread));
+    thread.inFlight.clear();
+    this.options.onWorkerFailure?.(error);
+    void thread.worker.terminate();
+    for (const other of this.threads) this.dispatch(other);
+    this.notify();
+  }
+
+  private notify(): void {
+    this.wake?.();
+    this.wake = undefined;
+  }
 }
 
 /** Whether a worker's answer holds one parsed file for each file of the batch. */
