@@ -172,6 +172,15 @@ describe('guards', () => {
   });
 });
 
+describe('drift', () => {
+  it('is not computed against a spec that asks for the guest to be absent', () => {
+    const absent = spec('qemu', {}, { state: 'absent' });
+    const p = plan(absent, seen('qemu', { cores: '2', memory: '2048' }), { baseSpec: absent });
+    expect(p.action).toBe('destroy');
+    expect(p.drift).toEqual([]);
+  });
+});
+
 describe('apply-time comparison', () => {
   const reviewedDelete = plan(spec('qemu', {}), seen('qemu', { cpulimit: '2' }));
 

@@ -334,7 +334,8 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   }
   if (lock && exists) plan.warnings.push(`locked (${lock}) at plan time; apply waits for the lock to clear and never clears it`);
 
-  if (observed && input.baseSpec && owned) {
+  // An absent spec asks for nothing but absence: its config is no baseline for drift.
+  if (observed && input.baseSpec?.state === 'present' && owned) {
     const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
     plan.drift = driftAgainst(input.baseSpec, input.ownerTag, effective);
   }
@@ -367,7 +368,7 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   }
 
   if (!exists) {
-    if (input.baseSpec) {
+    if (input.baseSpec?.state === 'present') {
       plan.drift.push({ key: '(guest)', expected: 'present' });
       plan.warnings.push('was in the base branch but is missing from the cluster: deleted outside git? it will be created again');
     }
