@@ -119,6 +119,17 @@ async function expectSameAsInThread(files: SpecFile[]): Promise<void> {
 }
 
 describe('loadSpecFiles with worker threads gives what loadSpecs gives', () => {
+  it('with the main thread parsing too (the default)', async () => {
+    const files = generatedRepo(400);
+    const failures: Error[] = [];
+    const parallel = await loadSpecFiles(files, { threshold: 0, workers: 1, onWorkerFailure: (e) => failures.push(e) });
+    const inThread = loadSpecs(files);
+    expect(failures).toEqual([]);
+    expect(parallel.errors.map(formatSpecError)).toEqual(inThread.errors.map(formatSpecError));
+    expect(parallel.specs).toEqual(inThread.specs);
+    expect(errorsFromPositions(parallel)).toEqual(errorsFromPositions(inThread));
+  });
+
   it('for the example estate', async () => {
     await expectSameAsInThread(await readSpecDir(EXAMPLE));
   });
@@ -173,13 +184,21 @@ describe('loadSpecFiles falls back to the main thread', () => {
     expect(heard).toEqual(['started', 'started']);
   });
 
+  it('when a worker never answers, by parsing what it holds in the main thread', async () => {
+    // Waiting for the worker would never end (the test would time out).
+    const files = generatedRepo(400);
+    const result = await loadSpecFiles(files, { threshold: 0, workers: 1, workerUrl: dataWorker('') });
+    expect(result.errors.map(formatSpecError)).toEqual(loadSpecs(files).errors.map(formatSpecError));
+    expect(result.specs).toEqual(loadSpecs(files).specs);
+  });
+
   it.each<[string, URL]>([
     ['a worker script that does not exist', new URL('./no-such-worker.js', import.meta.url)],
     ['a worker URL Node cannot load', new URL('https://example.invalid/parse-worker.js')],
   ])('for %s', async (_name, workerUrl) => {
     const files = generatedRepo(60);
     const failures: Error[] = [];
-    const result = await loadSpecFiles(files, { threshold: 0, workers: 2, workerUrl, onWorkerFailure: (e) => failures.push(e) });
+    const result = await loadSpecFiles(files, { threshold: 0, workers: 2, mainThreadParses: false, workerUrl, onWorkerFailure: (e) => failures.push(e) });
     expect(result.errors.map(formatSpecError)).toEqual(loadSpecs(files).errors.map(formatSpecError));
     expect(result.specs).toEqual(loadSpecs(files).specs);
     expect(failures.length).toBeGreaterThan(0);

@@ -34,7 +34,8 @@ export interface LoadSpecFilesOptions {
   /**
    * Whether the main thread parses too while workers run. Default true: on two cores one worker
    * plus the main thread measured faster than two workers and an idle main thread. False leaves
-   * the parsing to the workers unless they fail.
+   * the parsing to the workers unless they fail (the main thread then waits for them: a worker
+   * that hangs would hold up loading).
    */
   mainThreadParses?: boolean;
   /** Told when a worker fails and its files are parsed in the main thread instead; loading goes on. */
@@ -102,8 +103,8 @@ async function parseOnThreads(
 /**
  * One parallel parse: a queue of batches, handed to each worker as it answers (two at a time, so it
  * never waits for the main thread to hand out the next) and taken by the main thread between its
- * own batches. At the end the main thread also parses a batch a worker has not started yet, so
- * nobody waits long for the last one; the worker's answer to it is then dropped.
+ * own batches. When the queue is empty the main thread parses batches the workers still hold
+ * instead of waiting for them; a worker's answer to a batch already parsed is dropped.
  */
 class ThreadedParse {
   private readonly mainThreadParses: boolean;
@@ -194,13 +195,19 @@ class ThreadedParse {
     return undefined;
   }
 
-  /** A batch a worker holds but has not started (it works through its batches in order). */
+  /**
+   * A batch a worker holds, when nothing else is left: the last one sent to the busiest worker,
+   * which it has not started if it holds two (it works through them in order). Rather than wait,
+   * the main thread parses it too — at worst a batch's time, and a worker that hangs can never
+   * hold up loading.
+   */
   private steal(): number | undefined {
+    let held: number[] = [];
     for (const thread of this.threads) {
-      const waiting = this.unparsed(thread);
-      if (waiting.length >= 2) return waiting[waiting.length - 1];
+      const unparsed = this.unparsed(thread);
+      if (unparsed.length > held.length) held = unparsed;
     }
-    return undefined;
+    return held[held.length - 1];
   }
 
   private unparsed(thread: ParserThread): number[] {
