@@ -324,8 +324,12 @@ function validateWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, repo
  * Proxmox's verdict per parameter value, remembered: estates repeat the same values (`memory:
  * 4096`, the same NIC) across hundreds of guests. Safe per key because none of the options a spec
  * can set `requires` another. Bounded so a long-running server does not grow without limit.
+ * Nested by endpoint and key rather than keyed by a joined string: the lookup then hashes strings
+ * the spec already holds (V8 caches their hashes) instead of building and hashing a new one per
+ * value, which was a noticeable part of validating 10,000 guests.
  */
-const paramVerdicts = new Map<string, string | null>();
+const paramVerdicts = new Map<string, Map<string, Map<string, string | null>>>();
+let paramVerdictCount = 0;
 const PARAM_VERDICTS_MAX = 100_000;
 
 /** Required parameters the create call checks that a spec does not carry (or that we check ourselves). */
@@ -334,21 +338,30 @@ const NOT_FROM_SPEC = ['node', 'vmid', 'ostemplate'];
 function checkParams(endpoint: string, params: Record<string, string>): Record<string, string> {
   const errors: Record<string, string> = {};
   const unknown: Record<string, string> = {};
+  let known = paramVerdicts.get(endpoint);
   for (const [key, value] of Object.entries(params)) {
-    const verdict = paramVerdicts.get(`${endpoint}\0${key}\0${value}`);
+    const verdict = known?.get(key)?.get(value);
     if (verdict === undefined) unknown[key] = value;
     else if (verdict !== null) errors[key] = verdict;
   }
   if (Object.keys(unknown).length === 0) return errors;
   const found = validateParams(endpoint, unknown, { ignore: NOT_FROM_SPEC });
-  if (paramVerdicts.size > PARAM_VERDICTS_MAX) paramVerdicts.clear();
+  if (paramVerdictCount > PARAM_VERDICTS_MAX) {
+    paramVerdicts.clear();
+    paramVerdictCount = 0;
+  }
+  known = paramVerdicts.get(endpoint) ?? new Map<string, Map<string, string | null>>();
+  paramVerdicts.set(endpoint, known);
   for (const [key, value] of Object.entries(unknown)) {
     // Property-string errors come back under `key.sub`; they belong to the key.
     const text = Object.entries(found)
       .filter(([param]) => param === key || param.startsWith(`${key}.`))
       .map(([, message]) => message)
       .join('\n');
-    paramVerdicts.set(`${endpoint}\0${key}\0${value}`, text === '' ? null : text);
+    const values = known.get(key) ?? new Map<string, string | null>();
+    known.set(key, values);
+    values.set(value, text === '' ? null : text);
+    paramVerdictCount++;
     if (text !== '') errors[key] = text;
   }
   return errors;
