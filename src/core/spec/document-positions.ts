@@ -66,7 +66,11 @@ function isNode(value: unknown): value is Node {
   return isScalar(value) || isMap(value) || isSeq(value) || isAlias(value);
 }
 
-/** Positions of one parsed document of `file`. */
+/**
+ * Positions of one parsed document of `file`, walking the YAML tree on each question. Loading
+ * answers from a `PositionTable` instead (plain data, so documents can be parsed in worker
+ * threads); this walk is the reference its answers are tested against, path by path.
+ */
 export function documentPositions(file: string, doc: Document, lineCounter: LineCounter): DocumentPositions {
   const ref = (offset: number): SourceRef => {
     const { line, col } = lineCounter.linePos(offset);
