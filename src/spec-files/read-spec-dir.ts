@@ -1,6 +1,7 @@
 /**
  * Reads the spec repository from a local directory (the CLI's `validate` and `plan`). The GitHub
- * side reads the same files at a commit through the API; both feed `loadSpecs`.
+ * side reads the same files at a commit through the API; both feed `loadSpecs` (or `loadSpecFiles`,
+ * which parses large repositories on worker threads).
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
