@@ -111,6 +111,21 @@ export function takeWhileFits(blocks: Iterable<string>, budget: number): { text:
 }
 
 /**
+ * A section of per-item blocks under `heading`, as many as fit in `budget` in the given order
+ * (the heading only when at least one block fits). Blocks are rendered lazily.
+ */
+export function fitSection<T>(heading: string, items: readonly T[], render: (item: T) => string, budget: number): { text: string; shown: number } {
+  if (items.length === 0) return { text: '', shown: 0 };
+  const fitted = takeWhileFits(
+    (function* blocks() {
+      for (const item of items) yield render(item);
+    })(),
+    budget - heading.length,
+  );
+  return { text: fitted.taken > 0 ? heading + fitted.text : '', shown: fitted.taken };
+}
+
+/**
  * A bulleted list that fits in `budget`: items in order, then a line saying how many were left out.
  * Room for that line is reserved up front so the list never overflows.
  */

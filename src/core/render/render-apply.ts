@@ -22,7 +22,7 @@ import {
   markdownTable,
   resolveMaxChars,
   safeUrl,
-  takeWhileFits,
+  fitSection,
 } from './markdown-format.js';
 import { compareByName, plural } from './plan-labels.js';
 import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
@@ -85,19 +85,7 @@ export function renderApplyMarkdown(result: ApplyResult, options: ApplyMarkdownO
   if (head.length + footerReserve > maxChars) head = renderHead(result, options, counts, false);
   const remaining = maxChars - head.length - footerReserve;
 
-  let details = '';
-  let shown = 0;
-  if (detailed.length > 0) {
-    const heading = '### Guests\n\n';
-    const fitted = takeWhileFits(
-      (function* blocks() {
-        for (const guest of detailed) yield renderGuest(guest);
-      })(),
-      remaining - heading.length,
-    );
-    shown = fitted.taken;
-    if (shown > 0) details = heading + fitted.text;
-  }
+  const { text: details, shown } = fitSection('### Guests\n\n', detailed, renderGuest, remaining);
   return head + details + footer(detailed.length - shown);
 }
 

@@ -14,10 +14,10 @@ import {
   resolveMaxChars,
   safeUrl,
   shorten,
-  takeWhileFits,
+  fitSection,
 } from './markdown-format.js';
 import { countPlan, planVerdict, type ClusterCounts, type PlanCounts } from './plan-counts.js';
-import { ACTION_EMOJI, ACTION_LABEL, IMPACT_LABEL, compareByName, compareGuests, guestImpact, plural } from './plan-labels.js';
+import { ACTION_EMOJI, ACTION_LABEL, IMPACT_LABEL, compareByName, compareGuests, describeOperation, guestImpact, plural } from './plan-labels.js';
 import { isSensitiveKey } from './sensitive.js';
 
 /** Options of {@link renderPlanMarkdown}. */
@@ -66,19 +66,7 @@ export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}
   const warnings = renderPlanWarnings(plan, Math.floor(remaining / 4));
   remaining -= warnings.length;
 
-  let details = '';
-  let shown = 0;
-  if (detailed.length > 0) {
-    const heading = '### Changes\n\n';
-    const fitted = takeWhileFits(
-      (function* blocks() {
-        for (const guest of detailed) yield renderGuest(guest);
-      })(),
-      remaining - heading.length,
-    );
-    shown = fitted.taken;
-    if (shown > 0) details = heading + fitted.text;
-  }
+  const { text: details, shown } = fitSection('### Changes\n\n', detailed, renderGuest, remaining);
   return head + errors + warnings + details + footer(detailed.length - shown);
 }
 
@@ -210,30 +198,9 @@ function renderChanges(changes: readonly KeyChange[]): string {
   return `${table}\n${moreRows(changes.length - rows.length, 'more key')}\n`;
 }
 
-function describeOperation(op: Operation): string | undefined {
-  switch (op.op) {
-    case 'create':
-      return `create on node ${codeSpan(op.node)}`;
-    case 'config':
-      // The key-change table already shows every key this write sets or deletes.
-      return undefined;
-    case 'resize':
-      return `resize ${codeSpan(op.disk)} from ${codeSpan(op.from)} to ${codeSpan(op.size)} (grows only)`;
-    case 'move-disk':
-      return `move ${codeSpan(op.disk)} from storage ${codeSpan(op.from)} to ${codeSpan(op.storage)}`;
-    case 'start':
-      return 'start';
-    case 'shutdown':
-      return 'shut down (clean)';
-    case 'stop':
-      return 'stop (hard)';
-    case 'destroy':
-      return '**destroy the guest and its disks**';
-  }
-}
 
 function renderOperations(operations: readonly Operation[]): string {
-  const steps = operations.map(describeOperation).filter((step): step is string => step !== undefined);
+  const steps = operations.map((op) => describeOperation(op, codeSpan, (text) => `**${text}**`)).filter((step): step is string => step !== undefined);
   if (steps.length === 0) return '';
   return `**Operations**, in order:\n\n${steps.map((step, i) => `${i + 1}. ${step}`).join('\n')}\n\n`;
 }

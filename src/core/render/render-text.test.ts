@@ -72,7 +72,7 @@ describe('renderPlanText', () => {
       '    ~ memory: 2048 → 4096 (live)',
       '    + net1: virtio,bridge=vmbr1 (needs stop)',
       '    - description: old (pending restart)',
-      '    > resize scsi0: 32G → 64G',
+      '    > resize scsi0 from 32G to 64G (grows only)',
     ]);
   });
 

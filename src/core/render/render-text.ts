@@ -4,7 +4,7 @@
  */
 import type { GuestAction, GuestPlan, KeyChange, Operation, Plan } from '../model.js';
 import { countPlan, hasChanges, type PlanCounts } from './plan-counts.js';
-import { ACTION_LABEL, ACTION_SIGN, IMPACT_LABEL, compareByName, compareGuests, guestImpact, plural } from './plan-labels.js';
+import { ACTION_LABEL, ACTION_SIGN, IMPACT_LABEL, compareByName, compareGuests, describeOperation, guestImpact, plural } from './plan-labels.js';
 import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
@@ -76,7 +76,7 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
   for (const error of guest.errors) lines.push(`${INDENT}${paint('! error:', 'red', 'bold')} ${terminalSafe(error, 2_000)}`);
   for (const change of guest.changes) lines.push(`${INDENT}${renderChange(change, paint)}`);
   for (const op of guest.operations) {
-    const text = describeOperation(op);
+    const text = describeOperation(op, (v) => terminalSafe(v));
     if (text !== undefined) lines.push(`${INDENT}${paint('>', 'cyan')} ${text}`);
   }
   for (const warning of guest.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
@@ -96,27 +96,6 @@ function renderChange(change: KeyChange, paint: Painter): string {
   return `${paint('~', 'yellow')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} → ${shown(change.key, change.to)} (${impact})`;
 }
 
-function describeOperation(op: Operation): string | undefined {
-  switch (op.op) {
-    case 'create':
-      return `create on node ${terminalSafe(op.node)}`;
-    case 'config':
-      // The key changes above are exactly what this write sets and deletes.
-      return undefined;
-    case 'resize':
-      return `resize ${terminalSafe(op.disk)}: ${terminalSafe(op.from)} → ${terminalSafe(op.size)}`;
-    case 'move-disk':
-      return `move ${terminalSafe(op.disk)}: storage ${terminalSafe(op.from)} → ${terminalSafe(op.storage)}`;
-    case 'start':
-      return 'start';
-    case 'shutdown':
-      return 'shut down (clean)';
-    case 'stop':
-      return 'stop (hard)';
-    case 'destroy':
-      return 'destroy the guest and its disks';
-  }
-}
 
 function renderDrift(guests: readonly GuestPlan[], paint: Painter): string[] {
   const drifted = guests.filter((guest) => guest.drift.length > 0).sort(compareByName);
