@@ -22,6 +22,30 @@ export const NON_OPTIONS: ReadonlySet<string> = new Set([
   'import-working-storage',
 ]);
 
+/**
+ * Keys Proxmox manages itself (DESIGN §2 "Owned keys"): never set by a spec, never owned by the
+ * repository. `smbios1` and `vmgenid` are not here: Proxmox fills them in at creation, but a spec
+ * may pin them and then owns them.
+ */
+const SERVER_MANAGED: ReadonlySet<string> = new Set([
+  'digest',
+  'lock',
+  'meta',
+  'parent',
+  'snaptime',
+  'vmstate',
+  'runningmachine',
+  'runningcpu',
+  'pending',
+  'snapshots',
+  'lxc',
+]);
+
+/** True for keys the server manages: `digest`, `lock`, `meta`, `unusedN`, … */
+export function isServerManaged(key: string): boolean {
+  return SERVER_MANAGED.has(key) || /^unused\d+$/.test(key);
+}
+
 /** The endpoint whose parameters are a guest type's config options. */
 export function configEndpoint(type: GuestType): string {
   return `PUT /nodes/{node}/${type}/{vmid}/config`;

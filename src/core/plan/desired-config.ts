@@ -1,3 +1,4 @@
+import { isServerManaged } from '../config-options.js';
 import type { GuestSpec, GuestType } from '../model.js';
 import { normaliseTags } from '../property-string.js';
 
@@ -5,18 +6,6 @@ import { normaliseTags } from '../property-string.js';
  * Which config keys the repository owns (DESIGN §2): everything except server-managed keys,
  * keys Proxmox fills in at creation when the spec leaves them out, and the spec's `ignore` list.
  */
-
-const SERVER_MANAGED = new Set([
-  'digest',
-  'meta',
-  'lock',
-  'parent',
-  'snaptime',
-  'vmstate',
-  'runningmachine',
-  'runningcpu',
-  'lxc',
-]);
 
 /**
  * Keys owned only when the spec sets them: those Proxmox fills in at creation (`boot`, a
@@ -28,11 +17,6 @@ const OWNED_WHEN_SET: Record<GuestType, Set<string>> = {
   qemu: new Set(['boot', 'bootdisk', 'smbios1', 'vmgenid', 'template', 'machine', 'args', 'cipassword']),
   lxc: new Set(['arch', 'ostype', 'rootfs', 'template', 'unprivileged', 'memory', 'swap']),
 };
-
-/** True for keys the server manages and a spec may never set. */
-export function isServerManaged(key: string): boolean {
-  return SERVER_MANAGED.has(key) || /^unused\d+$/.test(key);
-}
 
 /** True when the repository owns `key` of a guest described by `spec`. */
 export function isOwnedKey(spec: GuestSpec, key: string): boolean {

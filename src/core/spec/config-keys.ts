@@ -2,7 +2,7 @@
  * Which config keys a spec may set, per guest type, from Proxmox's own API schema
  * (`PUT /nodes/{node}/{qemu|lxc}/{vmid}/config`) plus what the product decides about them.
  */
-import { configEndpoint, defaultSubKey, optionNames, type OptionSchema } from '../config-options.js';
+import { configEndpoint, defaultSubKey, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
 import type { GuestType } from '../model.js';
 import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
@@ -13,25 +13,6 @@ export { defaultSubKey, type OptionSchema };
 export function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
   return endpointSchema(configEndpoint(type))?.parameters.properties ?? {};
 }
-
-/**
- * Keys Proxmox manages itself (DESIGN §2 "Owned keys"): a spec never sets them. `smbios1` and
- * `vmgenid` are not here: Proxmox fills them in at creation, but a spec may pin them (an SMBIOS
- * serial for licensing, a fixed generation ID) and then owns them, as the planner does.
- */
-export const SERVER_MANAGED = new Set([
-  'digest',
-  'lock',
-  'meta',
-  'parent',
-  'snaptime',
-  'vmstate',
-  'runningmachine',
-  'runningcpu',
-  'pending',
-  'snapshots',
-  'lxc',
-]);
 
 /** Parameters of the config call that steer the call itself rather than name a guest option. */
 const API_PARAMETERS = new Set(['delete', 'revert', 'skiplock', 'force', 'background_delay', 'import-working-storage']);
@@ -87,7 +68,7 @@ export function classifyConfigKey(type: GuestType, key: string): KeyVerdict {
 }
 
 function classifyUncached(type: GuestType, key: string): KeyVerdict {
-  if (SERVER_MANAGED.has(key) || /^unused\d+$/.test(key)) return { kind: 'server-managed' };
+  if (isServerManaged(key)) return { kind: 'server-managed' };
   if (API_PARAMETERS.has(key)) return { kind: 'api-parameter' };
   if (TOP_LEVEL_FIELDS.has(key)) return { kind: 'top-level' };
   const refused = REFUSED[type]?.[key];
@@ -119,7 +100,7 @@ export function isRealConfigKey(type: GuestType, key: string): boolean {
 /** Closest known key within edit distance 2, for "did you mean". */
 export function suggestKey(type: GuestType, key: string): string | undefined {
   const indexed = INDEXED_KEY.exec(key);
-  const names = optionNames(type).filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !SERVER_MANAGED.has(name));
+  const names = optionNames(type).filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !isServerManaged(name));
   let best: string | undefined;
   let bestDistance = 3;
   for (const name of names) {

@@ -15,6 +15,7 @@ import {
   qemuHotplugSet,
   type HotplugVerdict,
 } from '../../core/hotplug.js';
+import { NON_OPTIONS } from '../../core/config-options.js';
 import type { GuestType } from '../../core/model.js';
 import { normaliseTags } from '../../core/property-string.js';
 import { paramSchema, splitList } from '../../core/proxmox-params.js';
@@ -79,7 +80,6 @@ export interface UpdateEnv {
   volumes: VolumeStore;
 }
 
-const NON_OPTIONS = new Set(['node', 'vmid', 'delete', 'revert', 'digest', 'skiplock', 'force', 'background_delay', 'import-working-storage']);
 const INTERNAL_OPTIONS = new Set(['lock', 'parent', 'snaptime', 'vmstate', 'runningmachine', 'runningcpu', 'meta']);
 
 /** `option_exists`: a config key of that guest type. */
