@@ -14,7 +14,8 @@ export const validateCommand: Command = {
       note(io, `${errorLines.length} error${errorLines.length === 1 ? '' : 's'} in ${flags.specs}`);
       return 1;
     }
-    note(io, `${flags.specs}: valid (${specs.clusters.length} clusters, ${specs.guests.length} guests)`);
+    const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+    note(io, `${flags.specs}: valid (${count(specs.clusters.length, 'cluster')}, ${count(specs.guests.length, 'guest')})`);
     return 0;
   },
 };
