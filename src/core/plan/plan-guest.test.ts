@@ -1,50 +1,22 @@
 import { describe, expect, it } from 'vitest';
+import { makeGuestSpec, makeObserved } from '../../../test/helpers/factories.js';
 import type { GuestSpec, ListedGuest, ObservedGuest, Operation } from '../model.js';
 import { planGuest, type GuestPlanInput } from './plan-guest.js';
 
 const OWNER = 'pve-gitops';
 
 function vmSpec(config: Record<string, string>, extra: Partial<GuestSpec> = {}): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name: 'app-01',
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid: 100101,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config,
-    source: { file: 'lab/app.yaml', line: 1, col: 1 },
-    ...extra,
-  };
+  return makeGuestSpec({ config, ...extra });
 }
 
 function ctSpec(config: Record<string, string>, extra: Partial<GuestSpec> = {}): GuestSpec {
-  return vmSpec(config, { kind: 'Container', type: 'lxc', name: 'ct-01', ...extra });
+  return makeGuestSpec({ type: 'lxc', name: 'ct-01', config, ...extra });
 }
 
 /** A guest as read from the cluster; `name`/`hostname` and owner tag filled in unless given. */
-function observed(
-  current: Record<string, string>,
-  extra: Partial<ObservedGuest> = {},
-): ObservedGuest {
-  const type = extra.type ?? 'qemu';
-  const nameKey = type === 'qemu' ? 'name' : 'hostname';
-  return {
-    vmid: 100101,
-    type,
-    node: 'pve-01',
-    status: 'stopped',
-    digest: 'a'.repeat(40),
-    current: { [nameKey]: type === 'qemu' ? 'app-01' : 'ct-01', tags: OWNER, ...current },
-    pending: {},
-    pendingDelete: [],
-    ...extra,
-  };
+function observed(current: Record<string, string>, extra: Partial<ObservedGuest> = {}): ObservedGuest {
+  const nameKey = extra.type === 'lxc' ? 'hostname' : 'name';
+  return makeObserved({ [nameKey]: extra.type === 'lxc' ? 'ct-01' : 'app-01', ...current }, extra);
 }
 
 function listed(guest: ObservedGuest, extra: Partial<ListedGuest> = {}): ListedGuest {

@@ -1,42 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { makeGuestPlan, makePlan as plan } from '../../../test/helpers/factories.js';
 import type { GuestPlan, Plan, Severity } from '../model.js';
 import { countPlan, planVerdict } from './plan-counts.js';
 import { PLAN_MARKER, renderPlanMarkdown } from './render-markdown.js';
-
-function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
-  return {
-    cluster: 'lab',
-    name: 'app-01',
-    vmid: 100101,
-    vmidDerived: false,
-    type: 'qemu',
-    node: 'pve-01',
-    action: 'update',
-    changes: [{ key: 'memory', from: '2048', to: '4096', impact: 'live' }],
-    operations: [],
-    drift: [],
-    pending: [],
-    errors: [],
-    warnings: [],
-    severity: 'configuration',
-    target: { ownerTag: 'pve-gitops', prune: false },
-    ...overrides,
-  };
-}
-
-function plan(guests: GuestPlan[], overrides: Partial<Plan> = {}): Plan {
-  const clusters = [...new Set(guests.map((g) => g.cluster))];
-  return {
-    version: 1,
-    createdAt: '2025-01-01T00:00:00.000Z',
-    clusters,
-    guests,
-    errors: [],
-    warnings: [],
-    summary: { create: 0, update: 0, destroy: 0, noop: 0, orphan: 0, error: 0, drifted: 0, pending: 0 },
-    ...overrides,
-  };
-}
 
 const SEVERITY_RANK: Record<Severity, number> = { 'read-only': 0, configuration: 1, 'service-impact': 2, 'data-loss': 3 };
 
@@ -87,6 +53,12 @@ function renderedGuests(markdown: string): { action: string; ref: string; vmid: 
 function omittedCount(markdown: string): number {
   const match = /\*\*(\d+) guests?'s? details omitted\*\*/.exec(markdown);
   return match === null ? 0 : Number(match[1]);
+}
+
+
+/** A guest plan with one live memory change unless overridden. */
+function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
+  return makeGuestPlan({ changes: [{ key: 'memory', from: '2048', to: '4096', impact: 'live' }], ...overrides });
 }
 
 describe('summary table and verdict', () => {

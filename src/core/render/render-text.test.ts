@@ -1,40 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { makeGuestPlan as guest, makePlan as plan } from '../../../test/helpers/factories.js';
 import type { GuestPlan, Plan } from '../model.js';
 import { renderPlanText } from './render-text.js';
-
-function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
-  return {
-    cluster: 'lab',
-    name: 'app-01',
-    vmid: 100101,
-    vmidDerived: false,
-    type: 'qemu',
-    node: 'pve-01',
-    action: 'update',
-    changes: [],
-    operations: [],
-    drift: [],
-    pending: [],
-    errors: [],
-    warnings: [],
-    severity: 'configuration',
-    target: { ownerTag: 'pve-gitops', prune: false },
-    ...overrides,
-  };
-}
-
-function plan(guests: GuestPlan[], overrides: Partial<Plan> = {}): Plan {
-  return {
-    version: 1,
-    createdAt: '2025-01-01T00:00:00.000Z',
-    clusters: ['lab'],
-    guests,
-    errors: [],
-    warnings: [],
-    summary: { create: 0, update: 0, destroy: 0, noop: 0, orphan: 0, error: 0, drifted: 0, pending: 0 },
-    ...overrides,
-  };
-}
 
 function lines(p: Plan): string[] {
   return renderPlanText(p).split('\n');

@@ -1,0 +1,88 @@
+/**
+ * Builders for the core's data in tests: sensible defaults, overridden per test, so a test says
+ * only what matters to it.
+ */
+import type { GuestPlan, GuestSpec, ObservedGuest, Plan } from '../../src/core/model.js';
+import { planSpecs } from '../../src/core/plan/plan-specs.js';
+
+/** A VM spec `app-01` (100101) on `lab`/`pve-01`; `type: 'lxc'` makes it a Container. */
+export function makeGuestSpec(overrides: Partial<GuestSpec> = {}): GuestSpec {
+  const type = overrides.type ?? 'qemu';
+  return {
+    kind: type === 'qemu' ? 'VM' : 'Container',
+    type,
+    name: 'app-01',
+    cluster: 'lab',
+    node: 'pve-01',
+    vmid: 100101,
+    vmidDerived: false,
+    power: 'ignore',
+    state: 'present',
+    adopt: false,
+    ignore: [],
+    config: {},
+    source: { file: 'lab/app.yaml', line: 1, col: 1 },
+    ...overrides,
+  };
+}
+
+/**
+ * A guest as read from the cluster: stopped, owned (`pve-gitops` tag), named `app-01` unless
+ * `current` says otherwise.
+ */
+export function makeObserved(current: Record<string, string> = {}, overrides: Partial<ObservedGuest> = {}): ObservedGuest {
+  const type = overrides.type ?? 'qemu';
+  return {
+    vmid: 100101,
+    type,
+    node: 'pve-01',
+    status: 'stopped',
+    digest: 'a'.repeat(40),
+    current: { [type === 'qemu' ? 'name' : 'hostname']: 'app-01', tags: 'pve-gitops', ...current },
+    pending: {},
+    pendingDelete: [],
+    ...overrides,
+  };
+}
+
+/** A guest plan: an `update` of `lab/app-01` with nothing in it. */
+export function makeGuestPlan(overrides: Partial<GuestPlan> = {}): GuestPlan {
+  return {
+    cluster: 'lab',
+    name: 'app-01',
+    vmid: 100101,
+    vmidDerived: false,
+    type: 'qemu',
+    node: 'pve-01',
+    action: 'update',
+    changes: [],
+    operations: [],
+    drift: [],
+    pending: [],
+    errors: [],
+    warnings: [],
+    severity: 'configuration',
+    target: { ownerTag: 'pve-gitops', prune: false },
+    ...overrides,
+  };
+}
+
+/** A plan of the given guests, with the summary the planner would compute. */
+export function makePlan(guests: GuestPlan[], overrides: Partial<Plan> = {}): Plan {
+  const summary = planSpecs({ head: { clusters: [], guests: [] }, observed: { clusters: {} } }).summary;
+  for (const g of guests) {
+    summary[g.action] += 1;
+    if (g.drift.length > 0) summary.drifted += 1;
+    if (g.pending.length > 0 || g.changes.some((c) => c.impact === 'pending-restart')) summary.pending += 1;
+  }
+  return {
+    version: 1,
+    createdAt: '2025-01-01T00:00:00.000Z',
+    clusters: guests.length > 0 ? [...new Set(guests.map((g) => g.cluster))].sort() : ['lab'],
+    guests,
+    errors: [],
+    warnings: [],
+    summary,
+    ...overrides,
+  };
+}
