@@ -11,7 +11,7 @@ import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../prop
 import { validateParams } from '../proxmox-params.js';
 import { classifyConfigKey, isRealConfigKey, suggestKey, type KeyVerdict } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { SpecError } from './errors.js';
+import { SpecError, type SpecProblem } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 
@@ -45,6 +45,12 @@ export interface ValidateOptions {
   positions?: SpecPositions;
   /** Clusters whose document failed to load: their guests are not also reported as orphaned from them. */
   brokenClusters?: ReadonlySet<string>;
+  /**
+   * Guests whose own checks already ran (`checkGuest`, where their file was parsed), with what
+   * those found: only the checks that need the cluster run for them here, and their `errors` are
+   * left to the caller (only the `pending` ones that stand are returned).
+   */
+  checkedGuests?: ReadonlyMap<GuestSpec, GuestFindings>;
 }
 
 /** Validates a spec set; returns every error found (unordered). */
@@ -54,7 +60,15 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
   const posOf = (spec: ClusterSpec | GuestSpec): DocumentPositions => positions.get(spec) ?? fallbackPositions(spec);
   const clusters = validateClusters(specs.clusters, posOf, errors);
   validateIdentity(specs.guests, clusters, options.brokenClusters ?? new Set(), posOf, errors);
-  for (const guest of specs.guests) validateGuest(guest, clusters.get(guest.cluster), posOf(guest), errors);
+  for (const guest of specs.guests) {
+    const at = posOf(guest);
+    let findings = options.checkedGuests?.get(guest);
+    if (!findings) {
+      findings = checkGuest(guest, at);
+      for (const problem of findings.errors) errors.push(new SpecError(problem.at, problem.message));
+    }
+    validateGuestInCluster(guest, clusters.get(guest.cluster), at, findings.pending, errors);
+  }
   return errors;
 }
 
@@ -154,21 +168,62 @@ function validateIdentity(
   }
 }
 
-function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, errors: SpecError[]): void {
+/**
+ * A Proxmox parameter error found by `checkGuest`. It stands unless a cluster check reports the
+ * same config key (`configKey`): Proxmox's check would only repeat that error less clearly.
+ */
+export interface PendingProblem extends SpecProblem {
+  configKey?: string;
+}
+
+/** What {@link checkGuest} found. Plain data, so it can be found in a worker thread. */
+export interface GuestFindings {
+  errors: SpecProblem[];
+  pending: PendingProblem[];
+}
+
+/**
+ * The checks of one guest that need nothing but its document: name, power and state, config keys
+ * and values, ignore rules and Proxmox's parameter check. `validateSpecs` adds the checks against
+ * the guest's cluster (storages, bridges), which decide which `pending` errors stand.
+ */
+export function checkGuest(guest: GuestSpec, at: DocumentPositions): GuestFindings {
+  const errors: SpecProblem[] = [];
   // Keys with an error of our own; Proxmox's value check would only repeat it less clearly.
   const reported = new Set<string>();
   const report = (ref: SourceRef, message: string, key?: string): void => {
-    errors.push(new SpecError(ref, message));
+    errors.push({ at: ref, message });
     if (key) reported.add(key);
   };
 
   if (!DNS_NAME_RE.test(guest.name)) report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
   validatePowerState(guest, at, report);
   validateConfigKeys(guest, at, report);
-  validateConfigValues(guest, cluster, at, report);
+  validateConfigValues(guest, at, report);
   validateIgnore(guest, at, report);
-  validateCreateOptions(guest, cluster, at, report);
-  validateWithProxmoxSchema(guest, at, reported, report);
+  return { errors, pending: checkWithProxmoxSchema(guest, at, reported) };
+}
+
+/** The checks of a guest against its cluster, and the pending errors of `checkGuest` that stand. */
+function validateGuestInCluster(
+  guest: GuestSpec,
+  cluster: ClusterSpec | undefined,
+  at: DocumentPositions,
+  pending: readonly PendingProblem[],
+  errors: SpecError[],
+): void {
+  const reported = new Set<string>();
+  const report = (ref: SourceRef, message: string, key?: string): void => {
+    errors.push(new SpecError(ref, message));
+    if (key) reported.add(key);
+  };
+  if (cluster) {
+    validateClusterContract(guest, cluster, at, report);
+    validateCreateOptions(guest, cluster, at, report);
+  }
+  for (const problem of pending) {
+    if (problem.configKey === undefined || !reported.has(problem.configKey)) errors.push(new SpecError(problem.at, problem.message));
+  }
 }
 
 type Report = (ref: SourceRef, message: string, key?: string) => void;
@@ -215,7 +270,7 @@ function validateConfigKeys(guest: GuestSpec, at: DocumentPositions, report: Rep
   }
 }
 
-function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
+function validateConfigValues(guest: GuestSpec, at: DocumentPositions, report: Report): void {
   const { config } = guest;
   const valueAt = (key: string): SourceRef => at.value(['config', key]);
   if (guest.type === 'qemu' && config.name !== undefined && config.name !== guest.name) {
@@ -239,8 +294,13 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
   if (config.description !== undefined && config.description.length > DESCRIPTION_MAX) {
     report(valueAt('description'), `description may only be ${DESCRIPTION_MAX} characters long`, 'description');
   }
-  if (!cluster) return;
-  for (const [key, value] of Object.entries(config)) {
+}
+
+/** Disks on the cluster's storages and NICs on its bridges (the naming contract). */
+function validateClusterContract(guest: GuestSpec, cluster: ClusterSpec, at: DocumentPositions, report: Report): void {
+  if (!cluster.storages && !cluster.bridges) return;
+  const valueAt = (key: string): SourceRef => at.value(['config', key]);
+  for (const [key, value] of Object.entries(guest.config)) {
     if (cluster.storages && DISK_KEY[guest.type].test(key)) {
       const storage = diskStorage(guest.type, value);
       if (storage !== undefined && !cluster.storages.includes(storage)) {
@@ -288,9 +348,9 @@ function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report)
   });
 }
 
-function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
+function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec, at: DocumentPositions, report: Report): void {
   const storage = guest.createOptions?.storage;
-  if (storage !== undefined && cluster?.storages && !cluster.storages.includes(storage)) {
+  if (storage !== undefined && cluster.storages && !cluster.storages.includes(storage)) {
     report(at.value(['create', 'storage']), `storage "${storage}" is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`);
   }
 }
@@ -298,10 +358,10 @@ function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec | undefine
 /**
  * Runs the config and create options through Proxmox's own parameter validation for the create
  * call, so a bad value fails in review with the text Proxmox would answer, at that key's line.
- * Keys already reported above are skipped; `description` is checked above (the schema extract
- * lacks it).
+ * Keys already reported above are skipped, and the errors are pending: a key that a cluster check
+ * reports drops its error. `description` is checked above (the schema extract lacks it).
  */
-function validateWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, reported: Set<string>, report: Report): void {
+function checkWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, reported: ReadonlySet<string>): PendingProblem[] {
   const params: Record<string, string> = {};
   const origin: Record<string, DocPath> = {};
   for (const [key, value] of Object.entries(guest.config)) {
@@ -314,10 +374,14 @@ function validateWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, repo
     origin[key] = ['create', key];
   }
   const found = checkParams(`POST /nodes/{node}/${guest.type}`, params);
+  const pending: PendingProblem[] = [];
   for (const [param, text] of Object.entries(found)) {
     const path = origin[param] ?? ['config', param];
-    report(at.value(path), `${path.join('.')}: ${oneLine(text)}`);
+    const problem: PendingProblem = { at: at.value(path), message: `${path.join('.')}: ${oneLine(text)}` };
+    if (path[0] === 'config') problem.configKey = param;
+    pending.push(problem);
   }
+  return pending;
 }
 
 /**
