@@ -107,11 +107,26 @@ function perlTrue(value: string | undefined): boolean {
   return value !== undefined && value !== '' && value !== '0';
 }
 
-/**
- * Setting `opt` to `value` on a running VM whose config has `current` for it and `hotplug` as its
- * hotplug option.
- */
-export function qemuHotplugSet(opt: string, current: string | undefined, value: string, hotplug: string | undefined): HotplugVerdict {
+/** Reads a key of the guest's config in effect (the main section). */
+export type ConfigLookup = (key: string) => string | undefined;
+
+/** Drives the VM boots from (`boot: order=…`, or the legacy `bootdisk`): never unplugged live. */
+function bootDisks(config: ConfigLookup): Set<string> {
+  const boot = config('boot');
+  const order = boot ? /(?:^|,)order=([^,]*)/.exec(boot)?.[1] : undefined;
+  if (order !== undefined) return new Set(order.split(';').filter(isQemuDrive));
+  const legacy = config('bootdisk');
+  return new Set(legacy ? [legacy] : []);
+}
+
+function unplugRefusal(opt: string, config: ConfigLookup): HotplugRefusal | undefined {
+  return bootDisks(config).has(opt) ? { error: `can't unplug bootdisk '${opt}'\n` } : undefined;
+}
+
+/** Setting `opt` to `value` on a running VM whose config in effect `config` reads. */
+export function qemuHotplugSet(opt: string, value: string, config: ConfigLookup): HotplugVerdict {
+  const current = config(opt);
+  const hotplug = config('hotplug');
   if (isQemuFastplug(opt)) return LIVE;
   const features = hotplugFeatures(hotplug);
   if (opt === 'hotplug') {
@@ -139,9 +154,12 @@ export function qemuHotplugSet(opt: string, current: string | undefined, value: 
     const drive = parseOption('qemu', opt, value);
     if (current !== undefined) {
       const old = parseOption('qemu', opt, current);
-      if ((drive.media ?? 'disk') !== (old.media ?? 'disk')) return { error: 'unable to change media type' };
+      if ((drive.media ?? 'disk') !== (old.media ?? 'disk')) return { error: 'unable to change media type\n' };
       if (isCdrom(old)) return LIVE;
-      if (drive.file !== old.file) return features.has('disk') ? LIVE : PENDING;
+      if (drive.file !== old.file) {
+        if (!features.has('disk')) return PENDING;
+        return unplugRefusal(opt, config) ?? LIVE;
+      }
       return DISK_COLD_KEYS.some((k) => drive[k] !== old[k]) ? PENDING : LIVE;
     }
     return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? PENDING : LIVE;
@@ -156,8 +174,10 @@ export function qemuHotplugSet(opt: string, current: string | undefined, value: 
   return PENDING;
 }
 
-/** Deleting `opt` (whose value is `current`) from a running VM. */
-export function qemuHotplugDelete(opt: string, current: string | undefined, hotplug: string | undefined): HotplugVerdict {
+/** Deleting `opt` from a running VM whose config in effect `config` reads. */
+export function qemuHotplugDelete(opt: string, config: ConfigLookup): HotplugVerdict {
+  const current = config(opt);
+  const hotplug = config('hotplug');
   if (opt === 'hotplug') return /(cpu|memory)/.test(hotplug ?? '') ? PENDING : LIVE;
   const features = hotplugFeatures(hotplug);
   if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? LIVE : PENDING;
@@ -165,7 +185,10 @@ export function qemuHotplugDelete(opt: string, current: string | undefined, hotp
   if (opt === 'balloon') return current === '0' ? PENDING : LIVE;
   if (isQemuFastplug(opt)) return LIVE;
   if (/^net\d+$/.test(opt)) return features.has('network') ? LIVE : PENDING;
-  if (isQemuDrive(opt)) return !features.has('disk') || /^(ide|sata)\d+$/.test(opt) ? PENDING : LIVE;
+  if (isQemuDrive(opt)) {
+    if (!features.has('disk') || /^(ide|sata)\d+$/.test(opt)) return PENDING;
+    return unplugRefusal(opt, config) ?? LIVE;
+  }
   if (opt === 'memory') return features.has('memory') ? LIVE : PENDING;
   if (opt === 'cpuunits' || opt === 'cpulimit') return LIVE;
   return PENDING;

@@ -286,7 +286,34 @@ describe('more request shapes and container texts', () => {
     sim.sim.setRunning(100, true);
     const res = await api(sim, 'PUT', '/nodes/pve-01/qemu/100/config', { form: { ide2: 'local-lvm:8', onboot: '0' } });
     expect(res.status).toBe(400);
-    expect(res.body?.errors).toEqual({ ide2: 'hotplug problem - unable to change media type' });
+    // The die text keeps its newline in the errors map, as `"hotplug problem - $msg"` does.
+    expect(res.body?.errors).toEqual({ ide2: 'hotplug problem - unable to change media type\n' });
     expect((await config(100, '?current=1')).onboot).toBe(0);
+  });
+
+  it('refuses to unplug the boot disk of a running VM', async () => {
+    const del = await api(sim, 'PUT', '/nodes/pve-01/qemu/100/config', { form: { delete: 'scsi0' } });
+    expect(del.status).toBe(400);
+    expect(del.body?.errors).toEqual({ scsi0: "hotplug problem - can't unplug bootdisk 'scsi0'\n" });
+    expect((await config(100, '?current=1')).scsi0).toBe('local-lvm:vm-100-disk-0,size=32G');
+  });
+
+  it('applies a POST config change inside its task: the old config stays visible until the task ends', async () => {
+    sim.sim.setTaskMs(400);
+    const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3' } });
+    const upid = res.body?.data as string;
+    expect((await config(100, '?current=1')).cpulimit).toBeUndefined();
+    await waitTask(sim, 'pve-01', upid);
+    expect((await config(100, '?current=1')).cpulimit).toBe('3');
+  });
+
+  it('fails a POST config task whose digest moved while it waited', async () => {
+    sim.sim.setTaskMs(300);
+    const digest = (await config(100)).digest as string;
+    const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3', digest } });
+    sim.sim.operatorEdit(100, { set: { cpuunits: '200' } });
+    const final = await waitTask(sim, 'pve-01', res.body?.data as string);
+    expect(final.exitstatus).toBe('checksum mismatch (file change by other user?)');
+    expect((await config(100, '?current=1')).cpulimit).toBeUndefined();
   });
 });

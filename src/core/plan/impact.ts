@@ -22,19 +22,18 @@ export interface KeyImpact {
  */
 export function keyImpact(ctx: ImpactContext, key: string, to: string | undefined): KeyImpact {
   if (!ctx.running) return { impact: 'live' };
-  const from = ctx.current[key];
-  const hotplug = ctx.current.hotplug;
+  const config = (k: string): string | undefined => ctx.current[k];
   const verdict =
     ctx.type === 'qemu'
       ? to === undefined
-        ? qemuHotplugDelete(key, from, hotplug)
-        : qemuHotplugSet(key, from, to, hotplug)
+        ? qemuHotplugDelete(key, config)
+        : qemuHotplugSet(key, to, config)
       : to === undefined
         ? lxcHotplugDelete(key)
-        : lxcHotplugSet(key, from);
+        : lxcHotplugSet(key, ctx.current[key]);
   if (verdict === LIVE) return { impact: 'live' };
   if (verdict === PENDING) return { impact: 'pending-restart' };
-  return { impact: 'pending-restart', refusal: verdict.error };
+  return { impact: 'pending-restart', refusal: verdict.error.trimEnd() };
 }
 
 const SEVERITY_ORDER: Severity[] = ['read-only', 'configuration', 'service-impact', 'data-loss'];

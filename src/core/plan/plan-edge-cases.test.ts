@@ -104,6 +104,12 @@ describe('running guests follow the shared hotplug rules', () => {
     expect(p.warnings.join()).toMatch(/power state is 'paused'/);
   });
 
+  it('refuses to detach the boot disk of a running VM, as Proxmox does', () => {
+    const p = plan(spec('qemu', { boot: 'order=scsi0' }), seen('qemu', { boot: 'order=scsi0', scsi0: 'local-lvm:vm-100500-disk-0,size=32G' }));
+    expect(p.action).toBe('error');
+    expect(p.errors[0]).toBe("scsi0: a running guest refuses this change (can't unplug bootdisk 'scsi0'); stop it first");
+  });
+
   it('refuses to move a running container volume', () => {
     const p = plan(spec('lxc', { rootfs: 'ceph:8' }), seen('lxc', { rootfs: 'local-lvm:vm-100500-disk-0,size=8G' }));
     expect(p.action).toBe('error');

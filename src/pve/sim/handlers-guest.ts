@@ -158,20 +158,16 @@ export function updateQemuConfig(async: boolean) {
       if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
       return { data: null };
     }
-    // The worker takes the config lock at once; its effect is visible right away, the task
-    // itself reports completion after taskMs.
-    let failure: Error | undefined;
-    let outcome: ReturnType<typeof applyQemuUpdate> | undefined;
-    try {
-      outcome = applyQemuUpdate(ctx.sim, guest, prepared);
-    } catch (err) {
-      failure = err as Error;
-    }
+    // Like `fork_worker`: the change happens inside the task, which re-checks the digest and the
+    // lock under the config lock (`$load_and_check_config->(1)`), so a client that does not wait
+    // for the task sees the old config, and a write that landed meanwhile fails the task.
     const task = ctx.startTask(guest.node, 'qmconfig', String(guest.vmid), (log) => {
       log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
-      for (const warning of outcome?.warnings ?? []) log.warn(warning);
-      if (failure) throw failure;
-      const errors = outcome?.errors ?? {};
+      const current = pathGuest(ctx, 'qemu');
+      checkQemuConfig(current, prepared.digest, prepared.skiplock);
+      const outcome = applyQemuUpdate(ctx.sim, current, prepared);
+      for (const warning of outcome.warnings) log.warn(warning);
+      const errors = outcome.errors;
       if (Object.keys(errors).length > 0) {
         // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
         throw new Error(

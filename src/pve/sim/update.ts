@@ -313,7 +313,7 @@ function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>
   const deletes = pendingDeletes(guest);
   for (const opt of [...deletes.keys()].sort()) {
     if (!selection.has(opt)) continue;
-    const verdict = asSimVerdict(qemuHotplugDelete(opt, guest.main.get(opt), guest.main.get('hotplug')));
+    const verdict = asSimVerdict(qemuHotplugDelete(opt, (key) => guest.main.get(key)));
     if (verdict === SKIP) continue;
     if (verdict !== undefined) {
       errors[opt] = `hotplug problem - ${verdict}`;
@@ -326,7 +326,7 @@ function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>
   for (const opt of [...guest.pending.keys()].sort()) {
     if (opt === 'delete' || !selection.has(opt)) continue;
     const value = guest.pending.get(opt) as string;
-    const verdict = asSimVerdict(qemuHotplugSet(opt, guest.main.get(opt), value, guest.main.get('hotplug')));
+    const verdict = asSimVerdict(qemuHotplugSet(opt, value, (key) => guest.main.get(key)));
     if (verdict === SKIP) continue;
     if (verdict !== undefined) {
       errors[opt] = `hotplug problem - ${verdict}`;
