@@ -9,6 +9,7 @@
  * can be parsed in worker threads (`src/spec-files/load-spec-files.ts`).
  */
 import type { ClusterSpec, GuestSpec, SpecSet } from '../model.js';
+import { addKeySources } from './build-spec.js';
 import type { DocumentPositions } from './document-positions.js';
 import { compareSpecErrors, SpecError, type SpecProblem } from './errors.js';
 import { parseSpecFiles, type ParsedSpecFile } from './parse-spec-file.js';
@@ -93,12 +94,15 @@ function assembleFile(file: ParsedSpecFile, state: LoadState): void {
         state.clusters.push(doc.spec);
         state.positions.set(doc.spec, tablePositions(file.path, doc.positions, lineCounter));
         break;
-      case 'guest':
+      case 'guest': {
         addErrors(doc.errors);
+        const at = tablePositions(file.path, doc.positions, lineCounter);
+        addKeySources(doc.spec, at);
         state.guests.push(doc.spec);
-        state.positions.set(doc.spec, tablePositions(file.path, doc.positions, lineCounter));
+        state.positions.set(doc.spec, at);
         state.checkedGuests.set(doc.spec, { errors: doc.errors, pending: doc.pending });
         break;
+      }
     }
   }
 }
