@@ -164,6 +164,13 @@ describe('pending values on running guests (API-FACTS §4, §5.3)', () => {
     expect((await config(200, '', 'lxc', 'pve-02')).ostype).toBe('ubuntu');
   });
 
+  it('writes container pending values under [pve:pending], as pve-container does', async () => {
+    await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { ostype: 'ubuntu' } });
+    const raw = sim.sim.getGuest(200)?.rawConfig ?? '';
+    expect(raw).toContain('\n[pve:pending]\nostype: ubuntu\n');
+    expect(raw).not.toContain('[PENDING]');
+  });
+
   it('applies everything at once on a stopped VM', async () => {
     await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { cores: '6', sockets: '2' } });
     expect(sim.sim.getGuest(101)!.rawConfig).not.toContain('[PENDING]');
@@ -226,9 +233,35 @@ describe('tags, locks and protection', () => {
     expect(sim.sim.getGuest(101)).toBeUndefined();
   });
 
+  it('protection also keeps a saved vmstate', async () => {
+    sim.sim.operatorEdit(101, { set: { protection: '1' } });
+    const guest = sim.sim.getGuest(101)?.rawConfig ?? '';
+    sim.sim.removeGuest(101);
+    sim.sim.addGuest({ vmid: 101, type: 'qemu', node: 'pve-01', config: guest.replace('name: web-02\n', 'name: web-02\nvmstate: local-lvm:vm-101-state-suspend\n') });
+    const res = await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { delete: 'vmstate' } });
+    expect(res.body?.message).toBe("can't remove vmstate 'local-lvm:vm-101-state-suspend' - protection mode enabled\n");
+  });
+
   it('a detached disk becomes unusedN on a stopped VM', async () => {
     await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { delete: 'scsi0' } });
     expect(await config(101, '?current=1')).toMatchObject({ unused0: 'local-lvm:vm-101-disk-0' });
+  });
+});
+
+describe('descriptions (comment lines)', () => {
+  it('keeps the newline of a container description and strips a VM one', async () => {
+    await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { description: 'hello' } });
+    expect((await config(200, '?current=1', 'lxc', 'pve-02')).description).toBe('hello\n');
+    expect(sim.sim.getGuest(200)?.rawConfig).toMatch(/^#hello\n/);
+    await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { description: 'hello' } });
+    expect((await config(101, '?current=1')).description).toBe('hello');
+  });
+
+  it('writes nothing for an empty or "0" description of a stopped VM', async () => {
+    const before = sim.sim.getGuest(101)?.rawConfig;
+    await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { description: '' } });
+    expect(sim.sim.getGuest(101)?.rawConfig).toBe(before);
+    expect(await config(101, '?current=1')).not.toHaveProperty('description');
   });
 });
 

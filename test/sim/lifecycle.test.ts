@@ -171,6 +171,13 @@ describe('tasks (API-FACTS §9)', () => {
 });
 
 describe('power (API-FACTS §8.2)', () => {
+  it('accepts root-only power options set to false from a token', async () => {
+    const stop = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop', { form: { skiplock: '0' } });
+    expect(stop.status).toBe(200);
+    const refused = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop', { form: { skiplock: '1' } });
+    expect(refused.body?.errors).toEqual({ skiplock: 'Only root may use this option.' });
+  });
+
   it('qemu: errors surface in the task; lxc: synchronously', async () => {
     const again = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/start');
     expect((await task('pve-01', again)).exitstatus).toBe('VM 100 already running');

@@ -71,7 +71,9 @@ export function decodeText(text: string): string {
   return Buffer.from(bytes).toString('utf8');
 }
 
-const SECTION_PENDING_RE = /^\[PENDING\]\s*$/i;
+/** qemu-server's pending section header; pve-container names it `[pve:pending]`. */
+const SECTION_PENDING_RE: Record<GuestType, RegExp> = { qemu: /^\[PENDING\]\s*$/i, lxc: /^\[pve:pending\]\s*$/i };
+const PENDING_HEADER: Record<GuestType, string> = { qemu: '[PENDING]', lxc: '[pve:pending]' };
 const SECTION_SPECIAL_RE = /^\[special:([a-z]+)\]\s*$/i;
 const SECTION_SNAPSHOT_RE = /^\[([a-z][a-z0-9_-]+)\]\s*$/i;
 const LXC_RAW_RE = /^(lxc\.[a-z0-9_.-]+)(?::|\s*=)\s*(.*?)\s*$/;
@@ -89,14 +91,18 @@ export function parseConfig(raw: string, type: GuestType): ParsedConfig {
   let section = config.main;
   let descr: string | undefined;
   const finishDescription = (): void => {
-    // Perl: `$descr =~ s/\s+$//` before storing.
-    if (descr !== undefined) section.values.set('description', descr.replace(/\s+$/, ''));
+    // qemu-server strips trailing whitespace (`$descr =~ s/\s+$//`); pve-container keeps the
+    // newline each `#` line ends with, and stores nothing for an empty description.
+    if (descr !== undefined) {
+      if (type === 'qemu') section.values.set('description', descr.replace(/\s+$/, ''));
+      else if (descr !== '') section.values.set('description', descr);
+    }
     descr = undefined;
   };
   for (const line of raw.split('\n')) {
     if (/^\s*$/.test(line)) continue;
     let m: RegExpExecArray | null;
-    if (SECTION_PENDING_RE.test(line)) {
+    if (SECTION_PENDING_RE[type].test(line)) {
       finishDescription();
       section = config.pending;
       continue;
@@ -131,14 +137,16 @@ export function parseConfig(raw: string, type: GuestType): ParsedConfig {
   return config;
 }
 
-function serializeSection(section: ConfigSection, type: GuestType): string {
+function serializeSection(section: ConfigSection, type: GuestType, pending = false): string {
   let raw = '';
   const description = section.values.get('description');
   if (description !== undefined) {
-    if (description !== '') {
-      for (const line of description.split('\n')) raw += `#${encodeText(line)}\n`;
-    } else if (type === 'qemu') {
-      // qemu-server writes a lone `#` for an empty description; pve-container writes nothing.
+    // Perl truthiness: '' and '0' write no comment lines. qemu-server marks an empty pending
+    // description with a lone `#` so the pending change survives; elsewhere nothing is written.
+    if (description !== '' && description !== '0') {
+      const text = type === 'lxc' ? description.replace(/\n$/, '') : description;
+      for (const line of text.split('\n')) raw += `#${encodeText(line)}\n`;
+    } else if (type === 'qemu' && pending) {
       raw += '#\n';
     }
   }
@@ -153,7 +161,7 @@ function serializeSection(section: ConfigSection, type: GuestType): string {
 /** Serialises like `write_vm_config`: main, `[PENDING]`, `[special:…]`, then snapshots, sorted. */
 export function serializeConfig(config: ParsedConfig, type: GuestType): string {
   let raw = serializeSection(config.main, type);
-  if (hasPending(config)) raw += `\n[PENDING]\n${serializeSection(config.pending, type)}`;
+  if (hasPending(config)) raw += `\n${PENDING_HEADER[type]}\n${serializeSection(config.pending, type, true)}`;
   for (const name of [...config.special.keys()].sort()) {
     raw += `\n[special:${name}]\n${serializeSection(config.special.get(name) as ConfigSection, type)}`;
   }

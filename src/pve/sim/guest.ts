@@ -123,7 +123,35 @@ export class Guest {
   commit(): void {
     this.rawText = serializeConfig(this.parsed, this.type);
     this.digestHex = configDigest(this.rawText);
+    this.rereadDescriptions();
     this.touch();
+  }
+
+  /**
+   * A description reads back as the file stores it (comment lines: stripped for qemu, each line
+   * newline-terminated for containers, nothing for '' or '0'), so the values held in memory are
+   * replaced by what a fresh parse of the written text gives. Section objects keep their identity.
+   */
+  rereadDescriptions(): void {
+    if (!this.rawText.includes('#') && !this.hasDescription()) return;
+    const reread = parseConfig(this.rawText, this.type);
+    const sync = (mine: ConfigSection | undefined, theirs: ConfigSection | undefined): void => {
+      if (!mine) return;
+      const value = theirs?.values.get('description');
+      if (value === undefined) mine.values.delete('description');
+      else mine.values.set('description', value);
+    };
+    sync(this.parsed.main, reread.main);
+    sync(this.parsed.pending, reread.pending);
+    for (const [name, section] of this.parsed.snapshots) sync(section, reread.snapshots.get(name));
+    for (const [name, section] of this.parsed.special) sync(section, reread.special.get(name));
+    this.touch();
+  }
+
+  private hasDescription(): boolean {
+    if (this.parsed.main.values.has('description') || this.parsed.pending.values.has('description')) return true;
+    for (const section of this.parsed.snapshots.values()) if (section.values.has('description')) return true;
+    return false;
   }
 
   /** Replaces the whole file text (fixtures, tests). */

@@ -217,8 +217,9 @@ function volumesOf(guest: Guest): string[] {
 /** `POST …/status/{start|stop|shutdown}` with the qemu/lxc split of API-FACTS §8.2. */
 export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
   return (ctx: RequestContext): HandlerResult => {
+    // Perl checks `if $param && $authuser ne 'root@pam'`: a false value (`skiplock=0`) passes.
     for (const name of ROOT_ONLY_POWER) {
-      if (ctx.params[name] !== undefined) throw new ParamError({ [name]: 'Only root may use this option.' });
+      if (flag(ctx, name)) throw new ParamError({ [name]: 'Only root may use this option.' });
     }
     const node = param(ctx, 'node');
     const vmid = Number(param(ctx, 'vmid'));

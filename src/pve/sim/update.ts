@@ -183,7 +183,9 @@ function writeIfChanged<T>(guest: Guest, mutate: () => T): T {
     return mutate();
   } finally {
     // A failing update keeps what it wrote before the failure, like Proxmox's write-per-step.
+    // An unchanged file is not written, but what memory holds must still read like the file.
     if (serializeConfig(guest.config, guest.type) !== before) guest.commit();
+    else guest.rereadDescriptions();
   }
 }
 
@@ -395,6 +397,7 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
         env.volumes.free(value);
         guest.main.delete(opt);
       } else if (opt === 'vmstate') {
+        checkProtection(guest, `can't remove vmstate '${value}'`);
         env.volumes.free(value);
         guest.main.delete(opt);
       } else if (isQemuDrive(opt)) {
