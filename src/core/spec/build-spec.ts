@@ -17,7 +17,7 @@ import {
   SpecKind,
   VmDocument,
 } from './schema.js';
-import { checkGuest, type PendingProblem } from './validate-specs.js';
+import { checkGuest, type GuestFindings } from './validate-specs.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
 
@@ -27,12 +27,13 @@ export type BuiltDocument =
   | { kind: 'invalid'; errors: SpecProblem[]; brokenCluster?: string }
   | { kind: 'cluster'; spec: ClusterSpec }
   /**
-   * A guest, with the errors of its own checks (`errors`) and Proxmox's parameter errors that stand
-   * only if no cluster check reports the same key (`pending`, see `checkGuest`). Its VMID is
+   * A guest, with what its own checks found (`checkGuest`; `findings.errors` also holds the values
+   * that could not be converted): errors, Proxmox's parameter errors that stand only if no cluster
+   * check reports the same key, and the names the cluster's naming contract constrains. Its VMID is
    * `UNASSIGNED_VMID` when not written: it is derived across files; its `keySources` are added
    * where it is assembled (`addKeySources`).
    */
-  | { kind: 'guest'; spec: GuestSpec; errors: SpecProblem[]; pending: PendingProblem[] };
+  | { kind: 'guest'; spec: GuestSpec; findings: GuestFindings };
 
 /**
  * Builds the spec of one mapping document (`raw` is its `toJS()` value, `at` where its parts were
@@ -57,8 +58,8 @@ export function buildDocument(raw: Record<string, unknown>, at: DocumentPosition
   if (parsed.data.kind === 'Cluster') return { kind: 'cluster', spec: toClusterSpec(parsed.data, at.start) };
   const errors: SpecProblem[] = [];
   const guest = toGuestSpec(parsed.data, at, errors);
-  const checked = checkGuest(guest, at);
-  return { kind: 'guest', spec: guest, errors: errors.concat(checked.errors), pending: checked.pending };
+  const findings = checkGuest(guest, at);
+  return { kind: 'guest', spec: guest, findings: { ...findings, errors: errors.concat(findings.errors) } };
 }
 
 function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {

@@ -95,12 +95,12 @@ function assembleFile(file: ParsedSpecFile, state: LoadState): void {
         state.positions.set(doc.spec, tablePositions(file.path, doc.positions, lineCounter));
         break;
       case 'guest': {
-        addErrors(doc.errors);
+        addErrors(doc.findings.errors);
         const at = tablePositions(file.path, doc.positions, lineCounter);
         addKeySources(doc.spec, at);
         state.guests.push(doc.spec);
         state.positions.set(doc.spec, at);
-        state.checkedGuests.set(doc.spec, { errors: doc.errors, pending: doc.pending });
+        state.checkedGuests.set(doc.spec, doc.findings);
         break;
       }
     }

@@ -24,6 +24,9 @@ const DISK_KEY: Record<GuestType, RegExp> = {
   lxc: /^(?:rootfs|mp\d+)$/,
 };
 
+/** NIC options, whose `bridge` the naming contract applies to. */
+const NET_KEY = /^net\d+$/;
+
 /** `STORAGE:volume` with Proxmox's storage-ID syntax (`pve-storage-id`). */
 const VOLUME_STORAGE = /^([a-z][a-z0-9._-]*[a-z0-9]):(.*)$/i;
 
@@ -67,7 +70,7 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
       findings = checkGuest(guest, at);
       for (const problem of findings.errors) errors.push(new SpecError(problem.at, problem.message));
     }
-    validateGuestInCluster(guest, clusters.get(guest.cluster), at, findings.pending, errors);
+    validateGuestInCluster(guest, clusters.get(guest.cluster), at, findings, errors);
   }
   return errors;
 }
@@ -180,6 +183,10 @@ export interface PendingProblem extends SpecProblem {
 export interface GuestFindings {
   errors: SpecProblem[];
   pending: PendingProblem[];
+  /** The storage each disk key names (see `diskStorage`), for the cluster's naming contract. */
+  storages: Record<string, string>;
+  /** The bridge each NIC key names, for the cluster's naming contract. */
+  bridges: Record<string, string>;
 }
 
 /**
@@ -201,7 +208,24 @@ export function checkGuest(guest: GuestSpec, at: DocumentPositions): GuestFindin
   validateConfigKeys(guest, at, report);
   validateConfigValues(guest, at, report);
   validateIgnore(guest, at, report);
-  return { errors, pending: checkWithProxmoxSchema(guest, at, reported) };
+  return { errors, pending: checkWithProxmoxSchema(guest, at, reported), ...contractNames(guest) };
+}
+
+/** The storages and bridges a guest's config names: what a cluster's naming contract constrains. */
+function contractNames(guest: GuestSpec): Pick<GuestFindings, 'storages' | 'bridges'> {
+  const storages: Record<string, string> = {};
+  const bridges: Record<string, string> = {};
+  for (const [key, value] of Object.entries(guest.config)) {
+    if (DISK_KEY[guest.type].test(key)) {
+      const storage = diskStorage(guest.type, value);
+      if (storage !== undefined) storages[key] = storage;
+    }
+    if (NET_KEY.test(key)) {
+      const bridge = propertyValue(parsePropertyString(value), 'bridge');
+      if (bridge !== undefined) bridges[key] = bridge;
+    }
+  }
+  return { storages, bridges };
 }
 
 /** The checks of a guest against its cluster, and the pending errors of `checkGuest` that stand. */
@@ -209,7 +233,7 @@ function validateGuestInCluster(
   guest: GuestSpec,
   cluster: ClusterSpec | undefined,
   at: DocumentPositions,
-  pending: readonly PendingProblem[],
+  findings: GuestFindings,
   errors: SpecError[],
 ): void {
   const reported = new Set<string>();
@@ -218,10 +242,10 @@ function validateGuestInCluster(
     if (key) reported.add(key);
   };
   if (cluster) {
-    validateClusterContract(guest, cluster, at, report);
+    validateClusterContract(findings, cluster, at, report);
     validateCreateOptions(guest, cluster, at, report);
   }
-  for (const problem of pending) {
+  for (const problem of findings.pending) {
     if (problem.configKey === undefined || !reported.has(problem.configKey)) errors.push(new SpecError(problem.at, problem.message));
   }
 }
@@ -297,19 +321,18 @@ function validateConfigValues(guest: GuestSpec, at: DocumentPositions, report: R
 }
 
 /** Disks on the cluster's storages and NICs on its bridges (the naming contract). */
-function validateClusterContract(guest: GuestSpec, cluster: ClusterSpec, at: DocumentPositions, report: Report): void {
-  if (!cluster.storages && !cluster.bridges) return;
+function validateClusterContract(names: GuestFindings, cluster: ClusterSpec, at: DocumentPositions, report: Report): void {
   const valueAt = (key: string): SourceRef => at.value(['config', key]);
-  for (const [key, value] of Object.entries(guest.config)) {
-    if (cluster.storages && DISK_KEY[guest.type].test(key)) {
-      const storage = diskStorage(guest.type, value);
-      if (storage !== undefined && !cluster.storages.includes(storage)) {
+  if (cluster.storages) {
+    for (const [key, storage] of Object.entries(names.storages)) {
+      if (!cluster.storages.includes(storage)) {
         report(valueAt(key), `storage "${storage}" of ${key} is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`, key);
       }
     }
-    if (cluster.bridges && /^net\d+$/.test(key)) {
-      const bridge = propertyValue(parsePropertyString(value), 'bridge');
-      if (bridge !== undefined && !cluster.bridges.includes(bridge)) {
+  }
+  if (cluster.bridges) {
+    for (const [key, bridge] of Object.entries(names.bridges)) {
+      if (!cluster.bridges.includes(bridge)) {
         report(valueAt(key), `bridge "${bridge}" of ${key} is not in cluster "${cluster.name}" bridges (${list(cluster.bridges)})`, key);
       }
     }
