@@ -11,7 +11,7 @@ import { buildDocument, type BuiltDocument } from './build-spec.js';
 import { withEnvSnapshot } from './env-snapshot.js';
 import type { SpecProblem } from './errors.js';
 import type { SpecFile } from './load-specs.js';
-import { buildPositionTable, documentStart, tablePositions, type PositionTable } from './position-table.js';
+import { documentStart, PositionTableBuilder, tablePositions, type PositionTable } from './position-table.js';
 
 /** A problem found while parsing, already placed in the file. */
 export type ParseProblem = SpecProblem;
@@ -54,6 +54,8 @@ export function parseSpecFile(file: SpecFile): ParsedSpecFile {
   const docs = parseAllDocuments(file.text, { lineCounter, prettyErrors: false, merge: true });
   const at = (offset: number): SourceRef => ({ file: file.path, ...lineCounter.linePos(offset) });
   const documents: ParsedDocument[] = [];
+  // One store for the file's tables: one buffer to send.
+  const tables = new PositionTableBuilder();
   for (const doc of docs) {
     if (doc.errors.length > 0) {
       documents.push({ kind: 'yaml-errors', errors: doc.errors.map((error) => ({ at: at(error.pos[0]), message: `YAML: ${error.message}` })) });
@@ -75,9 +77,10 @@ export function parseSpecFile(file: SpecFile): ParsedSpecFile {
       documents.push({ kind: 'yaml-errors', errors: [{ at: at(documentStart(doc)), message: `YAML: ${(error as Error).message}` }] });
       continue;
     }
-    const positions = buildPositionTable(doc);
+    const positions = tables.add(doc);
     const built = buildDocument(raw, tablePositions(file.path, positions, lineCounter));
     documents.push(built.kind === 'invalid' ? built : { ...built, positions });
   }
+  tables.finish();
   return { path: file.path, lineStarts: lineCounter.lineStarts, documents };
 }
