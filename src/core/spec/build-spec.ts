@@ -18,7 +18,7 @@ import {
   VmDocument,
 } from './schema.js';
 import { checkGuest, type GuestFindings } from './validate-specs.js';
-import { UNASSIGNED_VMID } from './vmid.js';
+import { UNASSIGNED_VMID, vmidHash } from './vmid.js';
 import { toWireValue } from './wire-values.js';
 
 /** What one mapping document turned out to be. Plain data: structured-cloneable across threads. */
@@ -30,10 +30,11 @@ export type BuiltDocument =
    * A guest, with what its own checks found (`checkGuest`; `findings.errors` also holds the values
    * that could not be converted): errors, Proxmox's parameter errors that stand only if no cluster
    * check reports the same key, and the names the cluster's naming contract constrains. Its VMID is
-   * `UNASSIGNED_VMID` when not written: it is derived across files; its `keySources` are added
+   * `UNASSIGNED_VMID` when not written: it is derived across files, from `vmidHash` (computed
+   * here, see `vmid.ts`); its `keySources` are added
    * where it is assembled (`addKeySources`).
    */
-  | { kind: 'guest'; spec: GuestSpec; findings: GuestFindings };
+  | { kind: 'guest'; spec: GuestSpec; findings: GuestFindings; vmidHash?: number };
 
 /**
  * Builds the spec of one mapping document (`raw` is its `toJS()` value, `at` where its parts were
@@ -59,7 +60,12 @@ export function buildDocument(raw: Record<string, unknown>, at: DocumentPosition
   const errors: SpecProblem[] = [];
   const guest = toGuestSpec(parsed.data, at, errors);
   const findings = checkGuest(guest, at);
-  return { kind: 'guest', spec: guest, findings: { ...findings, errors: errors.concat(findings.errors) } };
+  return {
+    kind: 'guest',
+    spec: guest,
+    findings: { ...findings, errors: errors.concat(findings.errors) },
+    ...(guest.vmidDerived ? { vmidHash: vmidHash(guest.cluster, guest.name) } : {}),
+  };
 }
 
 function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {

@@ -15,7 +15,7 @@ import { compareSpecErrors, SpecError, type SpecProblem } from './errors.js';
 import { parseSpecFiles, type ParsedSpecFile } from './parse-spec-file.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
 import { validateSpecs, type GuestFindings, type SpecPositions } from './validate-specs.js';
-import { assignVmids } from './vmid.js';
+import { assignVmids, type VmidRequest } from './vmid.js';
 
 /** One file of the spec repository: its path relative to the spec root, and its text. */
 export interface SpecFile {
@@ -51,7 +51,7 @@ export function loadSpecs(files: readonly SpecFile[]): LoadedSpecs {
  * returns plain data); the result is the same as loading the files here.
  */
 export function assembleSpecs(parsed: readonly ParsedSpecFile[]): LoadedSpecs {
-  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set(), checkedGuests: new Map() };
+  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set(), checkedGuests: new Map(), vmidHashes: new Map() };
   for (const file of parsed) assembleFile(file, state);
   assignGuestVmids(state);
   const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
@@ -69,6 +69,8 @@ interface LoadState {
   brokenClusters: Set<string>;
   /** What each guest's own checks found where its file was parsed. */
   checkedGuests: Map<GuestSpec, GuestFindings>;
+  /** `vmidHash` of each guest whose VMID is derived, computed where its file was parsed. */
+  vmidHashes: Map<GuestSpec, number>;
 }
 
 function assembleFile(file: ParsedSpecFile, state: LoadState): void {
@@ -101,6 +103,7 @@ function assembleFile(file: ParsedSpecFile, state: LoadState): void {
         state.guests.push(doc.spec);
         state.positions.set(doc.spec, at);
         state.checkedGuests.set(doc.spec, doc.findings);
+        if (doc.vmidHash !== undefined) state.vmidHashes.set(doc.spec, doc.vmidHash);
         break;
       }
     }
@@ -122,7 +125,11 @@ function assignGuestVmids(state: LoadState): void {
     seen.add(cluster.name);
     const members = byCluster.get(cluster.name);
     if (!members || cluster.vmids.lower >= cluster.vmids.upper) continue;
-    const requests = members.map((g) => ({ name: g.name, ...(g.vmidDerived ? {} : { vmid: g.vmid }) }));
+    const requests = members.map((g): VmidRequest => {
+      if (!g.vmidDerived) return { name: g.name, vmid: g.vmid };
+      const hash = state.vmidHashes.get(g);
+      return hash === undefined ? { name: g.name } : { name: g.name, hash };
+    });
     const { vmids } = assignVmids(cluster.name, cluster.vmids, requests);
     members.forEach((guest, index) => {
       if (!guest.vmidDerived) return;
