@@ -278,9 +278,23 @@ class TablePositions implements DocumentPositions {
     return keys;
   }
 
+  /**
+   * `lineCounter.linePos(offset)` with the file: the same binary search, written out so that the
+   * main thread, which asks this for every config key of every guest (`keySources`), makes one
+   * object per answer rather than two.
+   */
   private ref(offset: number): SourceRef {
-    const { line, col } = this.lineCounter.linePos(offset);
-    return { file: this.file, line, col };
+    const starts = this.lineCounter.lineStarts;
+    let low = 0;
+    let high = starts.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      if ((starts[mid] ?? 0) < offset) low = mid + 1;
+      else high = mid;
+    }
+    if (starts[low] === offset) return { file: this.file, line: low + 1, col: 1 };
+    if (low === 0) return { file: this.file, line: 0, col: offset };
+    return { file: this.file, line: low, col: offset - (starts[low - 1] ?? 0) + 1 };
   }
 
   private at(offset: number | undefined): SourceRef {
