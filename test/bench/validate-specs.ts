@@ -12,8 +12,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { withEnvSnapshot } from '../../src/core/spec/env-snapshot.js';
-import { assembleSpecs, loadSpecs, type LoadedSpecs, type SpecFile } from '../../src/core/spec/load-specs.js';
-import { parseSpecFiles, type ParsedSpecFile } from '../../src/core/spec/parse-spec-file.js';
+import { loadSpecs, type LoadedSpecs, type SpecFile } from '../../src/core/spec/load-specs.js';
 import { loadSpecFiles } from '../../src/spec-files/load-spec-files.js';
 
 const GUESTS = Number(process.argv[2] ?? 10_000);
@@ -121,16 +120,6 @@ for (let run = 0; run < RUNS; run++) {
     ),
   );
 }
-// The main thread's share that no worker can take: receiving parsed files (a structured clone, as
-// from a worker) and the work across files (assembleSpecs). Best of RUNS.
-const parsedFiles = parseSpecFiles(files);
-const receive: number[] = [];
-const assemble: number[] = [];
-for (let run = 0; run < RUNS; run++) {
-  let received: ParsedSpecFile[] = [];
-  receive.push(await time(() => (received = structuredClone(parsedFiles))));
-  assemble.push(await time(() => assembleSpecs(received)));
-}
 // The floor set by the YAML library: parsing alone, same input, same env snapshot as loadSpecs.
 const parseOnly = await time(() =>
   withEnvSnapshot(() => {
@@ -146,5 +135,4 @@ console.log(`validate-specs: ${guests} guests in ${files.length} files (${(bytes
 console.log(`  in-thread (loadSpecs):               ${inThread.map(seconds).join(', ')}; best ${seconds(best(inThread))}`);
 console.log(`  parallel (loadSpecFiles, ${parsers} threads): ${parallel.map(seconds).join(', ')}; best ${seconds(best(parallel))}`);
 console.log(`  YAML parsing alone, one thread:      ${seconds(parseOnly)}`);
-console.log(`  main thread only: receiving ${seconds(best(receive))}, assembleSpecs ${seconds(best(assemble))} (best of ${RUNS})`);
 console.log(`  target < 3 s for the parallel loader: ${best(parallel) < 3000 ? 'met' : 'NOT met'}`);

@@ -18,15 +18,6 @@ export class SpecError extends Error {
   }
 }
 
-/**
- * A problem as plain data, for checks that run in a worker thread (an `Error` does not survive
- * being sent between threads); `new SpecError(problem.at, problem.message)` makes it an error.
- */
-export interface SpecProblem {
-  at: SourceRef;
-  message: string;
-}
-
 /** `file:line:col: message`, the form editors and CI log parsers understand. */
 export function formatSpecError(error: SpecError): string {
   return `${error.file}:${error.line}:${error.col}: ${error.message}`;

@@ -3,19 +3,27 @@
  * shape, convert values to Proxmox's wire strings, derive missing VMIDs and validate the whole set.
  * Pure: the caller reads the files (`src/spec-files/read-spec-dir.ts`, or the GitHub API at a SHA).
  *
- * Two halves: `parseSpecFile` (per file, plain-data result, the expensive part: parsing, shape
- * checks, building each spec and the checks a document decides alone, see `build-spec.ts`) and
- * `assembleSpecs` (everything across files: VMIDs, duplicates, clusters), so large repositories
- * can be parsed in worker threads (`src/spec-files/load-spec-files.ts`).
+ * Two halves: `parseSpecFile` (per file, plain-data result, the expensive part) and `assembleSpecs`
+ * (everything across files), so large repositories can be parsed in worker threads
+ * (`src/spec-files/load-spec-files.ts`).
  */
-import type { ClusterSpec, GuestSpec, SpecSet } from '../model.js';
-import { addKeySources } from './build-spec.js';
-import type { DocumentPositions } from './document-positions.js';
-import { compareSpecErrors, SpecError, type SpecProblem } from './errors.js';
+import type { z } from 'zod';
+import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
+import { classifyConfigKey, editDistance } from './config-keys.js';
+import type { DocPath, DocumentPositions } from './document-positions.js';
+import { compareSpecErrors, SpecError } from './errors.js';
 import { parseSpecFiles, type ParsedSpecFile } from './parse-spec-file.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
-import { validateSpecs, type GuestFindings, type SpecPositions } from './validate-specs.js';
-import { assignVmids, type VmidRequest } from './vmid.js';
+import {
+  ClusterDocument,
+  ContainerDocument,
+  DOCUMENT_SCHEMAS,
+  SpecKind,
+  VmDocument,
+} from './schema.js';
+import { validateSpecs, type SpecPositions } from './validate-specs.js';
+import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
+import { toWireValue } from './wire-values.js';
 
 /** One file of the spec repository: its path relative to the spec root, and its text. */
 export interface SpecFile {
@@ -46,16 +54,16 @@ export function loadSpecs(files: readonly SpecFile[]): LoadedSpecs {
 }
 
 /**
- * The cross-file half of {@link loadSpecs}: collects the specs of parsed files (in the order
- * given), derives VMIDs and validates what needs more than one document. `parsed` may come from worker threads (`parseSpecFile`
+ * The cross-file half of {@link loadSpecs}: builds specs from parsed files (in the order given),
+ * derives VMIDs and validates the set. `parsed` may come from worker threads (`parseSpecFile`
  * returns plain data); the result is the same as loading the files here.
  */
 export function assembleSpecs(parsed: readonly ParsedSpecFile[]): LoadedSpecs {
-  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set(), checkedGuests: new Map(), vmidHashes: new Map() };
+  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
   for (const file of parsed) assembleFile(file, state);
   assignGuestVmids(state);
   const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
-  const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters, checkedGuests: state.checkedGuests }));
+  const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
   errors.sort(compareSpecErrors);
   return { specs, errors, positions: state.positions };
 }
@@ -67,47 +75,110 @@ interface LoadState {
   positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
   /** Clusters whose document failed to load: guests naming them skip cluster checks. */
   brokenClusters: Set<string>;
-  /** What each guest's own checks found where its file was parsed. */
-  checkedGuests: Map<GuestSpec, GuestFindings>;
-  /** `vmidHash` of each guest whose VMID is derived, computed where its file was parsed. */
-  vmidHashes: Map<GuestSpec, number>;
 }
 
 function assembleFile(file: ParsedSpecFile, state: LoadState): void {
   const lineCounter = lineCounterFrom(file.lineStarts);
-  const addErrors = (errors: readonly SpecProblem[]): void => {
-    for (const error of errors) state.errors.push(new SpecError(error.at, error.message));
-  };
   for (const doc of file.documents) {
     switch (doc.kind) {
       case 'yaml-errors':
-        addErrors(doc.errors);
+        for (const error of doc.errors) state.errors.push(new SpecError(error.at, error.message));
         break;
       case 'empty':
         break;
       case 'not-a-mapping':
         state.errors.push(new SpecError(doc.start, 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
         break;
-      case 'invalid':
-        addErrors(doc.errors);
-        if (doc.brokenCluster !== undefined) state.brokenClusters.add(doc.brokenCluster);
+      case 'mapping':
+        loadDocument(doc.raw, tablePositions(file.path, doc.positions, lineCounter), state);
         break;
-      case 'cluster':
-        state.clusters.push(doc.spec);
-        state.positions.set(doc.spec, tablePositions(file.path, doc.positions, lineCounter));
-        break;
-      case 'guest': {
-        addErrors(doc.findings.errors);
-        const at = tablePositions(file.path, doc.positions, lineCounter);
-        addKeySources(doc.spec, at);
-        state.guests.push(doc.spec);
-        state.positions.set(doc.spec, at);
-        state.checkedGuests.set(doc.spec, doc.findings);
-        if (doc.vmidHash !== undefined) state.vmidHashes.set(doc.spec, doc.vmidHash);
-        break;
-      }
     }
   }
+}
+
+function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state: LoadState): void {
+  if (!('kind' in raw)) {
+    state.errors.push(
+      new SpecError(
+        at.start,
+        'document has no kind (Cluster, VM or Container); every YAML document under the spec root must be a spec',
+      ),
+    );
+    return;
+  }
+  const kind = SpecKind.safeParse(raw.kind);
+  if (!kind.success) {
+    state.errors.push(new SpecError(at.value(['kind']), `unknown kind ${describe(raw.kind)} (expected Cluster, VM or Container)`));
+    return;
+  }
+  const parsed = DOCUMENT_SCHEMAS[kind.data].safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) state.errors.push(...issueErrors(issue, raw, at, kind.data));
+    if (kind.data === 'Cluster' && typeof raw.name === 'string') state.brokenClusters.add(raw.name);
+    return;
+  }
+  if (parsed.data.kind === 'Cluster') {
+    const cluster = toClusterSpec(parsed.data, at.start);
+    state.clusters.push(cluster);
+    state.positions.set(cluster, at);
+  } else {
+    const guest = toGuestSpec(parsed.data, at, state.errors);
+    state.guests.push(guest);
+    state.positions.set(guest, at);
+  }
+}
+
+function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
+  return {
+    name: doc.name,
+    vmids: { lower: doc.vmids.lower, upper: doc.vmids.upper },
+    ownerTag: doc.ownerTag,
+    nodes: doc.nodes,
+    ...(doc.storages ? { storages: doc.storages } : {}),
+    ...(doc.bridges ? { bridges: doc.bridges } : {}),
+    prune: doc.prune,
+    source,
+  };
+}
+
+function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions, errors: SpecError[]): GuestSpec {
+  const type: GuestType = doc.kind === 'VM' ? 'qemu' : 'lxc';
+  const config: Record<string, string> = {};
+  const keySources: Record<string, SourceRef> = {};
+  const written = at.keysOf(['config']);
+  for (const [key, value] of Object.entries(doc.config)) {
+    const verdict = classifyConfigKey(type, key);
+    const converted = toWireValue(key, value, verdict.kind === 'option' ? verdict.schema : undefined);
+    if (!converted.ok) {
+      errors.push(new SpecError(at.value(['config', key]), `config.${key}: ${converted.message}`));
+      continue;
+    }
+    config[key] = converted.value;
+    // Keys merged in with `<<` have no entry of their own; they point at the config mapping.
+    keySources[key] = written[key] ?? at.key(['config', key]);
+  }
+  const createOptions: Record<string, string> = {};
+  for (const [key, value] of Object.entries(doc.create)) {
+    if (value === undefined) continue;
+    createOptions[key] = Array.isArray(value) ? value.join('\n') : value;
+  }
+  return {
+    kind: doc.kind,
+    type,
+    name: doc.name,
+    cluster: doc.cluster,
+    node: doc.node,
+    vmid: doc.vmid ?? UNASSIGNED_VMID,
+    vmidDerived: doc.vmid === undefined,
+    power: doc.power,
+    state: doc.state,
+    adopt: doc.adopt,
+    ignore: doc.ignore,
+    config,
+    ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
+    source: at.start,
+    keySources,
+  };
 }
 
 /** Derives the VMIDs left out, per cluster, once every document is known (see `vmid.ts`). */
@@ -125,11 +196,7 @@ function assignGuestVmids(state: LoadState): void {
     seen.add(cluster.name);
     const members = byCluster.get(cluster.name);
     if (!members || cluster.vmids.lower >= cluster.vmids.upper) continue;
-    const requests = members.map((g): VmidRequest => {
-      if (!g.vmidDerived) return { name: g.name, vmid: g.vmid };
-      const hash = state.vmidHashes.get(g);
-      return hash === undefined ? { name: g.name } : { name: g.name, hash };
-    });
+    const requests = members.map((g) => ({ name: g.name, ...(g.vmidDerived ? {} : { vmid: g.vmid }) }));
     const { vmids } = assignVmids(cluster.name, cluster.vmids, requests);
     members.forEach((guest, index) => {
       if (!guest.vmidDerived) return;
@@ -148,3 +215,114 @@ function assignGuestVmids(state: LoadState): void {
   }
 }
 
+const EXPECTED: Record<string, string> = {
+  int: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'a list',
+  object: 'a mapping',
+  record: 'a mapping',
+};
+
+/** A short description of a YAML value for messages. */
+function describe(value: unknown): string {
+  if (value === null || value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+function pathLabel(path: readonly PropertyKey[]): string {
+  let label = '';
+  for (const segment of path) label += typeof segment === 'number' ? `[${segment}]` : `${label ? '.' : ''}${String(segment)}`;
+  return label;
+}
+
+function valueAtPath(root: unknown, path: readonly PropertyKey[]): unknown {
+  let node = root;
+  for (const segment of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[segment];
+  }
+  return node;
+}
+
+/** Top-level keys of each kind, for "did you mean". */
+const KIND_KEYS: Record<SpecKind, string[]> = {
+  Cluster: Object.keys(ClusterDocument.shape),
+  VM: Object.keys(VmDocument.shape),
+  Container: Object.keys(ContainerDocument.shape),
+};
+
+function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: string): string {
+  if (parent.length === 0) {
+    if (kind !== 'Cluster' && classifyConfigKey(kind === 'VM' ? 'qemu' : 'lxc', key).kind === 'option') {
+      return ' (Proxmox options go under config:)';
+    }
+    const near = closest(key, KIND_KEYS[kind]);
+    return near ? ` (did you mean "${near}"?)` : '';
+  }
+  if (parent.length === 1 && parent[0] === 'create') {
+    if (key === 'password') return ' (a password does not belong in a repository; use ssh-public-keys)';
+    const allowed = Object.keys((kind === 'Container' ? ContainerDocument : VmDocument).shape.create.unwrap().shape);
+    return ` (create options for ${kind === 'VM' ? 'a VM' : 'a container'}: ${allowed.join(', ')})`;
+  }
+  return '';
+}
+
+function closest(key: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of candidates) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+/** Turns one zod issue into errors at the YAML node it concerns. */
+function issueErrors(issue: z.core.$ZodIssue, raw: unknown, at: DocumentPositions, kind: SpecKind): SpecError[] {
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  const label = pathLabel(path);
+  const value = valueAtPath(raw, path);
+  switch (issue.code) {
+    case 'unrecognized_keys':
+      return issue.keys.map(
+        (key) =>
+          new SpecError(
+            at.key([...path, key]),
+            `unknown key "${key}" ${path.length ? `in ${label}` : `in ${kind}`}${unknownKeyHint(kind, path, key)}`,
+          ),
+      );
+    case 'invalid_type': {
+      const parentPath: DocPath = path.slice(0, -1);
+      const parent = valueAtPath(raw, parentPath);
+      const last = path[path.length - 1];
+      if (last !== undefined && parent !== null && typeof parent === 'object' && !(last in parent)) {
+        const ref = parentPath.length === 0 ? at.start : at.value(parentPath);
+        return [new SpecError(ref, `missing required key "${String(last)}"${parentPath.length ? ` in ${pathLabel(parentPath)}` : ''}`)];
+      }
+      return [new SpecError(at.value(path), `${label}: expected ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(value)}`)];
+    }
+    case 'invalid_value':
+      return [new SpecError(at.value(path), `${label}: expected one of ${issue.values.map(String).join(', ')}, got ${describe(value)}`)];
+    case 'too_small':
+      return [
+        new SpecError(
+          at.value(path),
+          issue.origin === 'array' || issue.origin === 'string'
+            ? `${label}: must not be empty`
+            : `${label}: must be at least ${String(issue.minimum)}`,
+        ),
+      ];
+    case 'too_big':
+      return [new SpecError(at.value(path), `${label}: must be at most ${String(issue.maximum)}`)];
+    default:
+      return [new SpecError(at.value(path), `${label}: ${issue.message}`)];
+  }
+}

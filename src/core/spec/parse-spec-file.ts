@@ -1,20 +1,20 @@
 /**
- * The per-file half of loading (see `load-specs.ts`): parse one spec file's YAML documents and
- * turn each into its spec and the errors it alone decides (`build-spec.ts`), as plain data — specs,
- * errors and position tables, no YAML library objects — so files can be parsed in worker threads
- * and assembled in the main one. This is most of the work of loading; everything that needs more
- * than one file happens in `assembleSpecs`.
+ * The per-file half of loading (see `load-specs.ts`): parse one spec file's YAML documents into
+ * plain data — JavaScript values and position tables, no YAML library objects — so files can be
+ * parsed in worker threads and assembled in the main one. Parsing is most of the work of loading;
+ * everything that needs more than one file happens in `assembleSpecs`.
  */
 import { isMap, isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import type { SourceRef } from '../model.js';
-import { buildDocument, type BuiltDocument } from './build-spec.js';
 import { withEnvSnapshot } from './env-snapshot.js';
-import type { SpecProblem } from './errors.js';
 import type { SpecFile } from './load-specs.js';
-import { documentStart, PositionTableBuilder, tablePositions, type PositionTable } from './position-table.js';
+import { buildPositionTable, documentStart, type PositionTable } from './position-table.js';
 
 /** A problem found while parsing, already placed in the file. */
-export type ParseProblem = SpecProblem;
+export interface ParseProblem {
+  at: SourceRef;
+  message: string;
+}
 
 /** What one YAML document of a spec file turned out to be. */
 export type ParsedDocument =
@@ -24,13 +24,8 @@ export type ParsedDocument =
   | { kind: 'empty' }
   /** Content that is not a mapping: an error at `start`. */
   | { kind: 'not-a-mapping'; start: SourceRef }
-  /** An invalid spec: its errors (see `build-spec.ts`). */
-  | Extract<BuiltDocument, { kind: 'invalid' }>
-  /**
-   * A cluster or guest spec, with where its parts were written (kept for `LoadedSpecs.positions`
-   * and the checks across documents).
-   */
-  | (Extract<BuiltDocument, { kind: 'cluster' | 'guest' }> & { positions: PositionTable });
+  /** A mapping: its value (`Document.toJS()`) and where its parts were written. */
+  | { kind: 'mapping'; raw: Record<string, unknown>; positions: PositionTable };
 
 /** One spec file, parsed. Plain data: structured-cloneable across threads. */
 export interface ParsedSpecFile {
@@ -54,8 +49,6 @@ export function parseSpecFile(file: SpecFile): ParsedSpecFile {
   const docs = parseAllDocuments(file.text, { lineCounter, prettyErrors: false, merge: true });
   const at = (offset: number): SourceRef => ({ file: file.path, ...lineCounter.linePos(offset) });
   const documents: ParsedDocument[] = [];
-  // One store for the file's tables: one buffer to send.
-  const tables = new PositionTableBuilder();
   for (const doc of docs) {
     if (doc.errors.length > 0) {
       documents.push({ kind: 'yaml-errors', errors: doc.errors.map((error) => ({ at: at(error.pos[0]), message: `YAML: ${error.message}` })) });
@@ -77,10 +70,7 @@ export function parseSpecFile(file: SpecFile): ParsedSpecFile {
       documents.push({ kind: 'yaml-errors', errors: [{ at: at(documentStart(doc)), message: `YAML: ${(error as Error).message}` }] });
       continue;
     }
-    const positions = tables.add(doc);
-    const built = buildDocument(raw, tablePositions(file.path, positions, lineCounter));
-    documents.push(built.kind === 'invalid' ? built : { ...built, positions });
+    documents.push({ kind: 'mapping', raw, positions: buildPositionTable(doc) });
   }
-  tables.finish();
   return { path: file.path, lineStarts: lineCounter.lineStarts, documents };
 }

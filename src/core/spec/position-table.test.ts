@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { documentPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { buildPositionTable, lineCounterFrom, PositionTableBuilder, tablePositions } from './position-table.js';
+import { buildPositionTable, lineCounterFrom, tablePositions } from './position-table.js';
 
 /** Documents that exercise every rule of the walk. Errors in them do not matter here: both sides see the same tree. */
 const DOCUMENTS: [string, string][] = [
@@ -166,24 +166,6 @@ describe('tablePositions answers exactly as documentPositions', () => {
       const counter = lineCounterFrom(structuredClone(lineCounter.lineStarts));
       expect(answers(tablePositions('f.yaml', table, counter), paths)).toEqual(lazy);
     }
-  });
-
-  it.each(DOCUMENTS)('%s, with the tables of a file sharing one store', (_name, text) => {
-    // As loading builds them: every document of the file into one store, sent together.
-    const { docs, lineCounter } = parse(`# a document before\nkind: VM\nname: a\n---\n${text}\n---\n[x, { y: 1 }]\n`);
-    const builder = new PositionTableBuilder();
-    const tables = docs.map((doc) => builder.add(doc));
-    // Asked before the store is finished, as the spec of each document is built...
-    const early = docs.map((doc, index) => answers(tablePositions('f.yaml', tables[index]!, lineCounter), pathsOf(doc)));
-    builder.finish();
-    const sent = structuredClone(tables);
-    expect(sent[0]!.store).toBe(sent[1]!.store);
-    docs.forEach((doc, index) => {
-      const lazy = answers(documentPositions('f.yaml', doc, lineCounter), pathsOf(doc));
-      expect(early[index]).toEqual(lazy);
-      // ...and after it has travelled.
-      expect(answers(tablePositions('f.yaml', sent[index]!, lineCounterFrom(lineCounter.lineStarts)), pathsOf(doc))).toEqual(lazy);
-    });
   });
 });
 

@@ -11,7 +11,7 @@ import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../prop
 import { validateParams } from '../proxmox-params.js';
 import { classifyConfigKey, isRealConfigKey, suggestKey, type KeyVerdict } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { SpecError, type SpecProblem } from './errors.js';
+import { SpecError } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 
@@ -23,9 +23,6 @@ const DISK_KEY: Record<GuestType, RegExp> = {
   qemu: /^(?:(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$/,
   lxc: /^(?:rootfs|mp\d+)$/,
 };
-
-/** NIC options, whose `bridge` the naming contract applies to. */
-const NET_KEY = /^net\d+$/;
 
 /** `STORAGE:volume` with Proxmox's storage-ID syntax (`pve-storage-id`). */
 const VOLUME_STORAGE = /^([a-z][a-z0-9._-]*[a-z0-9]):(.*)$/i;
@@ -48,12 +45,6 @@ export interface ValidateOptions {
   positions?: SpecPositions;
   /** Clusters whose document failed to load: their guests are not also reported as orphaned from them. */
   brokenClusters?: ReadonlySet<string>;
-  /**
-   * Guests whose own checks already ran (`checkGuest`, where their file was parsed), with what
-   * those found: only the checks that need the cluster run for them here, and their `errors` are
-   * left to the caller (only the `pending` ones that stand are returned).
-   */
-  checkedGuests?: ReadonlyMap<GuestSpec, GuestFindings>;
 }
 
 /** Validates a spec set; returns every error found (unordered). */
@@ -63,15 +54,7 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
   const posOf = (spec: ClusterSpec | GuestSpec): DocumentPositions => positions.get(spec) ?? fallbackPositions(spec);
   const clusters = validateClusters(specs.clusters, posOf, errors);
   validateIdentity(specs.guests, clusters, options.brokenClusters ?? new Set(), posOf, errors);
-  for (const guest of specs.guests) {
-    const at = posOf(guest);
-    let findings = options.checkedGuests?.get(guest);
-    if (!findings) {
-      findings = checkGuest(guest, at);
-      for (const problem of findings.errors) errors.push(new SpecError(problem.at, problem.message));
-    }
-    validateGuestInCluster(guest, clusters.get(guest.cluster), at, findings, errors);
-  }
+  for (const guest of specs.guests) validateGuest(guest, clusters.get(guest.cluster), posOf(guest), errors);
   return errors;
 }
 
@@ -171,83 +154,21 @@ function validateIdentity(
   }
 }
 
-/**
- * A Proxmox parameter error found by `checkGuest`. It stands unless a cluster check reports the
- * same config key (`configKey`): Proxmox's check would only repeat that error less clearly.
- */
-export interface PendingProblem extends SpecProblem {
-  configKey?: string;
-}
-
-/** What {@link checkGuest} found. Plain data, so it can be found in a worker thread. */
-export interface GuestFindings {
-  errors: SpecProblem[];
-  pending: PendingProblem[];
-  /** The storage each disk key names (see `diskStorage`), for the cluster's naming contract. */
-  storages: Record<string, string>;
-  /** The bridge each NIC key names, for the cluster's naming contract. */
-  bridges: Record<string, string>;
-}
-
-/**
- * The checks of one guest that need nothing but its document: name, power and state, config keys
- * and values, ignore rules and Proxmox's parameter check. `validateSpecs` adds the checks against
- * the guest's cluster (storages, bridges), which decide which `pending` errors stand.
- */
-export function checkGuest(guest: GuestSpec, at: DocumentPositions): GuestFindings {
-  const errors: SpecProblem[] = [];
+function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, errors: SpecError[]): void {
   // Keys with an error of our own; Proxmox's value check would only repeat it less clearly.
   const reported = new Set<string>();
   const report = (ref: SourceRef, message: string, key?: string): void => {
-    errors.push({ at: ref, message });
+    errors.push(new SpecError(ref, message));
     if (key) reported.add(key);
   };
 
   if (!DNS_NAME_RE.test(guest.name)) report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
   validatePowerState(guest, at, report);
   validateConfigKeys(guest, at, report);
-  validateConfigValues(guest, at, report);
+  validateConfigValues(guest, cluster, at, report);
   validateIgnore(guest, at, report);
-  return { errors, pending: checkWithProxmoxSchema(guest, at, reported), ...contractNames(guest) };
-}
-
-/** The storages and bridges a guest's config names: what a cluster's naming contract constrains. */
-function contractNames(guest: GuestSpec): Pick<GuestFindings, 'storages' | 'bridges'> {
-  const storages: Record<string, string> = {};
-  const bridges: Record<string, string> = {};
-  for (const [key, value] of Object.entries(guest.config)) {
-    if (DISK_KEY[guest.type].test(key)) {
-      const storage = diskStorage(guest.type, value);
-      if (storage !== undefined) storages[key] = storage;
-    }
-    if (NET_KEY.test(key)) {
-      const bridge = propertyValue(parsePropertyString(value), 'bridge');
-      if (bridge !== undefined) bridges[key] = bridge;
-    }
-  }
-  return { storages, bridges };
-}
-
-/** The checks of a guest against its cluster, and the pending errors of `checkGuest` that stand. */
-function validateGuestInCluster(
-  guest: GuestSpec,
-  cluster: ClusterSpec | undefined,
-  at: DocumentPositions,
-  findings: GuestFindings,
-  errors: SpecError[],
-): void {
-  const reported = new Set<string>();
-  const report = (ref: SourceRef, message: string, key?: string): void => {
-    errors.push(new SpecError(ref, message));
-    if (key) reported.add(key);
-  };
-  if (cluster) {
-    validateClusterContract(findings, cluster, at, report);
-    validateCreateOptions(guest, cluster, at, report);
-  }
-  for (const problem of findings.pending) {
-    if (problem.configKey === undefined || !reported.has(problem.configKey)) errors.push(new SpecError(problem.at, problem.message));
-  }
+  validateCreateOptions(guest, cluster, at, report);
+  validateWithProxmoxSchema(guest, at, reported, report);
 }
 
 type Report = (ref: SourceRef, message: string, key?: string) => void;
@@ -294,7 +215,7 @@ function validateConfigKeys(guest: GuestSpec, at: DocumentPositions, report: Rep
   }
 }
 
-function validateConfigValues(guest: GuestSpec, at: DocumentPositions, report: Report): void {
+function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
   const { config } = guest;
   const valueAt = (key: string): SourceRef => at.value(['config', key]);
   if (guest.type === 'qemu' && config.name !== undefined && config.name !== guest.name) {
@@ -318,21 +239,17 @@ function validateConfigValues(guest: GuestSpec, at: DocumentPositions, report: R
   if (config.description !== undefined && config.description.length > DESCRIPTION_MAX) {
     report(valueAt('description'), `description may only be ${DESCRIPTION_MAX} characters long`, 'description');
   }
-}
-
-/** Disks on the cluster's storages and NICs on its bridges (the naming contract). */
-function validateClusterContract(names: GuestFindings, cluster: ClusterSpec, at: DocumentPositions, report: Report): void {
-  const valueAt = (key: string): SourceRef => at.value(['config', key]);
-  if (cluster.storages) {
-    for (const [key, storage] of Object.entries(names.storages)) {
-      if (!cluster.storages.includes(storage)) {
+  if (!cluster) return;
+  for (const [key, value] of Object.entries(config)) {
+    if (cluster.storages && DISK_KEY[guest.type].test(key)) {
+      const storage = diskStorage(guest.type, value);
+      if (storage !== undefined && !cluster.storages.includes(storage)) {
         report(valueAt(key), `storage "${storage}" of ${key} is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`, key);
       }
     }
-  }
-  if (cluster.bridges) {
-    for (const [key, bridge] of Object.entries(names.bridges)) {
-      if (!cluster.bridges.includes(bridge)) {
+    if (cluster.bridges && /^net\d+$/.test(key)) {
+      const bridge = propertyValue(parsePropertyString(value), 'bridge');
+      if (bridge !== undefined && !cluster.bridges.includes(bridge)) {
         report(valueAt(key), `bridge "${bridge}" of ${key} is not in cluster "${cluster.name}" bridges (${list(cluster.bridges)})`, key);
       }
     }
@@ -371,9 +288,9 @@ function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report)
   });
 }
 
-function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec, at: DocumentPositions, report: Report): void {
+function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
   const storage = guest.createOptions?.storage;
-  if (storage !== undefined && cluster.storages && !cluster.storages.includes(storage)) {
+  if (storage !== undefined && cluster?.storages && !cluster.storages.includes(storage)) {
     report(at.value(['create', 'storage']), `storage "${storage}" is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`);
   }
 }
@@ -381,10 +298,10 @@ function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec, at: Docum
 /**
  * Runs the config and create options through Proxmox's own parameter validation for the create
  * call, so a bad value fails in review with the text Proxmox would answer, at that key's line.
- * Keys already reported above are skipped, and the errors are pending: a key that a cluster check
- * reports drops its error. `description` is checked above (the schema extract lacks it).
+ * Keys already reported above are skipped; `description` is checked above (the schema extract
+ * lacks it).
  */
-function checkWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, reported: ReadonlySet<string>): PendingProblem[] {
+function validateWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, reported: Set<string>, report: Report): void {
   const params: Record<string, string> = {};
   const origin: Record<string, DocPath> = {};
   for (const [key, value] of Object.entries(guest.config)) {
@@ -397,14 +314,10 @@ function checkWithProxmoxSchema(guest: GuestSpec, at: DocumentPositions, reporte
     origin[key] = ['create', key];
   }
   const found = checkParams(`POST /nodes/{node}/${guest.type}`, params);
-  const pending: PendingProblem[] = [];
   for (const [param, text] of Object.entries(found)) {
     const path = origin[param] ?? ['config', param];
-    const problem: PendingProblem = { at: at.value(path), message: `${path.join('.')}: ${oneLine(text)}` };
-    if (path[0] === 'config') problem.configKey = param;
-    pending.push(problem);
+    report(at.value(path), `${path.join('.')}: ${oneLine(text)}`);
   }
-  return pending;
 }
 
 /**

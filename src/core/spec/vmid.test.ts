@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assignVmids, vmidHash, vmidSlot } from './vmid.js';
+import { assignVmids, vmidSlot } from './vmid.js';
 
 const LAB = { lower: 100000, upper: 199999 };
 
@@ -31,14 +31,6 @@ describe('assignVmids', () => {
   it('keeps pinned VMIDs and derives the rest at their slot', () => {
     const { vmids } = assignVmids('lab', LAB, [{ name: 'a', vmid: 100001 }, { name: 'dns-01' }]);
     expect(vmids).toEqual([100001, 171037]);
-  });
-
-  it('starts from a hash computed beforehand as from one it computes', () => {
-    const requests = [{ name: 'a', vmid: 100001 }, { name: 'dns-01' }, { name: 'web-01' }];
-    const withHashes = requests.map((request) => (request.vmid ? request : { ...request, hash: vmidHash('lab', request.name) }));
-    expect(assignVmids('lab', LAB, withHashes)).toEqual(assignVmids('lab', LAB, requests));
-    // The hash given is the one used (loading sends it from the parse worker).
-    expect(assignVmids('lab', LAB, [{ name: 'dns-01', hash: 5 }]).vmids).toEqual([100005]);
   });
 
   it('probes past a pinned VMID that holds the slot', () => {

@@ -37,30 +37,15 @@ export interface VmidRequest {
   name: string;
   /** The VMID written in the spec, if any. */
   vmid?: number;
-  /** `vmidHash(cluster, name)`, when already computed. */
-  hash?: number;
-}
-
-/**
- * The first 48 bits of sha256("cluster/name"), which the probe start is taken from. It needs only
- * the guest's own document, so loading computes it where the file is parsed (a worker thread),
- * and the range, which needs the cluster's document, is applied later (`VmidRequest.hash`).
- */
-export function vmidHash(cluster: string, name: string): number {
-  const digest = createHash('sha256').update(`${cluster}/${name}`).digest();
-  // 48 bits keep the arithmetic exact in a double; the modulo bias is below 2^-20 for any VMID range.
-  return digest.readUIntBE(0, 6);
 }
 
 /** Where the probe for `cluster/name` starts. */
 export function vmidSlot(cluster: string, name: string, range: VmidRange): number {
-  return slotOf(vmidHash(cluster, name), range);
-}
-
-function slotOf(hash: number, range: VmidRange): number {
   const size = range.upper - range.lower;
   if (size <= 0) throw new RangeError(`empty VMID range [${range.lower}, ${range.upper})`);
-  return range.lower + (hash % size);
+  const digest = createHash('sha256').update(`${cluster}/${name}`).digest();
+  // 48 bits keep the arithmetic exact in a double; the modulo bias is below 2^-20 for any VMID range.
+  return range.lower + (digest.readUIntBE(0, 6) % size);
 }
 
 /** The outcome of allocating one cluster's VMIDs. */
@@ -89,7 +74,7 @@ export function assignVmids(cluster: string, range: VmidRange, requests: readonl
 
   for (const { name, index } of derived) {
     if (free <= 0) continue;
-    let candidate = slotOf(requests[index]?.hash ?? vmidHash(cluster, name), range);
+    let candidate = vmidSlot(cluster, name, range);
     while (claimed.has(candidate)) candidate = candidate + 1 >= range.upper ? range.lower : candidate + 1;
     claimed.add(candidate);
     free--;
