@@ -1,7 +1,8 @@
-import type { ClusterSpec, ObservedCluster, ObservedState, SpecSet } from '../core/model.js';
+import type { ClusterSpec, ListedGuest, ObservedCluster, ObservedGuest, ObservedState, SpecSet } from '../core/model.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
 import { guestKey, type PlanScope } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
+import { PveNotFoundError } from '../pve/errors.js';
 import { Semaphore } from '../pve/limit.js';
 
 /** Options of {@link observeClusters}. */
@@ -14,6 +15,28 @@ export interface ObserveOptions {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Reads a guest; when it is not where the listing said (migrated meanwhile), looks it up in a
+ * fresh listing once and reads it there, updating the cluster's listing entry.
+ */
+async function readFollowingMigration(
+  reader: ClusterReader,
+  listed: ListedGuest,
+  relist: () => Promise<Map<number, ListedGuest>>,
+  cluster: ObservedCluster,
+): Promise<ObservedGuest> {
+  try {
+    return await reader.readGuest(listed);
+  } catch (err) {
+    if (!(err instanceof PveNotFoundError)) throw err;
+    const moved = (await relist()).get(listed.vmid);
+    if (!moved || moved.node === listed.node) throw err;
+    const index = cluster.listing.indexOf(listed);
+    if (index >= 0) cluster.listing[index] = moved;
+    return reader.readGuest(moved);
+  }
 }
 
 /**
@@ -61,12 +84,16 @@ export async function observeClusters(
           (scope.fullClusters.has(name) && ownerTag !== undefined && hasOwnerTag(l.tags, ownerTag)),
       );
       const limit = new Semaphore(options.concurrency ?? 16);
+      // One fresh listing, shared, for guests that migrated between the listing and their read.
+      let relisted: Promise<Map<number, ListedGuest>> | undefined;
+      const relist = (): Promise<Map<number, ListedGuest>> =>
+        (relisted ??= reader.listGuests().then((all) => new Map(all.map((l) => [l.vmid, l]))));
       let read = 0;
       await Promise.all(
         wanted.map((listed) =>
           limit.run(async () => {
             try {
-              cluster.guests[listed.vmid] = await reader.readGuest(listed);
+              cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, relist, cluster);
             } catch (err) {
               cluster.readErrors![listed.vmid] = errorText(err);
             }

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countApplyResult } from '../../src/core/apply-result.js';
-import type { SpecSet } from '../../src/core/model.js';
+import type { ListedGuest, SpecSet } from '../../src/core/model.js';
 import { planHasChanges, planHasErrors } from '../../src/core/plan/plan-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
@@ -191,6 +191,30 @@ describe('apply against the simulator', () => {
     expect(build?.steps.map((s) => s.op)).toEqual(['relocated', 'config']);
     expect(estate.sims.lab.sim.getGuest(100301)?.node).toBe('pve-01');
     expect(rawValue(estate.sims.lab, 100301, 'memory')).toBe('12288');
+  });
+
+  it('plans a guest that migrated between the listing and its read where it lives now', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    let migrated = false;
+    const lab = new Proxy(estate.readers.lab!, {
+      get(target, prop) {
+        if (prop === 'readGuest') {
+          return async (listed: ListedGuest) => {
+            if (!migrated) estate.sims.lab.sim.migrate(100301, 'pve-01');
+            migrated = true;
+            return target.readGuest(listed);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const plan = await runPlan({ head, base: specs, readers: { ...estate.readers, lab } });
+    const build = byName(plan)['lab/build-01'];
+    expect(build?.errors).toEqual([]);
+    expect(build?.node).toBe('pve-01');
+    expect(build?.action).toBe('update');
   });
 
   it('reports a recurring digest conflict instead of retrying forever', async () => {
