@@ -83,6 +83,16 @@ describe('create (API-FACTS §7)', () => {
     expect(sim.sim.getGuest(400)?.running).toBe(true);
   });
 
+  it('refuses a pool that does not exist, when the fixture lists pools', async () => {
+    await sim.close();
+    sim = await startSimulator({ port: 0, taskMs: 5, fixture: { pools: ['databases'] } });
+    const bad = await api(sim, 'POST', '/nodes/pve-01/qemu', { form: { vmid: '150', pool: 'nosuch' } });
+    expect(bad.status).toBe(403);
+    expect(bad.body?.message).toBe("Permission check failed (pool 'nosuch' does not exist)\n");
+    const ok = await api(sim, 'POST', '/nodes/pve-01/qemu', { form: { vmid: '150', pool: 'databases' } });
+    expect(ok.status).toBe(200);
+  });
+
   it('requires ostemplate for containers', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/lxc', { form: { vmid: '401' } });
     expect(res.body?.errors).toEqual({ ostemplate: 'property is missing and it is not optional' });

@@ -62,6 +62,7 @@ export function createQemu(ctx: RequestContext): HandlerResult {
   const node = param(ctx, 'node');
   const vmid = Number(param(ctx, 'vmid'));
   if (ctx.params.archive !== undefined) throw new DieError(`unable to restore VM ${vmid} - restore is not supported by the simulator\n`);
+  if (ctx.params.pool !== undefined) ctx.sim.assertPool(String(ctx.params.pool));
   const inUse = vmidInUse(ctx, vmid);
   if (inUse) throw new DieError(`unable to create VM ${vmid} - ${inUse}\n`);
   const values = new Map<string, string>();
@@ -120,6 +121,7 @@ function ostypeFromTemplate(template: string): string {
 export function createLxc(ctx: RequestContext): HandlerResult {
   const node = param(ctx, 'node');
   const vmid = Number(param(ctx, 'vmid'));
+  if (ctx.params.pool !== undefined) ctx.sim.assertPool(String(ctx.params.pool));
   const inUse = vmidInUse(ctx, vmid);
   if (inUse) throw new DieError(`${inUse}\n`);
   const values = new Map<string, string>();

@@ -101,6 +101,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     authFailureDelayMs: options.authFailureDelayMs ?? 0,
     nextId: fixture?.nextId ?? { lower: 100, upper: 1_000_000 },
     ...(fixture?.storages ? { storages: fixture.storages } : {}),
+    ...(fixture?.pools ? { pools: fixture.pools } : {}),
   });
   sim.tokens.add({ ...admin, role: 'admin' });
   sim.tokens.add({ ...auditor, role: 'audit' });

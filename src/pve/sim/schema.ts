@@ -36,6 +36,7 @@ export const SimFixture = z.strictObject({
   clusterName: z.string().optional(),
   nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
   storages: z.array(z.string()).min(1).optional(),
+  pools: z.array(z.string().min(1)).optional(),
   nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
   tokens: z.array(SimFixtureToken).optional(),
   guests: z.array(SimFixtureGuest).default([]),

@@ -4,7 +4,7 @@
  */
 import type { GuestType } from '../../core/model.js';
 import { TokenRegistry } from './auth.js';
-import { ApiError, DieError, SimulatorError } from './errors.js';
+import { ApiError, DieError, PermissionError, SimulatorError } from './errors.js';
 import { configObjectToRaw } from './fixture.js';
 import { Guest } from './guest.js';
 import { StatsCollector, type SimStats } from './stats.js';
@@ -64,6 +64,8 @@ export interface SimulatorSettings {
   authFailureDelayMs: number;
   nextId: { lower: number; upper: number };
   storages?: string[];
+  /** Resource pools that exist; undefined accepts any pool name. */
+  pools?: string[];
 }
 
 /** A simulated Proxmox VE cluster. */
@@ -76,6 +78,8 @@ export class Simulator {
   readonly tokens = new TokenRegistry();
   readonly statsCollector = new StatsCollector();
   readonly nextId: { lower: number; upper: number };
+  /** Resource pools that exist; undefined accepts any pool name. */
+  readonly pools: readonly string[] | undefined;
   latencyMs: number;
   authFailureDelayMs: number;
   failure: { rate: number; methods?: Set<string>; mode: 'error' | 'reset' | 'mixed' } = { rate: 0, mode: 'mixed' };
@@ -91,6 +95,7 @@ export class Simulator {
     this.latencyMs = settings.latencyMs;
     this.authFailureDelayMs = settings.authFailureDelayMs;
     this.nextId = settings.nextId;
+    this.pools = settings.pools;
   }
 
   /** Request and write counters (same JSON as `GET /_sim/stats`). */
@@ -226,6 +231,14 @@ export class Simulator {
   /** Starts or stops a guest directly (no task, pending values untouched). */
   setRunning(vmid: number, running: boolean): void {
     this.requireGuest(vmid).setRunning(running);
+  }
+
+  /**
+   * `pool` on create: an unknown pool is a 403 before anything else is checked (API-FACTS §7.1).
+   * Without a pool list every name is accepted, like storages.
+   */
+  assertPool(pool: string): void {
+    if (this.pools && !this.pools.includes(pool)) throw new PermissionError(`pool '${pool}' does not exist`);
   }
 
   /** Moves a guest to another node at once, like a finished migration (the config file moves). */
