@@ -9,7 +9,7 @@ import type { Command, CommandIO } from './types.js';
 
 const USAGE =
   'pve-gitops sim [--host 127.0.0.1] [--port 8006] [--nodes pve-01,pve-02] [--token USER@REALM!ID=SECRET] ' +
-  '[--audit-token USER@REALM!ID=SECRET] [--tls] [--latency-ms N] [--task-ms N] [--auth-delay-ms N] [--fixture FILE]';
+  '[--audit-token USER@REALM!ID=SECRET] [--tls] [--latency-ms N] [--task-ms N] [--auth-delay-ms N] [--rrd-lag-ms N] [--fixture FILE]';
 
 const FLAGS = {
   host: { type: 'string' },
@@ -19,6 +19,7 @@ const FLAGS = {
   'audit-token': { type: 'string' },
   tls: { type: 'boolean' },
   'latency-ms': { type: 'string' },
+  'rrd-lag-ms': { type: 'string' },
   'task-ms': { type: 'string' },
   'auth-delay-ms': { type: 'string' },
   fixture: { type: 'string' },
@@ -46,6 +47,7 @@ export function simOptions(args: string[]): SimulatorOptions | 'help' {
     ...(flags['audit-token'] ? { auditToken: flags['audit-token'] } : {}),
     tls: flags.tls === true,
     latencyMs: intFlag(flags['latency-ms'], 'latency-ms', 0),
+    rrdLagMs: intFlag(flags['rrd-lag-ms'], 'rrd-lag-ms', 0),
     taskMs: intFlag(flags['task-ms'], 'task-ms', 50),
     // Proxmox delays failed logins by 3 s; the CLI behaves the same unless told otherwise.
     authFailureDelayMs: intFlag(flags['auth-delay-ms'], 'auth-delay-ms', 3000),

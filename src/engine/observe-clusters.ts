@@ -88,12 +88,22 @@ export async function observeClusters(
       let relisted: Promise<Map<number, ListedGuest>> | undefined;
       const relist = (): Promise<Map<number, ListedGuest>> =>
         (relisted ??= reader.listGuests().then((all) => new Map(all.map((l) => [l.vmid, l]))));
+      // The listing's power state comes from pvestatd and lags up to 10 s behind a start or stop.
+      // Where it would make the plan change the power of a guest, ask the node instead (one more
+      // request, only for those guests), so a plan right after an apply shows no phantom start.
+      const powerOf = new Map(
+        specs.head.guests.filter((g) => g.cluster === name && g.state === 'present' && g.power !== 'ignore').map((g) => [g.vmid, g.power]),
+      );
+      const confirmStatus = (l: ListedGuest): ListedGuest => {
+        const power = powerOf.get(l.vmid);
+        return power !== undefined && l.status !== power ? { ...l, status: undefined } : l;
+      };
       let read = 0;
       await Promise.all(
         wanted.map((listed) =>
           limit.run(async () => {
             try {
-              cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, relist, cluster);
+              cluster.guests[listed.vmid] = await readFollowingMigration(reader, confirmStatus(listed), relist, cluster);
             } catch (err) {
               cluster.readErrors![listed.vmid] = errorText(err);
             }

@@ -63,6 +63,29 @@ describe('apply against the simulator', () => {
     }
   });
 
+  it('plans nothing right after an apply although the listing still shows old power states (RRD lag)', async () => {
+    for (const sim of Object.values(estate.sims)) sim.sim.setRrdLag(60_000);
+    const plan = await runPlan({ head: specs, readers: estate.readers });
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(countApplyResult(result.guests).applied).toBe(11);
+    // Every guest was created after the listing's last publish: listed as `unknown`, no name.
+    const listed = await estate.readers.lab!.listGuests();
+    expect(new Set(listed.map((l) => l.status))).toEqual(new Set(['unknown']));
+    const again = await runPlan({ head: specs, readers: estate.readers });
+    expect(again.guests.filter((g) => g.action !== 'noop').map((g) => [g.name, g.operations])).toEqual([]);
+
+    // A guest published as stopped and started since: the plan asks the node, not the listing.
+    estate.sims.lab.sim.setRrdLag(1);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    estate.sims.lab.sim.setRunning(100102, false);
+    await estate.readers.lab!.listGuests();
+    estate.sims.lab.sim.setRrdLag(60_000);
+    estate.sims.lab.sim.setRunning(100102, true);
+    expect((await estate.readers.lab!.listGuests()).find((l) => l.vmid === 100102)?.status).toBe('stopped');
+    const third = await runPlan({ head: specs, readers: estate.readers });
+    expect(byName(third)['lab/web-02']?.operations).toEqual([]);
+  });
+
   it('reports an operator edit between plan and apply as a conflict, and the operator value survives', async () => {
     await converge();
     const head = withConfig(specs, 'build-01', 'lab', { memory: '16384' });

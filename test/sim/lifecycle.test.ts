@@ -99,6 +99,25 @@ describe('create (API-FACTS §7)', () => {
   });
 });
 
+describe('cluster listing with an RRD lag (API-FACTS §10.1)', () => {
+  it('lists a new guest as unknown without a name, and power changes only at the next tick', async () => {
+    sim.sim.setRrdLag(60_000);
+    const listing = async (): Promise<Record<string, unknown>[]> =>
+      ((await api(sim, 'GET', '/cluster/resources?type=vm')).body?.data as Record<string, unknown>[]).filter((e) => e.vmid === 100);
+    const [first] = await listing();
+    expect(first).toMatchObject({ status: 'unknown', vmid: 100 });
+    expect(first).not.toHaveProperty('name');
+    // A pvestatd cycle: with a 1 ms interval the next listing publishes what is live.
+    sim.sim.setRrdLag(1);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await listing())[0]).toMatchObject({ status: 'running', name: 'web-01' });
+    sim.sim.setRrdLag(60_000);
+    sim.sim.setRunning(100, false);
+    expect((await listing())[0]).toMatchObject({ status: 'running' });
+    expect(((await api(sim, 'GET', '/nodes/pve-01/qemu/100/status/current')).body?.data as Record<string, unknown>).status).toBe('stopped');
+  });
+});
+
 describe('nextid (API-FACTS §7.3)', () => {
   it('returns a string; a taken vmid is a 400 with the VM text', async () => {
     const next = await api(sim, 'GET', '/cluster/nextid');

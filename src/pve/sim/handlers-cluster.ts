@@ -53,25 +53,55 @@ interface CachedResource {
 
 const resourceCache = new WeakMap<Guest, CachedResource>();
 
+/** What pvestatd last published for a guest (the RRD-backed name and power state), and when. */
+interface Published {
+  at: number;
+  status: 'running' | 'stopped' | 'unknown';
+  name?: string;
+}
+const published = new WeakMap<Guest, Published>();
+
 /**
- * One `type=vm` entry (`extract_vm_stats` + live `lock`/`tags`). The real RRD-backed fields
- * (name, status, uptime, …) lag up to 10 s behind; the simulator reports them live instead, so
- * tests need not wait for a pvestatd cycle. Entries are cached per guest version and 10 s
- * uptime bucket, which keeps a 10,000-guest listing cheap.
+ * The name and power state the listing shows. Live by default; with an RRD lag they are what was
+ * published in the current interval, and a guest not yet published is `unknown` without a name
+ * (API-FACTS §10.1). Publishing happens at interval boundaries, as pvestatd's cycle does.
  */
-function resourceJson(guest: Guest): string {
+function rrdView(guest: Guest, lagMs: number, live: { status: 'running' | 'stopped'; name: string }): Omit<Published, 'at'> {
+  if (lagMs <= 0) return live;
+  const now = Date.now();
+  const last = published.get(guest);
+  if (!last) {
+    const first: Published = { at: now, status: 'unknown' };
+    published.set(guest, first);
+    return first;
+  }
+  if (Math.floor(now / lagMs) > Math.floor(last.at / lagMs)) {
+    const next: Published = { at: now, ...live };
+    published.set(guest, next);
+    return next;
+  }
+  return last;
+}
+
+/**
+ * One `type=vm` entry (`extract_vm_stats` + live `lock`/`tags`). Name and status come through
+ * {@link rrdView}: live unless the simulator has an RRD lag set. Entries are cached per guest
+ * version and 10 s uptime bucket, which keeps a 10,000-guest listing cheap.
+ */
+function resourceJson(guest: Guest, lagMs: number): string {
   const bucket = Math.floor(Date.now() / 10_000);
   const cached = resourceCache.get(guest);
-  if (cached && cached.version === guest.version && cached.bucket === bucket) return cached.json;
+  if (lagMs <= 0 && cached && cached.version === guest.version && cached.bucket === bucket) return cached.json;
   const s = guest.summary();
   const running = guest.running;
+  const rrd = rrdView(guest, lagMs, { status: running ? 'running' : 'stopped', name: s.name });
   const entry: Record<string, unknown> = {
     id: `${guest.type}/${guest.vmid}`,
     vmid: guest.vmid,
     node: guest.node,
     type: guest.type,
-    status: running ? 'running' : 'stopped',
-    name: s.name,
+    status: rrd.status,
+    ...(rrd.name !== undefined ? { name: rrd.name } : {}),
     template: s.template ? 1 : 0,
     uptime: guest.uptime(),
     maxcpu: s.cpus,
@@ -89,7 +119,7 @@ function resourceJson(guest: Guest): string {
     ...(s.tags !== undefined ? { tags: s.tags } : {}),
   };
   const json = JSON.stringify(entry);
-  resourceCache.set(guest, { version: guest.version, bucket, json });
+  if (lagMs <= 0) resourceCache.set(guest, { version: guest.version, bucket, json });
   return json;
 }
 
@@ -99,7 +129,7 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
   const parts: string[] = [];
   if (type === undefined || type === 'vm') {
     for (const guest of ctx.sim.sortedGuests()) {
-      if (canSeeGuest(ctx.principal, guest.vmid)) parts.push(resourceJson(guest));
+      if (canSeeGuest(ctx.principal, guest.vmid)) parts.push(resourceJson(guest, ctx.sim.rrdLagMs));
     }
   }
   if (type === undefined || type === 'node') {

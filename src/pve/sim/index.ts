@@ -38,6 +38,8 @@ export interface SimulatorOptions {
   tls?: boolean;
   /** Added to every API request. */
   latencyMs?: number;
+  /** pvestatd's interval for listing name/status (Proxmox: 10,000); default 0 = live. */
+  rrdLagMs?: number;
   /** How long each task runs; default 50. */
   taskMs?: number;
   /** Fixture object or path to a JSON fixture file. */
@@ -103,6 +105,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     ...(fixture?.storages ? { storages: fixture.storages } : {}),
     ...(fixture?.pools ? { pools: fixture.pools } : {}),
   });
+  if (options.rrdLagMs) sim.setRrdLag(options.rrdLagMs);
   sim.tokens.add({ ...admin, role: 'admin' });
   sim.tokens.add({ ...auditor, role: 'audit' });
   for (const t of fixture?.tokens ?? []) {

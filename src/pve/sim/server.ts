@@ -9,6 +9,7 @@
  *   GET  /_sim/stats                 request/write counters (see SimStats)
  *   POST /_sim/reset-stats           zero the counters
  *   POST /_sim/latency               {"ms": 200}                       latency on every API request
+ *   POST /_sim/rrd-lag               {"ms": 10000}                     listing name/status published per tick (0: live)
  *   POST /_sim/task-ms               {"ms": 500}                       duration of new tasks
  *   POST /_sim/failure-rate          {"rate": 0.2, "methods"?: ["PUT","POST"], "mode"?: "error"|"reset"|"mixed"}
  *   POST /_sim/lock                  {"vmid": 100, "lock": "backup", "ms": 5000}   held like a backup job
@@ -338,6 +339,9 @@ async function control(sim: Simulator, req: IncomingMessage, res: ServerResponse
         break;
       case '/_sim/latency':
         sim.setLatency(numberField(body, 'ms'));
+        break;
+      case '/_sim/rrd-lag':
+        sim.setRrdLag(numberField(body, 'ms'));
         break;
       case '/_sim/task-ms':
         sim.setTaskMs(numberField(body, 'ms'));

@@ -81,6 +81,12 @@ export class Simulator {
   /** Resource pools that exist; undefined accepts any pool name. */
   readonly pools: readonly string[] | undefined;
   latencyMs: number;
+  /**
+   * pvestatd's publishing interval for `/cluster/resources` name/status (Proxmox: 10 s); 0 shows
+   * them live. With a lag, a new guest is listed as `unknown` without a name, and a rename or power
+   * change shows up at the next tick.
+   */
+  rrdLagMs = 0;
   authFailureDelayMs: number;
   failure: { rate: number; methods?: Set<string>; mode: 'error' | 'reset' | 'mixed' } = { rate: 0, mode: 'mixed' };
   private readonly armedEdits = new Map<number, OperatorEdit[]>();
@@ -111,6 +117,12 @@ export class Simulator {
   setLatency(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) throw new SimulatorError(`invalid latency ${ms}`);
     this.latencyMs = ms;
+  }
+
+  /** Sets the RRD publishing interval of the listing (0: live). */
+  setRrdLag(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) throw new SimulatorError('rrd lag must be a non-negative number');
+    this.rrdLagMs = ms;
   }
 
   /** How long tasks started from now on run. */
