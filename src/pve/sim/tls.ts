@@ -92,8 +92,10 @@ interface CertificateInput {
 
 function certificate(input: CertificateInput): string {
   const now = Date.now();
+  // A positive serial whose first byte is never 0: DER integers must be minimal, and a leading
+  // zero byte before a byte < 0x80 is "illegal padding" to OpenSSL (one certificate in 128).
   const serial = randomBytes(16);
-  serial[0] = (serial[0] as number) & 0x7f;
+  serial[0] = ((serial[0] as number) & 0x7f) | 0x40;
   const tbs = seq(
     tlv(0xa0, integer(Buffer.from([2]))),
     integer(serial),
