@@ -5,12 +5,13 @@ import { UsageError } from './commands/args.js';
 import { demoCommand } from './commands/demo.js';
 import { driftCommand } from './commands/drift.js';
 import { planCommand } from './commands/plan.js';
+import { schemaCommand } from './commands/schema.js';
 import { simCommand } from './commands/sim.js';
 import type { Command, CommandIO } from './commands/types.js';
 import { validateCommand } from './commands/validate.js';
 
 /** Every subcommand, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [demoCommand, validateCommand, checkCommand, planCommand, applyCommand, driftCommand, simCommand];
+export const COMMANDS: readonly Command[] = [demoCommand, validateCommand, checkCommand, planCommand, applyCommand, driftCommand, schemaCommand, simCommand];
 
 function version(): string {
   const require = createRequire(import.meta.url);
