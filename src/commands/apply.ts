@@ -11,7 +11,7 @@ import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
 import { runPlan } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
 import { emit, parseFormat, renderPlan } from './plan.js';
-import { clusterNames, connect, loadSpecDir, note, progress } from './shared.js';
+import { clusterNames, connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
 async function confirm(io: CommandIO, question: string): Promise<boolean> {
@@ -59,11 +59,7 @@ async function obtainPlan(
     }
   }
   const { specs, errorLines } = await loadSpecDir(flags.specs, io);
-  if (errorLines.length > 0) {
-    for (const line of errorLines) io.stdout.write(`${line}\n`);
-    note(io, 'the specs are invalid: nothing was planned or applied');
-    return undefined;
-  }
+  if (reportInvalidSpecs(io, errorLines, 'nothing was planned or applied')) return undefined;
   const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
   try {
     const plan = await runPlan({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });

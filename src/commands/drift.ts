@@ -1,9 +1,10 @@
 import type { Plan } from '../core/model.js';
 import { planHasErrors } from '../core/plan/plan-specs.js';
 import { runDrift } from '../engine/run-plan.js';
+import { plural } from '../core/render/plan-labels.js';
 import { parseFlags } from './args.js';
 import { emit, parseFormat, renderPlan } from './plan.js';
-import { clusterNames, connect, loadSpecDir, note, progress } from './shared.js';
+import { clusterNames, connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command } from './types.js';
 
 /** True when any owned guest differs from its spec, or an orphan exists. */
@@ -24,17 +25,13 @@ export const driftCommand: Command = {
     });
     const format = parseFormat(flags.format);
     const { specs, errorLines } = await loadSpecDir(flags.specs, io);
-    if (errorLines.length > 0) {
-      for (const line of errorLines) io.stdout.write(`${line}\n`);
-      note(io, 'the specs are invalid: nothing was read');
-      return 1;
-    }
+    if (reportInvalidSpecs(io, errorLines, 'nothing was read')) return 1;
     const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
     try {
       const plan = await runDrift({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });
       await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
-      note(io, `${drifted} drifted guest${drifted === 1 ? '' : 's'}, ${plan.summary.orphan} orphan${plan.summary.orphan === 1 ? '' : 's'}, ${plan.summary.pending} with pending changes`);
+      note(io, `${plural(drifted, 'drifted guest')}, ${plural(plan.summary.orphan, 'orphan')}, ${plan.summary.pending} with pending changes`);
       if (planHasErrors(plan)) return 1;
       return hasDrift(plan) ? 2 : 0;
     } finally {

@@ -7,7 +7,7 @@ import { renderPlanMarkdown } from '../core/render/render-markdown.js';
 import { renderPlanText } from '../core/render/render-text.js';
 import { runPlan } from '../engine/run-plan.js';
 import { parseFlags, UsageError } from './args.js';
-import { clusterNames, connect, loadSpecDir, note, progress } from './shared.js';
+import { clusterNames, connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
 export const FORMATS = ['text', 'markdown', 'json'] as const;
@@ -56,11 +56,7 @@ export const planCommand: Command = {
     const head = await loadSpecDir(flags.specs, io);
     const base = flags.base === undefined ? undefined : await loadSpecDir(flags.base, io);
     const errors = [...head.errorLines, ...(base?.errorLines.map((l) => `base: ${l}`) ?? [])];
-    if (errors.length > 0) {
-      for (const line of errors) io.stdout.write(`${line}\n`);
-      note(io, 'the specs are invalid: nothing was planned');
-      return 1;
-    }
+    if (reportInvalidSpecs(io, errors, 'nothing was planned')) return 1;
     const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);
     try {
       const plan = await runPlan({

@@ -29,6 +29,17 @@ export async function loadSpecDir(
 }
 
 /**
+ * Prints spec errors (one `file:line:col: message` per line, the command's result) and says on
+ * stderr what was not done because of them. True when there were errors.
+ */
+export function reportInvalidSpecs(io: CommandIO, errorLines: readonly string[], notDone: string): boolean {
+  if (errorLines.length === 0) return false;
+  for (const line of errorLines) io.stdout.write(`${line}\n`);
+  note(io, `the specs are invalid: ${notDone}`);
+  return true;
+}
+
+/**
  * The CLI's diagnostic log: JSON lines on stderr, silent unless PVE_GITOPS_LOG_LEVEL asks
  * (`debug` shows every Proxmox request with its status and time).
  */

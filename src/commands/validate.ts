@@ -1,3 +1,4 @@
+import { plural } from '../core/render/plan-labels.js';
 import { parseFlags } from './args.js';
 import { loadSpecDir, note } from './shared.js';
 import type { Command } from './types.js';
@@ -11,11 +12,10 @@ export const validateCommand: Command = {
     const { specs, errorLines } = await loadSpecDir(flags.specs, io);
     for (const line of errorLines) io.stdout.write(`${line}\n`);
     if (errorLines.length > 0) {
-      note(io, `${errorLines.length} error${errorLines.length === 1 ? '' : 's'} in ${flags.specs}`);
+      note(io, `${plural(errorLines.length, 'error')} in ${flags.specs}`);
       return 1;
     }
-    const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
-    note(io, `${flags.specs}: valid (${count(specs.clusters.length, 'cluster')}, ${count(specs.guests.length, 'guest')})`);
+    note(io, `${flags.specs}: valid (${plural(specs.clusters.length, 'cluster')}, ${plural(specs.guests.length, 'guest')})`);
     return 0;
   },
 };

@@ -12,9 +12,10 @@ export interface ClusterReader {
   listNodes(): Promise<string[]>;
   /**
    * One guest read for planning: current values, pending values and the digest of that read, in
-   * one request. `status` comes from the listing.
+   * one request. `status` comes from the listing unless `liveStatus` asks the node for it (one
+   * more request), as it does when the listing does not say running or stopped.
    */
-  readGuest(listed: ListedGuest): Promise<ObservedGuest>;
+  readGuest(listed: ListedGuest, options?: { liveStatus?: boolean }): Promise<ObservedGuest>;
 }
 
 /** The identity of a guest a write is aimed at. */

@@ -27,14 +27,6 @@ export function parsePropertyString(value: string): PropertyString {
   return result;
 }
 
-/** The inverse of {@link parsePropertyString}. */
-export function formatPropertyString(ps: PropertyString): string {
-  const parts: string[] = [];
-  if (ps.head !== undefined) parts.push(ps.head);
-  for (const [k, v] of ps.pairs) parts.push(v === '' ? k : `${k}=${v}`);
-  return parts.join(',');
-}
-
 /** Value of a named pair, if present. */
 export function propertyValue(ps: PropertyString, key: string): string | undefined {
   return ps.pairs.find(([k]) => k === key)?.[1];

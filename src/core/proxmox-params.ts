@@ -80,11 +80,6 @@ export function endpointSchema(endpoint: string): EndpointSchema | undefined {
   return ENDPOINTS[endpoint];
 }
 
-/** Every endpoint key of the extracted schema (`"GET /nodes/{node}/qemu"`, …). */
-export function endpointKeys(): string[] {
-  return Object.keys(ENDPOINTS);
-}
-
 const INDEXED_RE = /^([a-z][a-z-]*?)(\d+)$/;
 
 /**

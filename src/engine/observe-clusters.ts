@@ -24,18 +24,19 @@ function errorText(err: unknown): string {
 async function readFollowingMigration(
   reader: ClusterReader,
   listed: ListedGuest,
+  liveStatus: boolean,
   relist: () => Promise<Map<number, ListedGuest>>,
   cluster: ObservedCluster,
 ): Promise<ObservedGuest> {
   try {
-    return await reader.readGuest(listed);
+    return await reader.readGuest(listed, { liveStatus });
   } catch (err) {
     if (!(err instanceof PveNotFoundError)) throw err;
     const moved = (await relist()).get(listed.vmid);
     if (!moved || moved.node === listed.node) throw err;
     const index = cluster.listing.indexOf(listed);
     if (index >= 0) cluster.listing[index] = moved;
-    return reader.readGuest(moved);
+    return reader.readGuest(moved, { liveStatus });
   }
 }
 
@@ -94,16 +95,16 @@ export async function observeClusters(
       const powerOf = new Map(
         specs.head.guests.filter((g) => g.cluster === name && g.state === 'present' && g.power !== 'ignore').map((g) => [g.vmid, g.power]),
       );
-      const confirmStatus = (l: ListedGuest): ListedGuest => {
+      const needsLiveStatus = (l: ListedGuest): boolean => {
         const power = powerOf.get(l.vmid);
-        return power !== undefined && l.status !== power ? { ...l, status: undefined } : l;
+        return power !== undefined && l.status !== power;
       };
       let read = 0;
       await Promise.all(
         wanted.map((listed) =>
           limit.run(async () => {
             try {
-              cluster.guests[listed.vmid] = await readFollowingMigration(reader, confirmStatus(listed), relist, cluster);
+              cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, needsLiveStatus(listed), relist, cluster);
             } catch (err) {
               cluster.readErrors![listed.vmid] = errorText(err);
             }

@@ -26,9 +26,9 @@ export class PveClusterAdapter implements ClusterWriter {
     return (await this.#client.nodes()).map((n) => n.node);
   }
 
-  async readGuest(listed: ListedGuest): Promise<ObservedGuest> {
+  async readGuest(listed: ListedGuest, options: { liveStatus?: boolean } = {}): Promise<ObservedGuest> {
     const status = listed.status;
-    if (status === 'running' || status === 'stopped') {
+    if (!options.liveStatus && (status === 'running' || status === 'stopped')) {
       const entries = await this.#client.getPending(listed.node, listed.type, listed.vmid);
       return observedFromPending(entries, listed, status);
     }

@@ -223,10 +223,10 @@ describe('apply against the simulator', () => {
     const lab = new Proxy(estate.readers.lab!, {
       get(target, prop) {
         if (prop === 'readGuest') {
-          return async (listed: ListedGuest) => {
+          return async (listed: ListedGuest, options?: { liveStatus?: boolean }) => {
             if (!migrated) estate.sims.lab.sim.migrate(100301, 'pve-01');
             migrated = true;
-            return target.readGuest(listed);
+            return target.readGuest(listed, options);
           };
         }
         const value: unknown = Reflect.get(target, prop, target);

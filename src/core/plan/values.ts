@@ -272,8 +272,6 @@ export function formatNicUpdate(type: GuestType, key: string, desired: string, a
   return parts.join(',');
 }
 
-/** Keys whose stored value is a secret Proxmox masks on read (`**********`): write-only. */
-const MASKED = new Set(['cipassword']);
 
 function decodeSshKeys(value: string): string {
   let decoded = value;
@@ -292,7 +290,6 @@ function decodeSshKeys(value: string): string {
 export function sameValue(type: GuestType, key: string, desired: string, actual: string): boolean {
   if (desired === actual) return true;
   if (key === 'tags') return normaliseTags(desired) === normaliseTags(actual);
-  if (MASKED.has(key)) return true;
   if (key === 'sshkeys') return decodeSshKeys(desired) === decodeSshKeys(actual);
   if (key === 'description') return desired.trimEnd() === actual.trimEnd();
   if (isNicKey(key)) return sameNic(type, key, desired, actual);
