@@ -11,7 +11,16 @@ import type { Command, CommandIO } from './commands/types.js';
 import { validateCommand } from './commands/validate.js';
 
 /** Every subcommand, in the order `--help` lists them. */
-export const COMMANDS: readonly Command[] = [demoCommand, validateCommand, checkCommand, planCommand, applyCommand, driftCommand, schemaCommand, simCommand];
+export const COMMANDS: readonly Command[] = [
+  demoCommand,
+  validateCommand,
+  checkCommand,
+  planCommand,
+  applyCommand,
+  driftCommand,
+  schemaCommand,
+  simCommand,
+];
 
 function version(): string {
   const require = createRequire(import.meta.url);

@@ -26,8 +26,5 @@ const REDACT = [
 /** One JSON logger for the process; callers take children per cluster, delivery or job. */
 export function createLogger(options: { level?: string; stream?: NodeJS.WritableStream } = {}): Logger {
   const level = (LOG_LEVELS as readonly string[]).includes(options.level ?? '') ? (options.level as LogLevel) : 'info';
-  return pino(
-    { name: 'pve-gitops', level, redact: { paths: REDACT, censor: '[redacted]' } },
-    options.stream ?? process.stderr,
-  );
+  return pino({ name: 'pve-gitops', level, redact: { paths: REDACT, censor: '[redacted]' } }, options.stream ?? process.stderr);
 }

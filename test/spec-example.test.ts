@@ -36,7 +36,9 @@ describe('specs-example', () => {
     expect(guests.some((g) => g.adopt)).toBe(true);
     expect(new Set(guests.map((g) => g.power))).toEqual(new Set(['running', 'stopped', 'ignore']));
     expect(guests.some((g) => g.config.protection === '1')).toBe(true);
-    expect(guests.some((g) => g.config.ide2?.endsWith(':cloudinit') && g.config.ciuser && g.config.ipconfig0 && g.config.sshkeys)).toBe(true);
+    expect(guests.some((g) => g.config.ide2?.endsWith(':cloudinit') && g.config.ciuser && g.config.ipconfig0 && g.config.sshkeys)).toBe(
+      true,
+    );
     expect(guests.some((g) => g.config.scsi1 !== undefined && g.config.net1 !== undefined)).toBe(true);
     expect(guests.filter((g) => g.type === 'lxc' && !g.adopt).every((g) => g.createOptions?.ostemplate)).toBe(true);
   });

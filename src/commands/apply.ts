@@ -33,7 +33,10 @@ function reportEvent(io: CommandIO): (event: ApplyEvent) => void {
   return (event) => {
     const who = `${event.guest.cluster}/${event.guest.name} (${event.guest.vmid})`;
     if (event.type === 'step') {
-      note(io, `${who}: ${event.step.op}${event.step.detail ? ` — ${event.step.detail}` : ''}${event.step.upid ? ` [${event.step.upid}]` : ''}`);
+      note(
+        io,
+        `${who}: ${event.step.op}${event.step.detail ? ` — ${event.step.detail}` : ''}${event.step.upid ? ` [${event.step.upid}]` : ''}`,
+      );
     } else if (event.type === 'guest-done') {
       note(io, `${who}: ${event.result.status}${event.result.error ? ` — ${event.result.error}` : ''}`);
     }
@@ -123,7 +126,9 @@ export const applyCommand: Command = {
         ? `${JSON.stringify(result, null, 2)}\n`
         : format === 'markdown'
           ? `${renderApplyMarkdown(result)}\n`
-          : renderApplyText(result, { color: flags.out === undefined && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR });
+          : renderApplyText(result, {
+              color: flags.out === undefined && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR,
+            });
     await emit(text, flags.out, io);
     const counts = countApplyResult(result.guests);
     return counts.conflict + counts.failed > 0 ? 1 : 0;

@@ -8,7 +8,10 @@ export class UsageError extends Error {
 type Options = NonNullable<ParseArgsConfig['options']>;
 
 /** Parses a subcommand's flags strictly: unknown flags and stray arguments are usage errors. */
-export function parseFlags<T extends Options>(args: string[], options: T): ReturnType<typeof parseArgs<{ options: T; strict: true; allowPositionals: false }>>['values'] {
+export function parseFlags<T extends Options>(
+  args: string[],
+  options: T,
+): ReturnType<typeof parseArgs<{ options: T; strict: true; allowPositionals: false }>>['values'] {
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
   } catch (err) {

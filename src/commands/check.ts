@@ -29,14 +29,22 @@ async function checkRead(client: PveClient, ownerTag: string): Promise<ReadCheck
 }
 
 /** Checks one cluster with both tokens; returns the problems found (none: all good). */
-async function checkCluster(name: string, spec: ClusterSpec | undefined, read: OpenClusters, write: OpenClusters, io: CommandIO): Promise<string[]> {
+async function checkCluster(
+  name: string,
+  spec: ClusterSpec | undefined,
+  read: OpenClusters,
+  write: OpenClusters,
+  io: CommandIO,
+): Promise<string[]> {
   const problems: string[] = [];
   const readClient = read.clients[name]!;
   const writeClient = write.clients[name]!;
   io.stdout.write(`${name}: ${readClient.url}\n`);
   try {
     const result = await checkRead(readClient, spec?.ownerTag ?? 'pve-gitops');
-    io.stdout.write(`  plan token:  ok — Proxmox VE ${result.version}, ${result.guests} guests visible, ${result.owned} owned (tag ${spec?.ownerTag ?? 'pve-gitops'})\n`);
+    io.stdout.write(
+      `  plan token:  ok — Proxmox VE ${result.version}, ${result.guests} guests visible, ${result.owned} owned (tag ${spec?.ownerTag ?? 'pve-gitops'})\n`,
+    );
     const nodes = result.nodes.map((n) => `${n.node}${n.status && n.status !== 'online' ? ` (${n.status})` : ''}`);
     io.stdout.write(`  nodes:       ${nodes.join(', ') || '(none visible)'}\n`);
     const known = new Set(result.nodes.map((n) => n.node));
@@ -78,7 +86,15 @@ export const checkCommand: Command = {
     try {
       let problems = 0;
       for (const name of names) {
-        problems += (await checkCluster(name, specs.clusters.find((c) => c.name === name), read, write, io)).length;
+        problems += (
+          await checkCluster(
+            name,
+            specs.clusters.find((c) => c.name === name),
+            read,
+            write,
+            io,
+          )
+        ).length;
       }
       note(io, problems === 0 ? `${names.length} cluster(s): all good` : `${problems} problem(s) found`);
       return problems === 0 ? 0 : 1;

@@ -46,13 +46,30 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
   const work = await mkdtemp(join(tmpdir(), 'pve-gitops-demo-'));
   const savedPlan = join(work, 'plan.json');
   try {
-    const lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], fixture: labFixture as SimFixture, taskMs: options.taskMs ?? 20, latencyMs: options.latencyMs ?? 0, clusterName: 'lab' });
+    const lab = await startSimulator({
+      port: 0,
+      nodes: ['pve-01', 'pve-02'],
+      fixture: labFixture as SimFixture,
+      taskMs: options.taskMs ?? 20,
+      latencyMs: options.latencyMs ?? 0,
+      clusterName: 'lab',
+    });
     started.push(lab);
-    const prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], fixture: prodFixture as SimFixture, taskMs: options.taskMs ?? 20, latencyMs: options.latencyMs ?? 0, clusterName: 'prod' });
+    const prod = await startSimulator({
+      port: 0,
+      nodes: ['pve-11', 'pve-12'],
+      fixture: prodFixture as SimFixture,
+      taskMs: options.taskMs ?? 20,
+      latencyMs: options.latencyMs ?? 0,
+      clusterName: 'prod',
+    });
     started.push(prod);
 
     const env: NodeJS.ProcessEnv = { ...io.env, NO_COLOR: io.env.NO_COLOR ?? '' };
-    for (const [name, sim] of [['lab', lab], ['prod', prod]] as const) {
+    for (const [name, sim] of [
+      ['lab', lab],
+      ['prod', prod],
+    ] as const) {
       env[`${envPrefix(name)}URL`] = sim.url;
       env[`${envPrefix(name)}TOKEN`] = sim.token;
       env[`${envPrefix(name)}READ_TOKEN`] = sim.auditToken;
@@ -70,27 +87,52 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
       ].join('\n'),
     );
 
-    heading(io, 1, 'Validate the specs', '`pve-gitops validate` checks every document: schema, VMID ranges, names, storages, bridges, Proxmox option names.');
+    heading(
+      io,
+      1,
+      'Validate the specs',
+      '`pve-gitops validate` checks every document: schema, VMID ranges, names, storages, bridges, Proxmox option names.',
+    );
     if ((await run(validateCommand, [])) !== 0) return 1;
 
-    heading(io, 2, 'Plan', 'A read-only plan against the live clusters, with the read-only audit token: creates, an adoption, a destroy, a change pending until restart. Unowned guests are left alone. The plan is saved for the apply.');
+    heading(
+      io,
+      2,
+      'Plan',
+      'A read-only plan against the live clusters, with the read-only audit token: creates, an adoption, a destroy, a change pending until restart. Unowned guests are left alone. The plan is saved for the apply.',
+    );
     const first = await run(planCommand, ['--save', savedPlan]);
     if (first !== 2) return 1;
 
-    heading(io, 3, 'Apply the saved plan', 'Every guest: read again, change recomputed and compared with the reviewed one, written with the digest of that read, tasks awaited.');
+    heading(
+      io,
+      3,
+      'Apply the saved plan',
+      'Every guest: read again, change recomputed and compared with the reviewed one, written with the digest of that read, tasks awaited.',
+    );
     if ((await run(applyCommand, ['--plan', savedPlan])) !== 0) return 1;
 
     heading(io, 4, 'Plan again', 'Right after an apply the plan is empty: a perpetual diff would be a bug.');
     if ((await run(planCommand, [])) !== 0) return 1;
 
-    heading(io, 5, "An operator's change outside git", 'During an incident someone caps the CPU of lab/web-02 in the web UI (cpulimit takes effect at once).');
+    heading(
+      io,
+      5,
+      "An operator's change outside git",
+      'During an incident someone caps the CPU of lab/web-02 in the web UI (cpulimit takes effect at once).',
+    );
     lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
     io.stdout.write('lab/web-02 (100102): cpulimit 2, written directly to the cluster\n');
 
     heading(io, 6, 'Drift report', '`pve-gitops drift` reads every owned guest and reports what changed outside git. It never writes.');
     if ((await run(driftCommand, [])) !== 2) return 1;
 
-    heading(io, 7, 'Plan once more', 'Applying the specs would remove the cap again (a `delete`, never an empty value): merge only if that is intended, or take the live value into the spec.');
+    heading(
+      io,
+      7,
+      'Plan once more',
+      'Applying the specs would remove the cap again (a `delete`, never an empty value): merge only if that is intended, or take the live value into the spec.',
+    );
     if ((await run(planCommand, [])) !== 2) return 1;
 
     io.stdout.write('\nDone. Try it on your own cluster: see README.md, "Cluster connections".\n');

@@ -31,7 +31,10 @@ export const driftCommand: Command = {
       const plan = await runDrift({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });
       await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
-      note(io, `${plural(drifted, 'drifted guest')}, ${plural(plan.summary.orphan, 'orphan')}, ${plan.summary.pending} with pending changes`);
+      note(
+        io,
+        `${plural(drifted, 'drifted guest')}, ${plural(plan.summary.orphan, 'orphan')}, ${plan.summary.pending} with pending changes`,
+      );
       if (planHasErrors(plan)) return 1;
       return hasDrift(plan) ? 2 : 0;
     } finally {

@@ -41,8 +41,7 @@ export async function emit(text: string, out: string | undefined, io: CommandIO)
 export const planCommand: Command = {
   name: 'plan',
   summary: 'read-only plan of the specs against the clusters; exit 0 no changes, 2 changes, 1 error',
-  usage:
-    'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--save FILE] [--clusters FILE]',
+  usage: 'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--save FILE] [--clusters FILE]',
   async run(args, io) {
     const flags = parseFlags(args, {
       specs: { type: 'string', default: '.' },

@@ -16,10 +16,7 @@ export function note(io: CommandIO, line: string): void {
 }
 
 /** Loads and validates a spec directory; prints each error as `file:line:col: message`. */
-export async function loadSpecDir(
-  dir: string,
-  io: CommandIO,
-): Promise<{ specs: SpecSet; errorLines: string[] }> {
+export async function loadSpecDir(dir: string, io: CommandIO): Promise<{ specs: SpecSet; errorLines: string[] }> {
   const files = await readSpecDir(resolve(io.cwd, dir));
   // Large repositories are parsed on worker threads; a worker that fails only costs speed.
   const loaded = await loadSpecFiles(files, {
@@ -63,12 +60,7 @@ export function clusterNames(...sets: (SpecSet | undefined)[]): string[] {
  * Opens clients for the named clusters from the environment or the connections file. A cluster
  * without a connection is an error that says how to configure it.
  */
-export async function connect(
-  names: string[],
-  mode: 'read' | 'write',
-  io: CommandIO,
-  file: string | undefined,
-): Promise<OpenClusters> {
+export async function connect(names: string[], mode: 'read' | 'write', io: CommandIO, file: string | undefined): Promise<OpenClusters> {
   let connections;
   try {
     connections = await loadClusterConnections({ names, env: io.env, cwd: io.cwd, file });

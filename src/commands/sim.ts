@@ -32,7 +32,10 @@ export function simOptions(args: string[]): SimulatorOptions | 'help' {
   if (flags.help) return 'help';
   const port = intFlag(flags.port, 'port', 8006);
   if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
-  const nodes = flags.nodes?.split(',').map((n) => n.trim()).filter(Boolean);
+  const nodes = flags.nodes
+    ?.split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   if (nodes !== undefined) {
     if (nodes.length === 0) throw new UsageError('--nodes needs at least one node name');
     for (const node of nodes) {

@@ -59,7 +59,25 @@ export const LXC_FASTPLUG: ReadonlySet<string> = new Set([
 const LXC_LIVE = new Set(['cpulimit', 'cpuunits', 'memory', 'swap']);
 
 /** Drive options a running VM cannot change in place. */
-const DISK_COLD_KEYS = ['aio', 'discard', 'iothread', 'queues', 'cache', 'detect_zeroes', 'serial', 'ssd', 'ro', 'wwn', 'product', 'vendor', 'format', 'scsiblock', 'snapshot', 'werror', 'rerror'];
+const DISK_COLD_KEYS = [
+  'aio',
+  'discard',
+  'iothread',
+  'queues',
+  'cache',
+  'detect_zeroes',
+  'serial',
+  'ssd',
+  'ro',
+  'wwn',
+  'product',
+  'vendor',
+  'format',
+  'scsiblock',
+  'snapshot',
+  'werror',
+  'rerror',
+];
 /** NIC options that need the `network` hotplug feature (an unplug and plug). */
 const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
 

@@ -50,5 +50,4 @@ export function normaliseTags(value: string | readonly string[]): string {
 export const TAG_RE = /^[a-z0-9_][a-z0-9_\-+.]*$/i;
 
 /** Proxmox `dns-name` format (`pve_verify_dns_name`). */
-export const DNS_NAME_RE =
-  /^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)\.)*([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)$/;
+export const DNS_NAME_RE = /^(([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)\.)*([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)$/;

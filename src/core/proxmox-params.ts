@@ -58,19 +58,19 @@ export const PARAM_MESSAGES = {
  */
 export const INDEX_LIMITS: Record<'qemu' | 'lxc', Record<string, number>> = {
   qemu: {
-  net: 32,
-  scsi: 31,
-  virtio: 16,
-  sata: 6,
-  ide: 4,
-  unused: 256,
-  ipconfig: 32,
-  hostpci: 16,
-  usb: 14,
-  serial: 4,
-  parallel: 3,
-  numa: 8,
-  virtiofs: 10,
+    net: 32,
+    scsi: 31,
+    virtio: 16,
+    sata: 6,
+    ide: 4,
+    unused: 256,
+    ipconfig: 32,
+    hostpci: 16,
+    usb: 14,
+    serial: 4,
+    parallel: 3,
+    numa: 8,
+    virtiofs: 10,
   },
   lxc: { net: 32, mp: 256, unused: 256, dev: 256 },
 };
@@ -268,11 +268,7 @@ function parseBoolean(value: string): string | undefined {
  * Parses a property string against a hash format (`parse_property_string`) and checks every
  * sub-key (`check_object`). Returns the exception text Proxmox stringifies, or undefined.
  */
-export function checkPropertyString(
-  format: Record<string, ParamSchema>,
-  value: string,
-  path: string,
-): string | undefined {
+export function checkPropertyString(format: Record<string, ParamSchema>, value: string, path: string): string | undefined {
   const parsed = parsePropertyStringWithSchema(format, value);
   if (typeof parsed === 'string') return parsed;
   const errors: Record<string, string> = {};
@@ -294,10 +290,7 @@ export function checkPropertyString(
  * Splits a property string into sub-key → value following a hash format's aliases and default
  * key, like `PVE::JSONSchema::parse_property_string`. Returns the die text on a syntax error.
  */
-export function parsePropertyStringWithSchema(
-  format: Record<string, ParamSchema>,
-  value: string,
-): Record<string, string> | string {
+export function parsePropertyStringWithSchema(format: Record<string, ParamSchema>, value: string): Record<string, string> | string {
   const res: Record<string, string> = {};
   let defaultKey: string | undefined;
   for (const part of value.split(',')) {
@@ -353,8 +346,8 @@ function isIpv6(value: string): boolean {
   if (parts.length > 2) return false;
   const groups = parts.flatMap((p) => (p === '' ? [] : p.split(':')));
   const last = groups.at(-1);
-  const hasV4 = last !== undefined && last.includes('.');
-  if (hasV4 && !IPV4_RE.test(last)) return false;
+  const hasV4 = last?.includes('.');
+  if (hasV4 && last !== undefined && !IPV4_RE.test(last)) return false;
   const hexGroups = hasV4 ? groups.slice(0, -1) : groups;
   if (!hexGroups.every((g) => /^[0-9a-f]{1,4}$/i.test(g))) return false;
   const count = hexGroups.length + (hasV4 ? 2 : 0);
@@ -399,25 +392,18 @@ const NAMED_FORMATS: Record<string, Verifier> = {
   'pve-poolid': (v) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : `invalid pool ID '${v}'\n`),
   'pve-volume-id': (v) => (VOLUME_ID_RE.test(v) ? undefined : `unable to parse volume ID '${v}'\n`),
   'pve-volume-id-or-qm-path': (v) =>
-    v === 'none' || v === 'cdrom' || v.startsWith('/') || VOLUME_ID_RE.test(v)
-      ? undefined
-      : `unable to parse volume ID '${v}'\n`,
-  'pve-volume-id-or-absolute-path': (v) =>
-    v.startsWith('/') || VOLUME_ID_RE.test(v) ? undefined : `unable to parse volume ID '${v}'\n`,
+    v === 'none' || v === 'cdrom' || v.startsWith('/') || VOLUME_ID_RE.test(v) ? undefined : `unable to parse volume ID '${v}'\n`,
+  'pve-volume-id-or-absolute-path': (v) => (v.startsWith('/') || VOLUME_ID_RE.test(v) ? undefined : `unable to parse volume ID '${v}'\n`),
   'pve-lxc-mp-string': (v) =>
     /\/\.\.?\//.test(v) || /\/\.\.?$/.test(v) || /^\.\.?\//.test(v) ? `${v} contains illegal character sequences\n` : undefined,
   'mac-addr': (v) =>
-    MAC_RE.test(v) && (parseInt(v.slice(1, 2), 16) & 1) === 0
-      ? undefined
-      : 'value does not look like a valid unicast MAC address\n',
+    MAC_RE.test(v) && (parseInt(v.slice(1, 2), 16) & 1) === 0 ? undefined : 'value does not look like a valid unicast MAC address\n',
   ipv4: (v) => (IPV4_RE.test(v) ? undefined : 'value does not look like a valid IPv4 address\n'),
   ipv6: (v) => (isIpv6(v) ? undefined : 'value does not look like a valid IPv6 address\n'),
   ip: (v) => (IPV4_RE.test(v) || isIpv6(v) ? undefined : 'value does not look like a valid IP address\n'),
   CIDR: (v) => (isCidr(v, 0) ? undefined : 'value does not look like a valid CIDR network\n'),
   'pve-ipv4-config': (v) =>
-    v === 'dhcp' || v === 'manual' || isCidr(v, 4)
-      ? undefined
-      : 'value does not look like a valid ipv4 network configuration\n',
+    v === 'dhcp' || v === 'manual' || isCidr(v, 4) ? undefined : 'value does not look like a valid ipv4 network configuration\n',
   'pve-ipv6-config': (v) =>
     v === 'dhcp' || v === 'auto' || v === 'manual' || isCidr(v, 6)
       ? undefined
@@ -430,8 +416,7 @@ const NAMED_FORMATS: Record<string, Verifier> = {
     }
     return undefined;
   },
-  'pve-startup-order': (v) =>
-    /^(?:(?:order=\d+|up=\d+|down=\d+|\d+)(?:,|$))+$/.test(v) ? undefined : 'unable to parse startup options\n',
+  'pve-startup-order': (v) => (/^(?:(?:order=\d+|up=\d+|down=\d+|\d+)(?:,|$))+$/.test(v) ? undefined : 'unable to parse startup options\n'),
 };
 
 /** Named formats that are themselves property strings in Proxmox but appear by name in the dump. */

@@ -62,7 +62,14 @@ class GuestJob {
   ) {
     this.#listed = listed;
     this.#busyDelay = options.lockPollMs ?? 1000;
-    this.result = { cluster: plan.cluster, name: plan.name, vmid: plan.vmid, node: listed?.node ?? plan.node, status: 'unchanged', steps: [] };
+    this.result = {
+      cluster: plan.cluster,
+      name: plan.name,
+      vmid: plan.vmid,
+      node: listed?.node ?? plan.node,
+      status: 'unchanged',
+      steps: [],
+    };
   }
 
   #emit(step: ApplyStep): void {
@@ -77,7 +84,9 @@ class GuestJob {
   }
 
   get #wrote(): boolean {
-    return this.result.steps.some((s) => s.upid !== undefined || !['wait-lock', 'wait-task', 'digest-conflict', 'relocated'].includes(s.op));
+    return this.result.steps.some(
+      (s) => s.upid !== undefined || !['wait-lock', 'wait-task', 'digest-conflict', 'relocated'].includes(s.op),
+    );
   }
 
   async #read(): Promise<ObservedGuest | undefined> {
@@ -164,7 +173,10 @@ class GuestJob {
       }
       if (lock) {
         if (await this.#waitBusy('wait-lock', `locked (${lock})`)) continue;
-        return this.#finish('failed', `still locked (${lock}) after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s; locks are never cleared — retry once the ${lock} has finished`);
+        return this.#finish(
+          'failed',
+          `still locked (${lock}) after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s; locks are never cleared — retry once the ${lock} has finished`,
+        );
       }
       const now = planGuest({
         cluster: plan.cluster,
@@ -178,7 +190,10 @@ class GuestJob {
       const conflicts = compareWithReviewed(plan, now);
       if (conflicts.length > 0) {
         this.result.conflict = conflicts;
-        return this.#finish('conflict', `changed after review: ${conflicts.map((c) => c.key).join(', ')}; nothing more was written — re-plan with /pve plan`);
+        return this.#finish(
+          'conflict',
+          `changed after review: ${conflicts.map((c) => c.key).join(', ')}; nothing more was written — re-plan with /pve plan`,
+        );
       }
       const op = now.operations[0];
       if (!op) {
@@ -195,12 +210,18 @@ class GuestJob {
         if (busy.length > 0) {
           const type = busy[0]?.split(':')[5] ?? 'task';
           if (await this.#waitBusy('wait-task', `task ${type} still running`)) continue;
-          return this.#finish('failed', `a ${type} task on the guest is still running after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s: ${busy[0]}`);
+          return this.#finish(
+            'failed',
+            `a ${type} task on the guest is still running after ${Math.round((this.options.lockWaitMs ?? 600_000) / 1000)} s: ${busy[0]}`,
+          );
         }
       }
       const opKey = JSON.stringify(op);
       if (opKey === this.#lastOp) {
-        return this.#finish('failed', `step had no effect: after "${describe(op)}" Proxmox still reports the old value; this is a perpetual diff`);
+        return this.#finish(
+          'failed',
+          `step had no effect: after "${describe(op)}" Proxmox still reports the old value; this is a perpetual diff`,
+        );
       }
       const started = Date.now();
       try {
@@ -218,7 +239,10 @@ class GuestJob {
           this.#digestConflicts += 1;
           this.#emit({ op: 'digest-conflict', detail: `the config changed between read and write (${this.#digestConflicts}); re-reading` });
           if (this.#digestConflicts >= (this.options.maxDigestConflicts ?? 3)) {
-            return this.#finish('conflict', `the config digest moved ${this.#digestConflicts} times in a row while writing; someone else is writing this guest`);
+            return this.#finish(
+              'conflict',
+              `the config digest moved ${this.#digestConflicts} times in a row while writing; someone else is writing this guest`,
+            );
           }
           continue;
         }

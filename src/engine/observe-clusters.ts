@@ -70,7 +70,9 @@ export async function observeClusters(
       // Guests in scope that do not exist yet will be created on their spec's node: the node list
       // (one request) lets the plan check it, and is read only when there are creates.
       const listedVmids = new Set(cluster.listing.map((l) => l.vmid));
-      const creates = specs.head.guests.some((g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid)));
+      const creates = specs.head.guests.some(
+        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid)),
+      );
       if (creates) {
         try {
           cluster.nodes = await reader.listNodes();

@@ -46,7 +46,8 @@ export function openClusters(
       insecure: connection.insecure,
       concurrency: connection.concurrency ?? DEFAULT_CONCURRENCY,
       readOnly: mode === 'read',
-      logger: options.logger && 'child' in options.logger ? (options.logger as ChildLogger).child({ cluster: connection.name }) : options.logger,
+      logger:
+        options.logger && 'child' in options.logger ? (options.logger as ChildLogger).child({ cluster: connection.name }) : options.logger,
     });
     clients[connection.name] = client;
     clusters[connection.name] = new PveClusterAdapter(client);

@@ -183,13 +183,7 @@ export class PveClient {
    * Writes config keys and deletions, guarded by `digest`. QEMU uses the asynchronous POST and
    * waits for its task; LXC has only the synchronous PUT. A change with nothing in it sends nothing.
    */
-  async updateConfig(
-    node: string,
-    type: GuestType,
-    vmid: number,
-    change: ConfigChange,
-    wait: WaitOptions = {},
-  ): Promise<void> {
+  async updateConfig(node: string, type: GuestType, vmid: number, change: ConfigChange, wait: WaitOptions = {}): Promise<void> {
     if (!change.digest) throw new TypeError('updateConfig needs the digest of the read the change is based on');
     const set = change.set ?? {};
     const deletes = change.delete ?? [];
@@ -232,14 +226,7 @@ export class PveClient {
   }
 
   /** `PUT …/resize` (`size` like `+10G` or `40G`); a UPID on current PVE, null on older ones. */
-  async resizeDisk(
-    node: string,
-    type: GuestType,
-    vmid: number,
-    disk: string,
-    size: string,
-    digest?: string,
-  ): Promise<string | null> {
+  async resizeDisk(node: string, type: GuestType, vmid: number, disk: string, size: string, digest?: string): Promise<string | null> {
     return this.#write('PUT', `${guestPath(node, type, vmid)}/resize`, Upid.nullable(), { disk, size, digest }, { digest });
   }
 

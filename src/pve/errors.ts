@@ -220,8 +220,7 @@ export function parsePveError(
   sent: SentContext = {},
 ): PveError {
   const envelope = asEnvelope(body);
-  const message =
-    cleanText(envelope.message) || cleanText(reasonPhrase) || STATUS_CODES[status] || `HTTP ${status}`;
+  const message = cleanText(envelope.message) || cleanText(reasonPhrase) || STATUS_CODES[status] || `HTTP ${status}`;
   const init: PveErrorInit = { status, method, path };
 
   if (status === 401) return new PveAuthError(message, init);

@@ -10,7 +10,16 @@ export function observedFromPending(
   ref: { vmid: number; type: GuestType; node: string },
   status: string,
 ): ObservedGuest {
-  const guest: ObservedGuest = { vmid: ref.vmid, type: ref.type, node: ref.node, status, digest: '', current: {}, pending: {}, pendingDelete: [] };
+  const guest: ObservedGuest = {
+    vmid: ref.vmid,
+    type: ref.type,
+    node: ref.node,
+    status,
+    digest: '',
+    current: {},
+    pending: {},
+    pendingDelete: [],
+  };
   for (const entry of entries) {
     if (entry.key === 'digest') {
       guest.digest = String(entry.value ?? '');

@@ -48,7 +48,10 @@ export const TLS_VERIFY_CODES: ReadonlySet<string> = new Set([
  * Throws a RangeError for anything that is not 32 bytes of hex.
  */
 export function normaliseFingerprint(fingerprint: string): string {
-  const hex = fingerprint.replace(/^sha256[:=]?\s*/i, '').replace(/[:\s]/g, '').toUpperCase();
+  const hex = fingerprint
+    .replace(/^sha256[:=]?\s*/i, '')
+    .replace(/[:\s]/g, '')
+    .toUpperCase();
   if (!/^[0-9A-F]{64}$/.test(hex)) {
     throw new RangeError('TLS fingerprint must be a SHA-256 digest: 64 hex digits, optionally colon-separated');
   }

@@ -90,7 +90,9 @@ function generatedRepo(guests: number): SpecFile[] {
  */
 function errorsFromPositions(loaded: LoadedSpecs): string[] {
   const broken: SpecSet = {
-    clusters: loaded.specs.clusters.map((cluster) => Object.assign(cluster, { ownerTag: 'Bad Tag', nodes: [...cluster.nodes, cluster.nodes[0] ?? 'x'] })),
+    clusters: loaded.specs.clusters.map((cluster) =>
+      Object.assign(cluster, { ownerTag: 'Bad Tag', nodes: [...cluster.nodes, cluster.nodes[0] ?? 'x'] }),
+    ),
     guests: loaded.specs.guests.map((guest) =>
       Object.assign(guest, {
         name: `${guest.name}_`,
@@ -107,7 +109,12 @@ function errorsFromPositions(loaded: LoadedSpecs): string[] {
 
 async function expectSameAsInThread(files: SpecFile[]): Promise<void> {
   const failures: Error[] = [];
-  const parallel = await loadSpecFiles(files, { threshold: 0, workers: 2, mainThreadParses: false, onWorkerFailure: (e) => failures.push(e) });
+  const parallel = await loadSpecFiles(files, {
+    threshold: 0,
+    workers: 2,
+    mainThreadParses: false,
+    onWorkerFailure: (e) => failures.push(e),
+  });
   const inThread = loadSpecs(files);
   // The workers did the parsing: none of them fell back to the main thread.
   expect(failures).toEqual([]);
@@ -138,7 +145,21 @@ describe('loadSpecFiles with worker threads gives what loadSpecs gives', () => {
     const files = generatedRepo(400);
     const errors = loadSpecs(files).errors.map(formatSpecError).join('\n');
     // The repository has the errors it is meant to have.
-    for (const text of ['YAML: Flow sequence', 'Map keys must be unique', 'must be a mapping', 'has no kind', 'unknown kind', 'unknown key "powr"', 'unknown cluster', 'duplicate guest name', 'unknown config key "bogus0"', 'ignore: unknown config key', 'vmid: must be at least 100', 'Excessive alias count', 'crlf.yaml:2:7: name "G_1000"']) {
+    for (const text of [
+      'YAML: Flow sequence',
+      'Map keys must be unique',
+      'must be a mapping',
+      'has no kind',
+      'unknown kind',
+      'unknown key "powr"',
+      'unknown cluster',
+      'duplicate guest name',
+      'unknown config key "bogus0"',
+      'ignore: unknown config key',
+      'vmid: must be at least 100',
+      'Excessive alias count',
+      'crlf.yaml:2:7: name "G_1000"',
+    ]) {
       expect(errors).toContain(text);
     }
     await expectSameAsInThread(files);
@@ -173,7 +194,13 @@ describe('loadSpecFiles falls back to the main thread', () => {
   it.each(FAILING_WORKERS)('when the worker %s, with the full result and every worker terminated', async (_name, body) => {
     const files = generatedRepo(120);
     const failures: Error[] = [];
-    const result = await loadSpecFiles(files, { threshold: 0, workers: 2, mainThreadParses: false, workerUrl: dataWorker(body), onWorkerFailure: (e) => failures.push(e) });
+    const result = await loadSpecFiles(files, {
+      threshold: 0,
+      workers: 2,
+      mainThreadParses: false,
+      workerUrl: dataWorker(body),
+      onWorkerFailure: (e) => failures.push(e),
+    });
     const expected = loadSpecs(files);
     expect(result.errors.map(formatSpecError)).toEqual(expected.errors.map(formatSpecError));
     expect(result.specs).toEqual(expected.specs);
@@ -198,7 +225,13 @@ describe('loadSpecFiles falls back to the main thread', () => {
   ])('for %s', async (_name, workerUrl) => {
     const files = generatedRepo(60);
     const failures: Error[] = [];
-    const result = await loadSpecFiles(files, { threshold: 0, workers: 2, mainThreadParses: false, workerUrl, onWorkerFailure: (e) => failures.push(e) });
+    const result = await loadSpecFiles(files, {
+      threshold: 0,
+      workers: 2,
+      mainThreadParses: false,
+      workerUrl,
+      onWorkerFailure: (e) => failures.push(e),
+    });
     expect(result.errors.map(formatSpecError)).toEqual(loadSpecs(files).errors.map(formatSpecError));
     expect(result.specs).toEqual(loadSpecs(files).specs);
     expect(failures.length).toBeGreaterThan(0);
@@ -207,7 +240,11 @@ describe('loadSpecFiles falls back to the main thread', () => {
   it('parses in-thread below the threshold, without starting a worker', async () => {
     const failures: Error[] = [];
     const files = generatedRepo(30);
-    const result = await loadSpecFiles(files, { workers: 2, workerUrl: new URL('./no-such-worker.js', import.meta.url), onWorkerFailure: (e) => failures.push(e) });
+    const result = await loadSpecFiles(files, {
+      workers: 2,
+      workerUrl: new URL('./no-such-worker.js', import.meta.url),
+      onWorkerFailure: (e) => failures.push(e),
+    });
     expect(failures).toEqual([]);
     expect(result.specs).toEqual(loadSpecs(files).specs);
   });

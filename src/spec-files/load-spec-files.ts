@@ -135,7 +135,8 @@ class ThreadedParse {
   }
 
   startWorkers(count: number): void {
-    const script = this.options.workerUrl ?? new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url);
+    const script =
+      this.options.workerUrl ?? new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url);
     for (let n = 0; n < count; n++) {
       let worker: Worker;
       try {

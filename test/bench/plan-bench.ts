@@ -65,7 +65,8 @@ function guestSpec(i: number, memory = '2048'): GuestSpec {
 function fixture(n: number): unknown {
   const guests = [];
   for (let i = 0; i < n; i++) {
-    const mac = `BC:24:11:${((i >> 16) & 255).toString(16).padStart(2, '0')}:${((i >> 8) & 255).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`.toUpperCase();
+    const mac =
+      `BC:24:11:${((i >> 16) & 255).toString(16).padStart(2, '0')}:${((i >> 8) & 255).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`.toUpperCase();
     guests.push({
       vmid: LOWER + i,
       type: 'qemu',
@@ -98,7 +99,20 @@ interface Sim {
 async function startSim(fixturePath: string): Promise<Sim> {
   const child = spawn(
     process.execPath,
-    ['dist/bin.js', 'sim', '--port', '0', '--nodes', NODES.join(','), '--latency-ms', String(latencyMs), '--task-ms', '0', '--fixture', fixturePath],
+    [
+      'dist/bin.js',
+      'sim',
+      '--port',
+      '0',
+      '--nodes',
+      NODES.join(','),
+      '--latency-ms',
+      String(latencyMs),
+      '--task-ms',
+      '0',
+      '--fixture',
+      fixturePath,
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const line = await new Promise<string>((resolve, reject) => {
@@ -207,7 +221,9 @@ async function main(): Promise<void> {
           `${row([n, 'full drift read (all guests)', `${drift.ms.toFixed(0)} ms`, driftRequests, `${drift.peakHeapMb.toFixed(1)} MB`, n === 1000 ? `<2000 ms ${driftOk ? '✓' : '✗'}` : ''])}\n`,
         );
         if (drift.result.summary.drifted !== 0 || drift.result.summary.noop !== n) {
-          throw new Error(`drift read found ${drift.result.summary.drifted} drifted, ${drift.result.summary.noop} unchanged of ${n}: the fixture does not match the specs`);
+          throw new Error(
+            `drift read found ${drift.result.summary.drifted} drifted, ${drift.result.summary.noop} unchanged of ${n}: the fixture does not match the specs`,
+          );
         }
 
         const sample = head.guests.slice(0, Math.min(n, naiveLimit));

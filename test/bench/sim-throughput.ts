@@ -34,7 +34,8 @@ function fixture(count: number): SimFixture {
   for (let i = 0; i < count; i++) {
     const vmid = FIRST_VMID + i;
     const node = NODES[i % NODES.length] as string;
-    const mac = `BC:24:11:${((i >> 16) & 0xff).toString(16).padStart(2, '0')}:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`.toUpperCase();
+    const mac =
+      `BC:24:11:${((i >> 16) & 0xff).toString(16).padStart(2, '0')}:${((i >> 8) & 0xff).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`.toUpperCase();
     if (i % 5 === 4) {
       guests.push({
         vmid,
@@ -160,9 +161,13 @@ async function run(pool: Pool, token: string, scenario: Scenario, seconds: numbe
 }
 
 async function main(): Promise<void> {
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--guests', String(GUEST_COUNT)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--guests', String(GUEST_COUNT)],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const line = await new Promise<string>((resolve, reject) => {
@@ -170,17 +175,51 @@ async function main(): Promise<void> {
     child.once('exit', (code) => reject(new Error(`simulator exited with ${code}: ${stderr}`)));
   });
   const info = JSON.parse(line) as { url: string; token: string; loadMs: number; rss: number; heapUsed: number };
-  console.log(`simulator with ${GUEST_COUNT} guests: started in ${Math.round(info.loadMs)} ms, RSS ${mib(info.rss)}, heap used ${mib(info.heapUsed)} (after GC)`);
+  console.log(
+    `simulator with ${GUEST_COUNT} guests: started in ${Math.round(info.loadMs)} ms, RSS ${mib(info.rss)}, heap used ${mib(info.heapUsed)} (after GC)`,
+  );
 
   const concurrency = Number(values.concurrency);
   const seconds = Number(values.seconds);
   const pool = new Pool(info.url, { connections: Math.min(concurrency, 64), pipelining: 1 });
   const scenarios: Scenario[] = [
-    { name: 'GET …/qemu/{vmid}/pending', concurrency, next: (i) => { const g = randomQemu(i); return { method: 'GET', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/pending` }; } },
-    { name: 'GET …/qemu/{vmid}/config', concurrency, next: (i) => { const g = randomQemu(i); return { method: 'GET', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/config` }; } },
-    { name: 'GET …/qemu/{vmid}/config?current=1', concurrency, next: (i) => { const g = randomQemu(i); return { method: 'GET', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/config?current=1` }; } },
-    { name: 'GET /cluster/resources?type=vm', concurrency: 4, next: () => ({ method: 'GET', path: '/api2/json/cluster/resources?type=vm' }) },
-    { name: 'PUT …/qemu/{vmid}/config (write)', concurrency, next: (i) => { const g = randomQemu(i); return { method: 'PUT', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/config`, body: `onboot=${i % 2}` }; } },
+    {
+      name: 'GET …/qemu/{vmid}/pending',
+      concurrency,
+      next: (i) => {
+        const g = randomQemu(i);
+        return { method: 'GET', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/pending` };
+      },
+    },
+    {
+      name: 'GET …/qemu/{vmid}/config',
+      concurrency,
+      next: (i) => {
+        const g = randomQemu(i);
+        return { method: 'GET', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/config` };
+      },
+    },
+    {
+      name: 'GET …/qemu/{vmid}/config?current=1',
+      concurrency,
+      next: (i) => {
+        const g = randomQemu(i);
+        return { method: 'GET', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/config?current=1` };
+      },
+    },
+    {
+      name: 'GET /cluster/resources?type=vm',
+      concurrency: 4,
+      next: () => ({ method: 'GET', path: '/api2/json/cluster/resources?type=vm' }),
+    },
+    {
+      name: 'PUT …/qemu/{vmid}/config (write)',
+      concurrency,
+      next: (i) => {
+        const g = randomQemu(i);
+        return { method: 'PUT', path: `/api2/json/nodes/${g.node}/qemu/${g.vmid}/config`, body: `onboot=${i % 2}` };
+      },
+    },
   ];
   for (const scenario of scenarios) {
     // Warm up connections and caches briefly so the figures are steady-state.

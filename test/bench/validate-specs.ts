@@ -131,7 +131,9 @@ if (problems.length > 0) process.exitCode = 1;
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 const best = (runs: number[]): number => Math.min(...runs);
 const parsers = Math.min(availableParallelism(), 4);
-console.log(`validate-specs: ${guests} guests in ${files.length} files (${(bytes / 1e6).toFixed(1)} MB of YAML); ${availableParallelism()} cores, load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`);
+console.log(
+  `validate-specs: ${guests} guests in ${files.length} files (${(bytes / 1e6).toFixed(1)} MB of YAML); ${availableParallelism()} cores, load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`,
+);
 console.log(`  in-thread (loadSpecs):               ${inThread.map(seconds).join(', ')}; best ${seconds(best(inThread))}`);
 console.log(`  parallel (loadSpecFiles, ${parsers} threads): ${parallel.map(seconds).join(', ')}; best ${seconds(best(parallel))}`);
 console.log(`  YAML parsing alone, one thread:      ${seconds(parseOnly)}`);

@@ -186,7 +186,9 @@ describe('pve-gitops check', () => {
   it('reports both tokens, the nodes and what the plan token sees', async () => {
     const run = await cli(['check', '--specs', SPECS_EXAMPLE], env);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^lab: http:\/\/127\.0\.0\.1:\d+\n {2}plan token: {2}ok — Proxmox VE [\d.]+, \d+ guests visible, \d+ owned \(tag pve-gitops\)/m);
+    expect(run.stdout).toMatch(
+      /^lab: http:\/\/127\.0\.0\.1:\d+\n {2}plan token: {2}ok — Proxmox VE [\d.]+, \d+ guests visible, \d+ owned \(tag pve-gitops\)/m,
+    );
     expect(run.stdout).toMatch(/nodes: {7}pve-01, pve-02/);
     expect(run.stdout).toMatch(/apply token: ok/);
     expect(run.stderr).toMatch(/2 cluster\(s\): all good/);

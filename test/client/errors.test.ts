@@ -21,17 +21,77 @@ const json = (message: string, extra: Record<string, unknown> = {}) => JSON.stri
 describe('parsePveError', () => {
   it.each([
     [401, 'Authentication failed!', '', PveAuthError, 'Authentication failed!'],
-    [403, 'Permission check failed (/vms/100, VM.Audit)', json('Permission check failed (/vms/100, VM.Audit)\n'), PvePermissionError, 'Permission check failed (/vms/100, VM.Audit)'],
-    [501, "Method 'GET /foo' not implemented", json("Method 'GET /foo' not implemented"), PveNotImplementedError, "Method 'GET /foo' not implemented"],
-    [500, 'checksum mismatch (file change by other user?)', json('checksum mismatch (file change by other user?)\n'), PveDigestConflictError, 'checksum mismatch (file change by other user?)'],
-    [500, 'detected modified configuration - file changed by other user? Try again.', json('detected modified configuration - file changed by other user? Try again.\n'), PveDigestConflictError, 'detected modified configuration - file changed by other user? Try again.'],
+    [
+      403,
+      'Permission check failed (/vms/100, VM.Audit)',
+      json('Permission check failed (/vms/100, VM.Audit)\n'),
+      PvePermissionError,
+      'Permission check failed (/vms/100, VM.Audit)',
+    ],
+    [
+      501,
+      "Method 'GET /foo' not implemented",
+      json("Method 'GET /foo' not implemented"),
+      PveNotImplementedError,
+      "Method 'GET /foo' not implemented",
+    ],
+    [
+      500,
+      'checksum mismatch (file change by other user?)',
+      json('checksum mismatch (file change by other user?)\n'),
+      PveDigestConflictError,
+      'checksum mismatch (file change by other user?)',
+    ],
+    [
+      500,
+      'detected modified configuration - file changed by other user? Try again.',
+      json('detected modified configuration - file changed by other user? Try again.\n'),
+      PveDigestConflictError,
+      'detected modified configuration - file changed by other user? Try again.',
+    ],
     [500, 'VM is locked (backup)', json('VM is locked (backup)\n'), PveLockedError, 'VM is locked (backup)'],
-    [500, "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout", json("can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout\n"), PveLockedError, "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout"],
-    [500, "unable to create VM 100 - VM 100 already exists on node 'pve'", json("unable to create VM 100 - VM 100 already exists on node 'pve'\n"), PveAlreadyExistsError, "unable to create VM 100 - VM 100 already exists on node 'pve'"],
-    [500, "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist", json("Configuration file 'nodes/pve/qemu-server/100.conf' does not exist\n"), PveNotFoundError, "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist"],
-    [500, "can't remove VM 100 - protection mode enabled", json("can't remove VM 100 - protection mode enabled\n"), PveProtectedError, "can't remove VM 100 - protection mode enabled"],
-    [500, 'VM 100 is running - destroy failed', json('VM 100 is running - destroy failed\n'), PveRunningError, 'VM 100 is running - destroy failed'],
-    [500, 'unable to destroy CT 101 - container is running', json('unable to destroy CT 101 - container is running\n'), PveRunningError, 'unable to destroy CT 101 - container is running'],
+    [
+      500,
+      "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout",
+      json("can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout\n"),
+      PveLockedError,
+      "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout",
+    ],
+    [
+      500,
+      "unable to create VM 100 - VM 100 already exists on node 'pve'",
+      json("unable to create VM 100 - VM 100 already exists on node 'pve'\n"),
+      PveAlreadyExistsError,
+      "unable to create VM 100 - VM 100 already exists on node 'pve'",
+    ],
+    [
+      500,
+      "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist",
+      json("Configuration file 'nodes/pve/qemu-server/100.conf' does not exist\n"),
+      PveNotFoundError,
+      "Configuration file 'nodes/pve/qemu-server/100.conf' does not exist",
+    ],
+    [
+      500,
+      "can't remove VM 100 - protection mode enabled",
+      json("can't remove VM 100 - protection mode enabled\n"),
+      PveProtectedError,
+      "can't remove VM 100 - protection mode enabled",
+    ],
+    [
+      500,
+      'VM 100 is running - destroy failed',
+      json('VM 100 is running - destroy failed\n'),
+      PveRunningError,
+      'VM 100 is running - destroy failed',
+    ],
+    [
+      500,
+      'unable to destroy CT 101 - container is running',
+      json('unable to destroy CT 101 - container is running\n'),
+      PveRunningError,
+      'unable to destroy CT 101 - container is running',
+    ],
     [500, 'no options specified', json('no options specified\n'), PveError, 'no options specified'],
   ])('%i %s', (status, reason, body, cls, message) => {
     const err = parsePveError(status, 'PUT', '/nodes/pve/qemu/100/config', reason, body);
@@ -107,7 +167,11 @@ describe('classifyMessage', () => {
   it.each([
     ['VM is locked (backup)', PveLockedError, { lock: 'backup', guestType: 'qemu' }],
     ['CT is locked (create)', PveLockedError, { lock: 'create', guestType: 'lxc' }],
-    ["can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout", PveLockedError, { lockFile: '/run/lock/lxc/pve-config-101.lock', lock: undefined }],
+    [
+      "can't lock file '/run/lock/lxc/pve-config-101.lock' - got timeout",
+      PveLockedError,
+      { lockFile: '/run/lock/lxc/pve-config-101.lock', lock: undefined },
+    ],
     ["CT 100 already exists on node 'x'", PveAlreadyExistsError, { vmid: 100, node: 'x' }],
     ["unable to create CT 100 - VM 100 already exists on node 'pve2'", PveAlreadyExistsError, { vmid: 100, node: 'pve2' }],
     ["unable to create VM 105 - VM 105 already exists on node 'pve'", PveAlreadyExistsError, { vmid: 105, node: 'pve' }],
@@ -125,6 +189,13 @@ describe('classifyMessage', () => {
 describe('PveError serialisation', () => {
   it('JSON carries the data a caller needs and no cause', () => {
     const err = new PveError('boom', { status: 500, method: 'GET', path: '/x', cluster: 'lab', cause: new Error('inner') });
-    expect(JSON.parse(JSON.stringify(err))).toEqual({ name: 'PveError', message: 'boom', status: 500, method: 'GET', path: '/x', cluster: 'lab' });
+    expect(JSON.parse(JSON.stringify(err))).toEqual({
+      name: 'PveError',
+      message: 'boom',
+      status: 500,
+      method: 'GET',
+      path: '/x',
+      cluster: 'lab',
+    });
   });
 });

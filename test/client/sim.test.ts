@@ -65,7 +65,14 @@ function addLxc(vmid: number, config: Record<string, string | number> = {}, runn
     type: 'lxc',
     node: NODE,
     running: runningGuest,
-    config: { hostname: `ct-${vmid}`, memory: 512, ostype: 'debian', arch: 'amd64', rootfs: `local-lvm:vm-${vmid}-disk-0,size=4G`, ...config },
+    config: {
+      hostname: `ct-${vmid}`,
+      memory: 512,
+      ostype: 'debian',
+      arch: 'amd64',
+      rootfs: `local-lvm:vm-${vmid}-disk-0,size=4G`,
+      ...config,
+    },
   });
 }
 
@@ -178,7 +185,9 @@ describe('every typed error from a real simulator response', () => {
       node: NODE,
     });
     addLxc(221);
-    const ctErr = await failure(client.createGuest(NODE, 'lxc', 221, { ostemplate: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' }));
+    const ctErr = await failure(
+      client.createGuest(NODE, 'lxc', 221, { ostemplate: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' }),
+    );
     expect(ctErr).toBeInstanceOf(PveAlreadyExistsError);
     expect(ctErr).toMatchObject({ message: `CT 221 already exists on node '${NODE}'`, vmid: 221, node: NODE });
   });

@@ -117,6 +117,8 @@ describe('normaliseFingerprint', () => {
   });
 
   it('refuses a pin on a plain http url', () => {
-    expect(() => new PveClient({ cluster: 'x', url: 'http://127.0.0.1:1', token: TOKEN, fingerprint: 'ab'.repeat(32) })).toThrow(/plain http/);
+    expect(() => new PveClient({ cluster: 'x', url: 'http://127.0.0.1:1', token: TOKEN, fingerprint: 'ab'.repeat(32) })).toThrow(
+      /plain http/,
+    );
   });
 });

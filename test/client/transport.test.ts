@@ -27,11 +27,17 @@ afterEach(async () => {
 async function setup(handler: TinyHandler, options: Partial<PveClientOptions> = {}): Promise<{ server: TinyServer; client: PveClient }> {
   const server = await startTinyServer(handler);
   const client = new PveClient({ cluster: 'lab', url: server.url, token: TOKEN, retryDelayMs: 1, ...options });
-  cleanups.push(() => server.close(), () => client.close());
+  cleanups.push(
+    () => server.close(),
+    () => client.close(),
+  );
   return { server, client };
 }
 
-const ok = (data: unknown): TinyHandler => (_req, res) => sendJson(res, 200, { data });
+const ok =
+  (data: unknown): TinyHandler =>
+  (_req, res) =>
+    sendJson(res, 200, { data });
 
 describe('reads are retried on transient failures', () => {
   it('retries a GET after 503 and connection resets, then succeeds', async () => {
@@ -177,7 +183,11 @@ describe('request encoding', () => {
     const { server, client } = await setup((req, res) =>
       sendJson(res, 200, { data: req.method === 'PUT' ? null : 'UPID:pve:0000AB12:0011FF00:6700AA00:qmconfig:100:gitops@pve!ci:' }),
     );
-    await client.updateConfig('pve', 'lxc', 101, { set: { memory: 2048, tags: 'a;b c+d', onboot: true }, delete: ['mp0', 'description'], digest: 'f'.repeat(40) });
+    await client.updateConfig('pve', 'lxc', 101, {
+      set: { memory: 2048, tags: 'a;b c+d', onboot: true },
+      delete: ['mp0', 'description'],
+      digest: 'f'.repeat(40),
+    });
     const put = server.requests[0]!;
     expect(put.method).toBe('PUT');
     expect(put.url).toBe('/api2/json/nodes/pve/lxc/101/config');
@@ -194,7 +204,12 @@ describe('request encoding', () => {
 
   it('puts GET and DELETE parameters in the query and sends no body', async () => {
     const { server, client } = await setup((req, res) =>
-      sendJson(res, 200, { data: req.method === 'GET' ? { digest: 'x', memory: '512', lxc: [['a', 'b']] } : 'UPID:pve:0000AB12:0011FF00:6700AA00:qmdestroy:100:gitops@pve!ci:' }),
+      sendJson(res, 200, {
+        data:
+          req.method === 'GET'
+            ? { digest: 'x', memory: '512', lxc: [['a', 'b']] }
+            : 'UPID:pve:0000AB12:0011FF00:6700AA00:qmdestroy:100:gitops@pve!ci:',
+      }),
     );
     await expect(client.getConfig('pve', 'qemu', 100, { current: true })).resolves.toEqual({ digest: 'x', memory: '512' });
     await client.destroyGuest('pve', 'qemu', 100, { purge: true, destroyUnreferencedDisks: false });
@@ -248,7 +263,9 @@ describe('request encoding', () => {
 
 describe('old servers: the reason phrase carries the text', () => {
   it('classifies a 500 whose body is only {"data":null}', async () => {
-    const { client } = await setup((_req, res) => sendJson(res, 500, { data: null }, "unable to create VM 100 - VM 100 already exists on node 'pve'"));
+    const { client } = await setup((_req, res) =>
+      sendJson(res, 500, { data: null }, "unable to create VM 100 - VM 100 already exists on node 'pve'"),
+    );
     const err = await client.createGuest('pve', 'qemu', 100, { memory: 512 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PveAlreadyExistsError);
     expect(err).toMatchObject({ vmid: 100, node: 'pve', status: 500, method: 'POST', path: '/nodes/pve/qemu', cluster: 'lab' });
@@ -257,10 +274,12 @@ describe('old servers: the reason phrase carries the text', () => {
 
 describe('waitForTask', () => {
   const upid = 'UPID:pve:0000AB12:0011FF00:6700AA00:qmstart:100:gitops@pve!ci:';
-  const taskServer = (exitstatus: string, runningPolls: number): TinyHandler => (_req, res, _b, n) =>
-    sendJson(res, 200, {
-      data: n < runningPolls ? { upid, status: 'running' } : { upid, status: 'stopped', exitstatus },
-    });
+  const taskServer =
+    (exitstatus: string, runningPolls: number): TinyHandler =>
+    (_req, res, _b, n) =>
+      sendJson(res, 200, {
+        data: n < runningPolls ? { upid, status: 'running' } : { upid, status: 'stopped', exitstatus },
+      });
 
   it('resolves on WARNINGS: N and reports progress', async () => {
     const { client } = await setup(taskServer('WARNINGS: 2', 2));
@@ -287,7 +306,15 @@ describe('the token never leaks', () => {
     });
     const err = await client.getConfig('pve', 'qemu', 100).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PveError);
-    for (const text of [String(err), (err as Error).stack ?? '', JSON.stringify(err), inspect(err, { depth: 5 }), inspect(client), JSON.stringify(client), String(client)]) {
+    for (const text of [
+      String(err),
+      (err as Error).stack ?? '',
+      JSON.stringify(err),
+      inspect(err, { depth: 5 }),
+      inspect(client),
+      JSON.stringify(client),
+      String(client),
+    ]) {
       expect(text).not.toContain(SECRET);
     }
     expect((err as Error).message).toContain('[REDACTED]');
@@ -298,10 +325,14 @@ describe('the token never leaks', () => {
 describe('logging', () => {
   it('logs retries and requests without the token', async () => {
     const lines: unknown[] = [];
-    const logger = { debug: (obj: object, msg?: string) => lines.push([obj, msg]), warn: (obj: object, msg?: string) => lines.push([obj, msg]) };
+    const logger = {
+      debug: (obj: object, msg?: string) => lines.push([obj, msg]),
+      warn: (obj: object, msg?: string) => lines.push([obj, msg]),
+    };
     const { client } = await setup(
       (req, res, _body, n) => {
-        if (n === 0) return sendJson(res, 503, { data: null, message: `echo ${String(req.headers.authorization)}\n` }, 'Service Unavailable');
+        if (n === 0)
+          return sendJson(res, 503, { data: null, message: `echo ${String(req.headers.authorization)}\n` }, 'Service Unavailable');
         sendJson(res, 200, { data: [] });
       },
       { logger },

@@ -84,12 +84,13 @@ describe('parseUpid', () => {
     expect(parseUpid('UPID:pve-01:0000AB12:123456789:630D702C:imgcopy::root@pam!tok:')).toMatchObject({ id: '', pstart: 0x123456789 });
   });
 
-  it.each(['UPID:pve:1:2:3:x:y:z:', 'pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:', 'UPID:pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam'])(
-    'rejects %s',
-    (upid) => {
-      expect(parseUpid(upid)).toBeUndefined();
-    },
-  );
+  it.each([
+    'UPID:pve:1:2:3:x:y:z:',
+    'pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam:',
+    'UPID:pve:000FF1FD:10F9374C:630D702C:vzdump:110:root@pam',
+  ])('rejects %s', (upid) => {
+    expect(parseUpid(upid)).toBeUndefined();
+  });
 });
 
 describe('isTaskSuccess', () => {

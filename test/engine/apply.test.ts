@@ -153,7 +153,7 @@ describe('apply against the simulator', () => {
     expect(build?.steps[0]?.detail).toMatch(/locked \(backup\)/);
   });
 
-  it('waits for a task still running on the guest (an earlier run\'s write) before writing', async () => {
+  it("waits for a task still running on the guest (an earlier run's write) before writing", async () => {
     await converge();
     const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
     const plan = await runPlan({ head, base: specs, readers: estate.readers });
@@ -260,7 +260,10 @@ describe('apply against the simulator', () => {
       guests: specs.guests.map((g) => {
         if (g.cluster !== 'lab' || g.name !== 'web-01') return g;
         const { searchdomain: _dropped, ...config } = g.config;
-        return { ...g, config: { ...config, scsi0: 'local-lvm:48,discard=on,iothread=1,ssd=1', net0: 'virtio,bridge=vmbr1,firewall=1', cores: '4' } };
+        return {
+          ...g,
+          config: { ...config, scsi0: 'local-lvm:48,discard=on,iothread=1,ssd=1', net0: 'virtio,bridge=vmbr1,firewall=1', cores: '4' },
+        };
       }),
     };
     const plan = await runPlan({ head: changed, base: specs, readers: estate.readers });
@@ -298,7 +301,10 @@ describe('apply against the simulator', () => {
 
   it('refuses to destroy a protected guest and never lifts protection', async () => {
     await converge();
-    const retired: SpecSet = { clusters: specs.clusters, guests: specs.guests.map((g) => (g.name === 'db-01' ? { ...g, state: 'absent' } : g)) };
+    const retired: SpecSet = {
+      clusters: specs.clusters,
+      guests: specs.guests.map((g) => (g.name === 'db-01' ? { ...g, state: 'absent' } : g)),
+    };
     const plan = await runPlan({ head: retired, base: specs, readers: estate.readers });
     const db = byName(plan)['lab/db-01'];
     expect(db?.action).toBe('error');

@@ -54,7 +54,9 @@ export async function loadExample(dir = SPECS_EXAMPLE): Promise<SpecSet> {
 export function withConfig(specs: SpecSet, name: string, cluster: string, config: Record<string, string>): SpecSet {
   return {
     clusters: specs.clusters,
-    guests: specs.guests.map((g): GuestSpec => (g.name === name && g.cluster === cluster ? { ...g, config: { ...g.config, ...config } } : g)),
+    guests: specs.guests.map(
+      (g): GuestSpec => (g.name === name && g.cluster === cluster ? { ...g, config: { ...g.config, ...config } } : g),
+    ),
   };
 }
 

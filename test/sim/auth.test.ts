@@ -25,13 +25,28 @@ describe('the audit token (PVEAuditor)', () => {
     const res = await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending', { token: sim.auditToken });
     expect(res.status).toBe(200);
     const listing = await api(sim, 'GET', '/cluster/resources?type=vm', { token: sim.auditToken });
-    expect((listing.body?.data as unknown[]).length).toBe(3);
+    expect((listing.body!.data as unknown[]).length).toBe(3);
   });
 
   it.each([
-    ['PUT', '/nodes/pve-01/qemu/100/config', { cores: '4' }, 'Permission check failed (/vms/100, VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit)\n'],
-    ['POST', '/nodes/pve-01/qemu/100/config', { cores: '4' }, 'Permission check failed (/vms/100, VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit)\n'],
-    ['PUT', '/nodes/pve-02/lxc/200/config', { cores: '4' }, 'Permission check failed (/vms/200, VM.Config.Disk|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.Options)\n'],
+    [
+      'PUT',
+      '/nodes/pve-01/qemu/100/config',
+      { cores: '4' },
+      'Permission check failed (/vms/100, VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit)\n',
+    ],
+    [
+      'POST',
+      '/nodes/pve-01/qemu/100/config',
+      { cores: '4' },
+      'Permission check failed (/vms/100, VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit)\n',
+    ],
+    [
+      'PUT',
+      '/nodes/pve-02/lxc/200/config',
+      { cores: '4' },
+      'Permission check failed (/vms/200, VM.Config.Disk|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.Options)\n',
+    ],
     ['DELETE', '/nodes/pve-01/qemu/101', undefined, 'Permission check failed (/vms/101, VM.Allocate)\n'],
     ['POST', '/nodes/pve-01/qemu/100/status/stop', {}, 'Permission check failed (/vms/100, VM.PowerMgmt)\n'],
     ['POST', '/nodes/pve-01/qemu', { vmid: '500' }, 'Permission check failed\n'],
@@ -50,7 +65,7 @@ describe('the audit token (PVEAuditor)', () => {
 describe('a token limited to some guests', () => {
   it('does not see other guests in listings (empty, not an error)', async () => {
     const resources = await api(sim, 'GET', '/cluster/resources?type=vm', { token: LIMITED });
-    expect((resources.body?.data as { vmid: number }[]).map((e) => e.vmid)).toEqual([100]);
+    expect((resources.body!.data as { vmid: number }[]).map((e) => e.vmid)).toEqual([100]);
     const node2 = await api(sim, 'GET', '/nodes/pve-02/lxc', { token: LIMITED });
     expect(node2.body).toEqual({ data: [] });
   });

@@ -12,7 +12,13 @@ beforeEach(async () => {
     fixture: {
       guests: [
         { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
-        { vmid: 101, type: 'qemu', node: 'pve-01', running: false, config: WEB_CONFIG.replace('web-01', 'web-02').replaceAll('vm-100-', 'vm-101-') },
+        {
+          vmid: 101,
+          type: 'qemu',
+          node: 'pve-01',
+          running: false,
+          config: WEB_CONFIG.replace('web-01', 'web-02').replaceAll('vm-100-', 'vm-101-'),
+        },
         { vmid: 200, type: 'lxc', node: 'pve-02', running: true, config: CT_CONFIG },
       ],
     },
@@ -25,7 +31,7 @@ const sha1 = (text: string): string => createHash('sha1').update(text).digest('h
 async function config(vmid: number, query = '', type = 'qemu', node = 'pve-01'): Promise<Record<string, unknown>> {
   const res = await api(sim, 'GET', `/nodes/${node}/${type}/${vmid}/config${query}`);
   expect(res.status).toBe(200);
-  return res.body?.data as Record<string, unknown>;
+  return res.body!.data as Record<string, unknown>;
 }
 
 describe('config files and digests (API-FACTS §3)', () => {
@@ -123,7 +129,7 @@ describe('pending values on running guests (API-FACTS §4, §5.3)', () => {
     expect(raw).toContain('\n[PENDING]\ncores: 4\n');
     expect(raw).toContain('name: web-01b\n'); // fast-plug: applied at once
 
-    const pending = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending')).body?.data as Record<string, unknown>[];
+    const pending = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending')).body!.data as Record<string, unknown>[];
     expect(pending).toContainEqual({ key: 'cores', value: 2, pending: 4 });
     expect(pending).toContainEqual({ key: 'name', value: 'web-01b' });
     expect(pending).toContainEqual({ key: 'digest', value: sim.sim.getGuest(100)!.digest });
@@ -131,10 +137,10 @@ describe('pending values on running guests (API-FACTS §4, §5.3)', () => {
     expect((await config(100, '?current=1')).cores).toBe(2);
 
     const stop = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop');
-    expect((await waitTask(sim, 'pve-01', stop.body?.data as string)).exitstatus).toBe('OK');
+    expect((await waitTask(sim, 'pve-01', stop.body!.data as string)).exitstatus).toBe('OK');
     expect((await config(100, '?current=1')).cores).toBe(4);
     const start = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/start');
-    expect((await waitTask(sim, 'pve-01', start.body?.data as string)).exitstatus).toBe('OK');
+    expect((await waitTask(sim, 'pve-01', start.body!.data as string)).exitstatus).toBe('OK');
     expect(sim.sim.getGuest(100)!.running).toBe(true);
     expect(sim.sim.getGuest(100)!.rawConfig).not.toContain('[PENDING]');
   });
@@ -142,7 +148,7 @@ describe('pending values on running guests (API-FACTS §4, §5.3)', () => {
   it('reports pending deletions with delete: 1 (2 when forced) and keeps them out of current=0', async () => {
     await api(sim, 'PUT', '/nodes/pve-01/qemu/100/config', { form: { delete: 'scsihw' } });
     await api(sim, 'PUT', '/nodes/pve-01/qemu/100/config', { form: { delete: 'boot', force: '1' } });
-    const pending = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending')).body?.data as Record<string, unknown>[];
+    const pending = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending')).body!.data as Record<string, unknown>[];
     expect(pending).toContainEqual({ key: 'scsihw', value: 'virtio-scsi-pci', delete: 1 });
     expect(pending).toContainEqual({ key: 'boot', value: 'order=scsi0;net0', delete: 2 });
     expect(sim.sim.getGuest(100)!.rawConfig).toContain('[PENDING]\ndelete: !boot,scsihw\n');
@@ -179,7 +185,7 @@ describe('pending values on running guests (API-FACTS §4, §5.3)', () => {
 
   it('POST config returns a qmconfig UPID; deleting an unset key ends with WARNINGS', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/101/config', { form: { delete: 'balloon', cores: '3' } });
-    const upid = res.body?.data as string;
+    const upid = res.body!.data as string;
     expect(upid).toMatch(/^UPID:pve-01:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:qmconfig:101:root@pam!pve-gitops:$/);
     const status = await waitTask(sim, 'pve-01', upid);
     expect(status.exitstatus).toBe('WARNINGS: 1');
@@ -199,7 +205,7 @@ describe('tags, locks and protection', () => {
     expect((await config(100, '?current=1')).tags).toBe('a;b;zed');
     await api(sim, 'PUT', '/nodes/pve-02/lxc/200/config', { form: { tags: 'X y,x' } });
     expect((await config(200, '?current=1', 'lxc', 'pve-02')).tags).toBe('x;y');
-    const listing = (await api(sim, 'GET', '/cluster/resources?type=vm')).body?.data as Record<string, unknown>[];
+    const listing = (await api(sim, 'GET', '/cluster/resources?type=vm')).body!.data as Record<string, unknown>[];
     expect(listing.find((e) => e.vmid === 100)?.tags).toBe('a;b;zed');
   });
 
@@ -213,7 +219,7 @@ describe('tags, locks and protection', () => {
     expect(res.status).toBe(500);
     expect(res.reason).toBe('VM is locked (backup)');
     expect(res.body?.message).toBe('VM is locked (backup)\n');
-    const listing = (await api(sim, 'GET', '/cluster/resources?type=vm')).body?.data as Record<string, unknown>[];
+    const listing = (await api(sim, 'GET', '/cluster/resources?type=vm')).body!.data as Record<string, unknown>[];
     expect(listing.find((e) => e.vmid === 101)?.lock).toBe('backup');
     await released;
     expect(sim.sim.getGuest(101)!.digest).toBe(d0);
@@ -229,7 +235,7 @@ describe('tags, locks and protection', () => {
     expect(drive.body?.message).toBe("can't remove drive 'scsi0' - protection mode enabled\n");
     await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { delete: 'protection' } });
     const ok = await api(sim, 'DELETE', '/nodes/pve-01/qemu/101');
-    expect((await waitTask(sim, 'pve-01', ok.body?.data as string)).exitstatus).toBe('OK');
+    expect((await waitTask(sim, 'pve-01', ok.body!.data as string)).exitstatus).toBe('OK');
     expect(sim.sim.getGuest(101)).toBeUndefined();
   });
 
@@ -237,7 +243,12 @@ describe('tags, locks and protection', () => {
     sim.sim.operatorEdit(101, { set: { protection: '1' } });
     const guest = sim.sim.getGuest(101)?.rawConfig ?? '';
     sim.sim.removeGuest(101);
-    sim.sim.addGuest({ vmid: 101, type: 'qemu', node: 'pve-01', config: guest.replace('name: web-02\n', 'name: web-02\nvmstate: local-lvm:vm-101-state-suspend\n') });
+    sim.sim.addGuest({
+      vmid: 101,
+      type: 'qemu',
+      node: 'pve-01',
+      config: guest.replace('name: web-02\n', 'name: web-02\nvmstate: local-lvm:vm-101-state-suspend\n'),
+    });
     const res = await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { delete: 'vmstate' } });
     expect(res.body?.message).toBe("can't remove vmstate 'local-lvm:vm-101-state-suspend' - protection mode enabled\n");
   });
@@ -334,7 +345,7 @@ describe('more request shapes and container texts', () => {
   it('applies a POST config change inside its task: the old config stays visible until the task ends', async () => {
     sim.sim.setTaskMs(400);
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3' } });
-    const upid = res.body?.data as string;
+    const upid = res.body!.data as string;
     expect((await config(100, '?current=1')).cpulimit).toBeUndefined();
     await waitTask(sim, 'pve-01', upid);
     expect((await config(100, '?current=1')).cpulimit).toBe('3');
@@ -345,7 +356,7 @@ describe('more request shapes and container texts', () => {
     const digest = (await config(100)).digest as string;
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3', digest } });
     sim.sim.operatorEdit(100, { set: { cpuunits: '200' } });
-    const final = await waitTask(sim, 'pve-01', res.body?.data as string);
+    const final = await waitTask(sim, 'pve-01', res.body!.data as string);
     expect(final.exitstatus).toBe('checksum mismatch (file change by other user?)');
     expect((await config(100, '?current=1')).cpulimit).toBeUndefined();
   });

@@ -79,7 +79,9 @@ describe('response envelopes (API-FACTS §1)', () => {
     const res = await api(sim, 'GET', '/nodes/pve-02/qemu/100/config');
     expect(res.status).toBe(500);
     expect(res.reason).toBe("Configuration file 'nodes/pve-02/qemu-server/100.conf' does not exist");
-    expect(res.text).toBe(JSON.stringify({ data: null, message: "Configuration file 'nodes/pve-02/qemu-server/100.conf' does not exist\n" }));
+    expect(res.text).toBe(
+      JSON.stringify({ data: null, message: "Configuration file 'nodes/pve-02/qemu-server/100.conf' does not exist\n" }),
+    );
     const ct = await api(sim, 'GET', '/nodes/pve-01/lxc/200/config');
     expect(ct.body?.message).toBe("Configuration file 'nodes/pve-01/lxc/200.conf' does not exist\n");
   });
@@ -87,9 +89,7 @@ describe('response envelopes (API-FACTS §1)', () => {
   it('500: an unknown node fails the proxy lookup', async () => {
     const res = await api(sim, 'GET', '/nodes/pve-77/qemu/100/config');
     expect(res.status).toBe(500);
-    expect(res.body?.message).toBe(
-      "hostname lookup 'pve-77' failed - failed to get address info for: pve-77: Name or service not known\n",
-    );
+    expect(res.body?.message).toBe("hostname lookup 'pve-77' failed - failed to get address info for: pve-77: Name or service not known\n");
   });
 
   it('500: no options specified', async () => {
@@ -108,7 +108,10 @@ describe('response envelopes (API-FACTS §1)', () => {
   });
 
   it('501: DELETE or GET with a body', async () => {
-    const res = await api(sim, 'DELETE', '/nodes/pve-01/qemu/100', { body: 'purge=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await api(sim, 'DELETE', '/nodes/pve-01/qemu/100', {
+      body: 'purge=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(res.status).toBe(501);
     expect(res.reason).toBe("Unexpected content for method 'DELETE'");
     expect(sim.sim.getGuest(100)).toBeDefined();

@@ -21,9 +21,9 @@ describe('fixtures', () => {
       expect(web.rawConfig).toBe(raw);
       expect(web.digest).toBe(createHash('sha1').update(raw).digest('hex'));
       // The raw text carries a [PENDING] section and a snapshot.
-      const pending = (await api(sim, 'GET', '/nodes/alpha/qemu/1000/pending')).body?.data as unknown[];
+      const pending = (await api(sim, 'GET', '/nodes/alpha/qemu/1000/pending')).body!.data as unknown[];
       expect(pending).toContainEqual({ key: 'memory', value: '2048', pending: '4096' });
-      const snap = (await api(sim, 'GET', '/nodes/alpha/qemu/1000/config?snapshot=before-upgrade')).body?.data as Record<string, unknown>;
+      const snap = (await api(sim, 'GET', '/nodes/alpha/qemu/1000/config?snapshot=before-upgrade')).body!.data as Record<string, unknown>;
       expect(snap).toMatchObject({ memory: '1024', snaptime: 1700000000, digest: web.digest });
 
       expect(sim.sim.getGuest(2000)!.rawConfig).toBe(
@@ -31,7 +31,7 @@ describe('fixtures', () => {
       );
       expect((await api(sim, 'GET', '/cluster/nextid')).body?.data).toBe('1001');
       const ops = await api(sim, 'GET', '/cluster/resources?type=vm', { token: 'ops@pve!ro=fixture-secret' });
-      expect((ops.body?.data as { vmid: number }[]).map((e) => e.vmid)).toEqual([2000]);
+      expect((ops.body!.data as { vmid: number }[]).map((e) => e.vmid)).toEqual([2000]);
       const storage = await api(sim, 'PUT', '/nodes/alpha/qemu/1000/config', { form: { scsi1: 'nowhere:8' } });
       expect(storage.body?.message).toBe("storage 'nowhere' does not exist\n");
     } finally {
@@ -42,7 +42,14 @@ describe('fixtures', () => {
   it('reports every problem of an invalid fixture with its path', () => {
     let error: unknown;
     try {
-      parseFixture({ nodes: ['a'], guests: [{ vmid: 100, type: 'qemu', node: 'b', config: {} }, { vmid: 100, type: 'kvm', node: 'a', config: 'x' }], extra: 1 });
+      parseFixture({
+        nodes: ['a'],
+        guests: [
+          { vmid: 100, type: 'qemu', node: 'b', config: {} },
+          { vmid: 100, type: 'kvm', node: 'a', config: 'x' },
+        ],
+        extra: 1,
+      });
     } catch (err) {
       error = err;
     }
@@ -51,7 +58,9 @@ describe('fixtures', () => {
     expect(message).toContain("guests.0.node: node 'b' is not in nodes");
     expect(message).toContain('guests.1.type');
     expect(message).toContain('extra');
-    expect(() => parseFixture({ _comment: 'ignored', guests: [{ _note: 'also ignored', vmid: 100, type: 'qemu', node: 'pve-01', config: {} }] })).not.toThrow();
+    expect(() =>
+      parseFixture({ _comment: 'ignored', guests: [{ _note: 'also ignored', vmid: 100, type: 'qemu', node: 'pve-01', config: {} }] }),
+    ).not.toThrow();
   });
 });
 
@@ -63,7 +72,10 @@ describe('tls', () => {
       const caPem = await readFile(sim.caFile!, 'utf8');
       expect(caPem).toBe(sim.caPem);
       const agent = new Agent({ connect: { ca: caPem } });
-      const res = await request(`${sim.url}/api2/json/version`, { dispatcher: agent, headers: { authorization: `PVEAPIToken=${sim.token}` } });
+      const res = await request(`${sim.url}/api2/json/version`, {
+        dispatcher: agent,
+        headers: { authorization: `PVEAPIToken=${sim.token}` },
+      });
       expect(res.statusCode).toBe(200);
       await res.body.text();
       await agent.close();

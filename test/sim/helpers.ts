@@ -43,7 +43,7 @@ export async function api(
 export async function waitTask(sim: RunningSimulator, node: string, upid: string): Promise<Record<string, unknown>> {
   for (;;) {
     const res = await api(sim, 'GET', `/nodes/${node}/tasks/${encodeURIComponent(upid)}/status`);
-    const data = res.body?.data as Record<string, unknown>;
+    const data = res.body!.data as Record<string, unknown>;
     if (data.status === 'stopped') return data;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }

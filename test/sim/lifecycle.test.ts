@@ -29,13 +29,21 @@ describe('create (API-FACTS §7)', () => {
   it('creates a VM: lock: create while the task runs, then server-filled keys and allocated disks', async () => {
     await sim.sim.setTaskMs(200);
     const res = await api(sim, 'POST', '/nodes/pve-02/qemu', {
-      form: { vmid: '300', name: 'app-01', memory: '4096', cores: '2', scsi0: 'local-lvm:32,ssd=on', net0: 'virtio,bridge=vmbr0', tags: 'Prod,app' },
+      form: {
+        vmid: '300',
+        name: 'app-01',
+        memory: '4096',
+        cores: '2',
+        scsi0: 'local-lvm:32,ssd=on',
+        net0: 'virtio,bridge=vmbr0',
+        tags: 'Prod,app',
+      },
     });
     expect(res.status).toBe(200);
     expect(sim.sim.getGuest(300)?.rawConfig).toBe('lock: create\n');
     const status = await task('pve-02', res);
     expect(status.exitstatus).toBe('OK');
-    const data = (await api(sim, 'GET', '/nodes/pve-02/qemu/300/config')).body?.data as Record<string, unknown>;
+    const data = (await api(sim, 'GET', '/nodes/pve-02/qemu/300/config')).body!.data as Record<string, unknown>;
     expect(data).toMatchObject({
       name: 'app-01',
       memory: '4096',
@@ -49,7 +57,7 @@ describe('create (API-FACTS §7)', () => {
     expect(data.vmgenid).toMatch(/^[0-9a-f-]{36}$/);
     expect(data.meta).toMatch(/^creation-qemu=[\d.]+,ctime=\d+$/);
     expect(data).not.toHaveProperty('lock');
-    const log = await api(sim, 'GET', `/nodes/pve-02/tasks/${encodeURIComponent(res.body?.data as string)}/log`);
+    const log = await api(sim, 'GET', `/nodes/pve-02/tasks/${encodeURIComponent(res.body!.data as string)}/log`);
     expect(log.body?.data).toContainEqual({ n: 1, t: "scsi0: successfully created disk 'local-lvm:vm-300-disk-0,size=32G,ssd=1'" });
   });
 
@@ -59,7 +67,9 @@ describe('create (API-FACTS §7)', () => {
     const again = await api(sim, 'POST', '/nodes/pve-02/qemu', { form: { vmid: '301' } });
     expect(again.status).toBe(500);
     expect(again.body?.message).toBe("unable to create VM 301 - VM 301 already exists on node 'pve-01'\n");
-    const ct = await api(sim, 'POST', '/nodes/pve-01/lxc', { form: { vmid: '200', ostemplate: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' } });
+    const ct = await api(sim, 'POST', '/nodes/pve-01/lxc', {
+      form: { vmid: '200', ostemplate: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst' },
+    });
     expect(ct.body?.message).toBe("CT 200 already exists on node 'pve-02'\n");
     const vmOverCt = await api(sim, 'POST', '/nodes/pve-01/qemu', { form: { vmid: '200' } });
     expect(vmOverCt.body?.message).toBe("unable to create VM 200 - CT 200 already exists on node 'pve-02'\n");
@@ -77,7 +87,7 @@ describe('create (API-FACTS §7)', () => {
       },
     });
     expect((await task('pve-01', res)).exitstatus).toBe('OK');
-    const data = (await api(sim, 'GET', '/nodes/pve-01/lxc/400/config')).body?.data as Record<string, unknown>;
+    const data = (await api(sim, 'GET', '/nodes/pve-01/lxc/400/config')).body!.data as Record<string, unknown>;
     expect(data).toMatchObject({ arch: 'amd64', ostype: 'debian', hostname: 'ct-01', rootfs: 'local-lvm:vm-400-disk-0,size=8G' });
     expect(data.net0).toMatch(/^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:[0-9A-F:]{8},ip=dhcp,type=veth$/);
     expect(sim.sim.getGuest(400)?.running).toBe(true);
@@ -103,7 +113,7 @@ describe('cluster listing with an RRD lag (API-FACTS §10.1)', () => {
   it('lists a new guest as unknown without a name, and power changes only at the next tick', async () => {
     sim.sim.setRrdLag(60_000);
     const listing = async (): Promise<Record<string, unknown>[]> =>
-      ((await api(sim, 'GET', '/cluster/resources?type=vm')).body?.data as Record<string, unknown>[]).filter((e) => e.vmid === 100);
+      ((await api(sim, 'GET', '/cluster/resources?type=vm')).body!.data as Record<string, unknown>[]).filter((e) => e.vmid === 100);
     const [first] = await listing();
     expect(first).toMatchObject({ status: 'unknown', vmid: 100 });
     expect(first).not.toHaveProperty('name');
@@ -114,7 +124,7 @@ describe('cluster listing with an RRD lag (API-FACTS §10.1)', () => {
     sim.sim.setRrdLag(60_000);
     sim.sim.setRunning(100, false);
     expect((await listing())[0]).toMatchObject({ status: 'running' });
-    expect(((await api(sim, 'GET', '/nodes/pve-01/qemu/100/status/current')).body?.data as Record<string, unknown>).status).toBe('stopped');
+    expect(((await api(sim, 'GET', '/nodes/pve-01/qemu/100/status/current')).body!.data as Record<string, unknown>).status).toBe('stopped');
   });
 });
 
@@ -133,7 +143,7 @@ describe('nextid (API-FACTS §7.3)', () => {
 describe('tasks (API-FACTS §9)', () => {
   it('UPIDs have the real format and the status fields of §9.3, with tokenid for token tasks', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/shutdown');
-    const upid = res.body?.data as string;
+    const upid = res.body!.data as string;
     const m = UPID_RE.exec(upid);
     expect(m).not.toBeNull();
     expect(upid).toMatch(/^UPID:pve-01:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:qmshutdown:100:root@pam!pve-gitops:$/);
@@ -158,8 +168,8 @@ describe('tasks (API-FACTS §9)', () => {
   it('a task runs for task-ms: running (no exitstatus) first, stopped with OK after', async () => {
     sim.sim.setTaskMs(1500);
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop');
-    const upid = res.body?.data as string;
-    const first = (await api(sim, 'GET', `/nodes/pve-01/tasks/${encodeURIComponent(upid)}/status`)).body?.data as Record<string, unknown>;
+    const upid = res.body!.data as string;
+    const first = (await api(sim, 'GET', `/nodes/pve-01/tasks/${encodeURIComponent(upid)}/status`)).body!.data as Record<string, unknown>;
     expect(first.status).toBe('running');
     expect(first).not.toHaveProperty('exitstatus');
     expect(sim.sim.getGuest(100)?.running).toBe(true);
@@ -168,13 +178,13 @@ describe('tasks (API-FACTS §9)', () => {
     expect(sim.sim.getGuest(100)?.running).toBe(false);
   });
 
-  it('lists a node\'s tasks by guest: active ones while running, with the exit status once finished', async () => {
+  it("lists a node's tasks by guest: active ones while running, with the exit status once finished", async () => {
     sim.sim.setTaskMs(300);
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop');
-    const upid = res.body?.data as string;
+    const upid = res.body!.data as string;
     const active = await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100&source=active');
     expect(active.body?.data).toEqual([expect.objectContaining({ upid, type: 'qmstop', id: '100', user: 'root@pam!pve-gitops' })]);
-    expect((active.body?.data as Record<string, unknown>[])[0]).not.toHaveProperty('status');
+    expect((active.body!.data as Record<string, unknown>[])[0]).not.toHaveProperty('status');
     expect((await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=200&source=active')).body?.data).toEqual([]);
     expect((await api(sim, 'GET', '/nodes/pve-02/tasks?vmid=100&source=active')).body?.data).toEqual([]);
     await waitTask(sim, 'pve-01', upid);
@@ -188,7 +198,7 @@ describe('tasks (API-FACTS §9)', () => {
 
   it('task log paging and unknown/garbled UPIDs', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { delete: 'balloon,vga', cores: '3' } });
-    const upid = res.body?.data as string;
+    const upid = res.body!.data as string;
     await waitTask(sim, 'pve-01', upid);
     const page = await api(sim, 'GET', `/nodes/pve-01/tasks/${encodeURIComponent(upid)}/log?start=1&limit=1`);
     expect(page.body).toEqual({ data: [{ n: 2, t: "cannot delete 'balloon' - not set in current configuration!" }], total: 4 });
@@ -232,7 +242,15 @@ describe('power (API-FACTS §8.2)', () => {
 
   it('status/current reports power state', async () => {
     const res = await api(sim, 'GET', '/nodes/pve-01/qemu/100/status/current');
-    expect(res.body?.data).toMatchObject({ vmid: 100, status: 'running', qmpstatus: 'running', name: 'web-01', cpus: 2, maxmem: 2048 * 1024 ** 2, ha: { managed: 0 } });
+    expect(res.body?.data).toMatchObject({
+      vmid: 100,
+      status: 'running',
+      qmpstatus: 'running',
+      name: 'web-01',
+      cpus: 2,
+      maxmem: 2048 * 1024 ** 2,
+      ha: { managed: 0 },
+    });
   });
 });
 
@@ -284,7 +302,7 @@ describe('disks', () => {
     expect(same.body?.message).toBe("you can't move to the same storage with same format\n");
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/move_disk', { form: { disk: 'scsi0', storage: 'ceph' } });
     expect((await task('pve-01', res)).exitstatus).toBe('OK');
-    const data = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/config?current=1')).body?.data as Record<string, unknown>;
+    const data = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/config?current=1')).body!.data as Record<string, unknown>;
     expect(data.scsi0).toBe('ceph:vm-100-disk-0,size=32G');
     expect(data.unused0).toBe('local-lvm:vm-100-disk-0');
   });
@@ -294,7 +312,7 @@ describe('disks', () => {
     const res = await api(sim, 'POST', '/nodes/pve-02/lxc/200/move_volume', { form: { volume: 'rootfs', storage: 'ceph', delete: '1' } });
     expect(sim.sim.getGuest(200)?.rawConfig).toContain('lock: disk\n');
     expect((await task('pve-02', res)).exitstatus).toBe('OK');
-    const data = (await api(sim, 'GET', '/nodes/pve-02/lxc/200/config')).body?.data as Record<string, unknown>;
+    const data = (await api(sim, 'GET', '/nodes/pve-02/lxc/200/config')).body!.data as Record<string, unknown>;
     expect(data.rootfs).toBe('ceph:vm-200-disk-0,size=8G');
     expect(data).not.toHaveProperty('lock');
     expect(data).not.toHaveProperty('unused0');

@@ -56,12 +56,12 @@ describe('/_sim/stats', () => {
     const first = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cores: '4' } });
     // The first task is still running (taskMs 200): a second writer overlaps it.
     const second = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cores: '5' } });
-    await waitTask(sim, 'pve-01', first.body?.data as string);
-    await waitTask(sim, 'pve-01', second.body?.data as string);
+    await waitTask(sim, 'pve-01', first.body!.data as string);
+    await waitTask(sim, 'pve-01', second.body!.data as string);
     const third = await api(sim, 'POST', '/nodes/pve-01/qemu/101/config', { form: { cores: '4' } });
-    await waitTask(sim, 'pve-01', third.body?.data as string);
+    await waitTask(sim, 'pve-01', third.body!.data as string);
     const fourth = await api(sim, 'POST', '/nodes/pve-01/qemu/101/config', { form: { cores: '5' } });
-    await waitTask(sim, 'pve-01', fourth.body?.data as string);
+    await waitTask(sim, 'pve-01', fourth.body!.data as string);
     expect(sim.sim.stats().guests).toEqual({
       '100': { writes: 2, maxConcurrentWrites: 2 },
       '101': { writes: 2, maxConcurrentWrites: 1 },
@@ -76,11 +76,11 @@ describe('/_sim control endpoints', () => {
     expect(locked.body?.message).toBe('VM is locked (backup)\n');
 
     expect((await control('operator-edit', { vmid: 100, set: { cores: 8 } })).json).toEqual({ ok: true });
-    const pending = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending')).body?.data as unknown[];
+    const pending = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending')).body!.data as unknown[];
     expect(pending).toContainEqual({ key: 'cores', value: 2, pending: 8 });
 
     await control('edit-after-next-read', { vmid: 100, delete: ['onboot'] });
-    const read = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/config')).body?.data as Record<string, unknown>;
+    const read = (await api(sim, 'GET', '/nodes/pve-01/qemu/100/config')).body!.data as Record<string, unknown>;
     expect(read.onboot).toBe(1);
     expect(sim.sim.getGuest(100)!.digest).not.toBe(read.digest);
 

@@ -70,7 +70,11 @@ export function compareWithReviewed(reviewed: GuestPlan, now: GuestPlan): ApplyC
     if (!reviewed.operations.some((r) => sameOperation(op, r))) {
       const key = 'disk' in op ? `${op.disk} (${op.op})` : `(${op.op})`;
       const reviewedOp = reviewed.operations.find((r) => r.op === op.op && (!('disk' in op) || ('disk' in r && r.disk === op.disk)));
-      conflicts.push({ key, reviewed: change(undefined, reviewedOp ? describe(reviewedOp) : undefined), now: change(undefined, describe(op)) });
+      conflicts.push({
+        key,
+        reviewed: change(undefined, reviewedOp ? describe(reviewedOp) : undefined),
+        now: change(undefined, describe(op)),
+      });
     }
   }
   return conflicts;

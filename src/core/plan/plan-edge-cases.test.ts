@@ -51,10 +51,22 @@ function plan(s: GuestSpec | undefined, o: ObservedGuest | undefined, extra: Par
 
 describe('values Proxmox rewrites when it creates a guest are not drift', () => {
   it.each([
-    ['an EFI vars disk whose size Proxmox chose', { efidisk0: 'local-lvm:1,efitype=4m,pre-enrolled-keys=1' }, { efidisk0: 'local-lvm:vm-100500-disk-1,efitype=4m,pre-enrolled-keys=1,size=4M' }],
+    [
+      'an EFI vars disk whose size Proxmox chose',
+      { efidisk0: 'local-lvm:1,efitype=4m,pre-enrolled-keys=1' },
+      { efidisk0: 'local-lvm:vm-100500-disk-1,efitype=4m,pre-enrolled-keys=1,size=4M' },
+    ],
     ['a TPM state disk', { tpmstate0: 'local-lvm:1,version=v2.0' }, { tpmstate0: 'local-lvm:vm-100500-disk-2,size=4M,version=v2.0' }],
-    ['a disk allocated with a format Proxmox does not store', { scsi0: 'local:32,format=qcow2' }, { scsi0: 'local:100500/vm-100500-disk-0.qcow2,size=32G' }],
-    ['a cloud-init drive on directory storage', { ide2: 'local:cloudinit' }, { ide2: 'local:100500/vm-100500-cloudinit.qcow2,media=cdrom,size=4M' }],
+    [
+      'a disk allocated with a format Proxmox does not store',
+      { scsi0: 'local:32,format=qcow2' },
+      { scsi0: 'local:100500/vm-100500-disk-0.qcow2,size=32G' },
+    ],
+    [
+      'a cloud-init drive on directory storage',
+      { ide2: 'local:cloudinit' },
+      { ide2: 'local:100500/vm-100500-cloudinit.qcow2,media=cdrom,size=4M' },
+    ],
     ['the machine type Proxmox pins for Windows', { ostype: 'win11' }, { ostype: 'win11', machine: 'pc-q35-9.2+pve1' }],
     ['startup options in another order', { startup: 'order=1,up=60' }, { startup: 'up=60,order=1' }],
     ['ipconfig options in another order', { ipconfig0: 'ip=10.0.0.5/24,gw=10.0.0.1' }, { ipconfig0: 'gw=10.0.0.1,ip=10.0.0.5/24' }],
@@ -68,21 +80,43 @@ describe('values Proxmox rewrites when it creates a guest are not drift', () => 
   });
 
   it("a container's default memory and swap when the spec leaves them out", () => {
-    const p = plan(spec('lxc', { cores: '1' }), seen('lxc', { cores: '1', memory: '512', swap: '512', arch: 'amd64', ostype: 'debian', rootfs: 'local-lvm:vm-100500-disk-0,size=4G' }));
+    const p = plan(
+      spec('lxc', { cores: '1' }),
+      seen('lxc', {
+        cores: '1',
+        memory: '512',
+        swap: '512',
+        arch: 'amd64',
+        ostype: 'debian',
+        rootfs: 'local-lvm:vm-100500-disk-0,size=4G',
+      }),
+    );
     expect(p.action).toBe('noop');
   });
 });
 
 describe('running guests follow the shared hotplug rules', () => {
   it.each([
-    ['qemu', 'a disk cache mode', { scsi0: 'local-lvm:32,cache=writeback' }, { scsi0: 'local-lvm:vm-100500-disk-0,size=32G' }, 'pending-restart'],
+    [
+      'qemu',
+      'a disk cache mode',
+      { scsi0: 'local-lvm:32,cache=writeback' },
+      { scsi0: 'local-lvm:vm-100500-disk-0,size=32G' },
+      'pending-restart',
+    ],
     ['qemu', 'enabling the guest agent', { agent: '1' }, { agent: '0' }, 'pending-restart'],
     ['qemu', 'agent fstrim only', { agent: '1,fstrim_cloned_disks=1' }, { agent: '1' }, 'live'],
     ['qemu', 'a balloon target on an enabled balloon', { balloon: '2048' }, { balloon: '1024' }, 'live'],
     ['qemu', 'turning the balloon device off', { balloon: '0' }, { balloon: '1024' }, 'pending-restart'],
     ['lxc', 'cores', { cores: '4' }, { cores: '2' }, 'live'],
     ['lxc', 'a new mount point', { mp0: 'local-lvm:8,mp=/data' }, {}, 'live'],
-    ['lxc', 'a changed mount point', { mp0: 'local-lvm:8,mp=/srv' }, { mp0: 'local-lvm:vm-100500-disk-1,mp=/data,size=8G' }, 'pending-restart'],
+    [
+      'lxc',
+      'a changed mount point',
+      { mp0: 'local-lvm:8,mp=/srv' },
+      { mp0: 'local-lvm:vm-100500-disk-1,mp=/data,size=8G' },
+      'pending-restart',
+    ],
     ['lxc', 'the OS type', { ostype: 'ubuntu' }, { ostype: 'debian' }, 'pending-restart'],
   ])('%s: %s is %s', (type, _label, config, current, impact) => {
     const p = plan(spec(type as 'qemu' | 'lxc', config), seen(type as 'qemu' | 'lxc', current));
@@ -105,7 +139,10 @@ describe('running guests follow the shared hotplug rules', () => {
   });
 
   it('refuses to detach the boot disk of a running VM, as Proxmox does', () => {
-    const p = plan(spec('qemu', { boot: 'order=scsi0' }), seen('qemu', { boot: 'order=scsi0', scsi0: 'local-lvm:vm-100500-disk-0,size=32G' }));
+    const p = plan(
+      spec('qemu', { boot: 'order=scsi0' }),
+      seen('qemu', { boot: 'order=scsi0', scsi0: 'local-lvm:vm-100500-disk-0,size=32G' }),
+    );
     expect(p.action).toBe('error');
     expect(p.errors[0]).toBe("scsi0: a running guest refuses this change (can't unplug bootdisk 'scsi0'); stop it first");
   });
@@ -119,14 +156,19 @@ describe('running guests follow the shared hotplug rules', () => {
 
 describe('guards', () => {
   it('refuses to turn a data disk into a CD-ROM', () => {
-    const p = plan(spec('qemu', { scsi1: 'none,media=cdrom' }), seen('qemu', { scsi1: 'local-lvm:vm-100500-disk-1,size=100G' }, { status: 'stopped' }));
+    const p = plan(
+      spec('qemu', { scsi1: 'none,media=cdrom' }),
+      seen('qemu', { scsi1: 'local-lvm:vm-100500-disk-1,size=100G' }, { status: 'stopped' }),
+    );
     expect(p.action).toBe('error');
     expect(p.errors[0]).toMatch(/replacing a disk is not supported/);
   });
 
   it('swaps one ISO for another as an edit', () => {
     const p = plan(spec('qemu', { ide2: 'local:iso/b.iso,media=cdrom' }), seen('qemu', { ide2: 'local:iso/a.iso,media=cdrom' }));
-    expect(p.operations).toEqual([{ op: 'config', set: { ide2: 'local:iso/b.iso,media=cdrom' }, delete: [], from: { ide2: 'local:iso/a.iso,media=cdrom' } }]);
+    expect(p.operations).toEqual([
+      { op: 'config', set: { ide2: 'local:iso/b.iso,media=cdrom' }, delete: [], from: { ide2: 'local:iso/a.iso,media=cdrom' } },
+    ]);
   });
 
   it("refuses to change a container's unprivileged flag", () => {
@@ -212,7 +254,9 @@ describe('apply-time comparison', () => {
     const reviewed = plan(undefined, seen('qemu', { name: 'old-app' }), { prune: true });
     const now = plan(undefined, seen('qemu', { name: 'clone-of-something' }), { prune: true });
     expect(reviewed.action).toBe('destroy');
-    expect(compareWithReviewed(reviewed, now)).toEqual([{ key: '(guest)', reviewed: { to: 'old-app' }, now: { to: 'clone-of-something' } }]);
+    expect(compareWithReviewed(reviewed, now)).toEqual([
+      { key: '(guest)', reviewed: { to: 'old-app' }, now: { to: 'clone-of-something' } },
+    ]);
   });
 });
 
@@ -233,7 +277,16 @@ describe('whole-plan identity checks', () => {
     const result = planSpecs({
       head,
       base,
-      observed: { clusters: { lab: { name: 'lab', nodes: [], listing: [{ vmid: 100101, type: 'qemu', node: 'pve-01', status: 'running', tags: OWNER }], guests: { 100101: live } } } },
+      observed: {
+        clusters: {
+          lab: {
+            name: 'lab',
+            nodes: [],
+            listing: [{ vmid: 100101, type: 'qemu', node: 'pve-01', status: 'running', tags: OWNER }],
+            guests: { 100101: live },
+          },
+        },
+      },
     });
     expect(result.guests.map((g) => [g.vmid, g.action])).toEqual([
       [100100, 'error'],
@@ -248,14 +301,26 @@ describe('whole-plan identity checks', () => {
     const result = planSpecs({
       head,
       base,
-      observed: { clusters: { lab: { name: 'lab', nodes: [], listing: [{ vmid: 100500, type: 'qemu', node: 'pve-01', tags: OWNER }], guests: { 100500: seen('qemu', { name: 'app' }) } } } },
+      observed: {
+        clusters: {
+          lab: {
+            name: 'lab',
+            nodes: [],
+            listing: [{ vmid: 100500, type: 'qemu', node: 'pve-01', tags: OWNER }],
+            guests: { 100500: seen('qemu', { name: 'app' }) },
+          },
+        },
+      },
     });
     expect(result.guests.map((g) => g.action)).toEqual(['orphan']);
   });
 
   it('refuses to create a guest on a node the cluster does not have', () => {
     const head: SpecSet = { clusters: [cluster], guests: [spec('qemu', {}, { node: 'pve-09' })] };
-    const result = planSpecs({ head, observed: { clusters: { lab: { name: 'lab', nodes: ['pve-01', 'pve-02'], listing: [], guests: {} } } } });
+    const result = planSpecs({
+      head,
+      observed: { clusters: { lab: { name: 'lab', nodes: ['pve-01', 'pve-02'], listing: [], guests: {} } } },
+    });
     expect(result.guests[0]?.errors[0]).toMatch(/node 'pve-09' is not a node of cluster 'lab' \(pve-01, pve-02\)/);
   });
 });

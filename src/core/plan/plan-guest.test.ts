@@ -45,12 +45,28 @@ describe('planGuest: no-op when the cluster already matches', () => {
     ['tags in another order and case', { tags: 'web;Prod' }, { tags: `${OWNER};prod;web` }],
     ['booleans as 1/0', { onboot: '1', protection: '0' }, { onboot: '1', protection: '0' }],
     ['a NIC whose MAC Proxmox chose', { net0: 'virtio,bridge=vmbr0' }, { net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0' }],
-    ['an allocated disk with its volume name and size', { scsi0: 'local-lvm:32,ssd=1' }, { scsi0: 'local-lvm:vm-100101-disk-0,ssd=1,size=32G' }],
+    [
+      'an allocated disk with its volume name and size',
+      { scsi0: 'local-lvm:32,ssd=1' },
+      { scsi0: 'local-lvm:vm-100101-disk-0,ssd=1,size=32G' },
+    ],
     ['a cloud-init drive', { ide2: 'local-lvm:cloudinit' }, { ide2: 'local-lvm:vm-100101-cloudinit,media=cdrom,size=4M' }],
     ['memory as a property string', { memory: '8192' }, { memory: 'current=8192' }],
     ['agent with its default key', { agent: 'enabled=1,fstrim_cloned_disks=1' }, { agent: '1,fstrim_cloned_disks=1' }],
     ['a number type written differently', { cpulimit: '2' }, { cpulimit: '2.0' }],
-    ['server-managed keys present on the guest', { cores: '2' }, { cores: '2', meta: 'creation-qemu=9.2.0,ctime=1', vmgenid: 'x', smbios1: 'uuid=y', boot: 'order=scsi0', unused0: 'local-lvm:vm-1-disk-9', digest: 'b'.repeat(40) }],
+    [
+      'server-managed keys present on the guest',
+      { cores: '2' },
+      {
+        cores: '2',
+        meta: 'creation-qemu=9.2.0,ctime=1',
+        vmgenid: 'x',
+        smbios1: 'uuid=y',
+        boot: 'order=scsi0',
+        unused0: 'local-lvm:vm-1-disk-9',
+        digest: 'b'.repeat(40),
+      },
+    ],
     ['an ignored key that differs', { cores: '2', description: 'from git' }, { cores: '2', description: 'edited in the GUI' }],
     ['URL-encoded ssh keys', { sshkeys: 'ssh-ed25519 AAAA user@host' }, { sshkeys: 'ssh-ed25519%20AAAA%20user%40host' }],
   ])('%s', (_label, config, current) => {
@@ -94,9 +110,7 @@ describe('planGuest: updates', () => {
   });
 
   it('keeps the MAC when a NIC changes bridge', () => {
-    const plan = planGuest(
-      input(vmSpec({ net0: 'virtio,bridge=vmbr1' }), observed({ net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0' })),
-    );
+    const plan = planGuest(input(vmSpec({ net0: 'virtio,bridge=vmbr1' }), observed({ net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0' })));
     expect(configOp(plan.operations)?.set).toEqual({ net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr1' });
   });
 
@@ -128,9 +142,7 @@ describe('planGuest: updates', () => {
   });
 
   it('changes disk options keeping the volume and size', () => {
-    const plan = planGuest(
-      input(vmSpec({ scsi0: 'local-lvm:32,discard=on' }), observed({ scsi0: 'local-lvm:vm-100101-disk-0,size=32G' })),
-    );
+    const plan = planGuest(input(vmSpec({ scsi0: 'local-lvm:32,discard=on' }), observed({ scsi0: 'local-lvm:vm-100101-disk-0,size=32G' })));
     expect(configOp(plan.operations)?.set).toEqual({ scsi0: 'local-lvm:vm-100101-disk-0,discard=on,size=32G' });
   });
 
@@ -147,9 +159,7 @@ describe('planGuest: updates', () => {
   });
 
   it('refuses to detach a disk of a protected guest', () => {
-    const plan = planGuest(
-      input(vmSpec({ protection: '1' }), observed({ protection: '1', scsi1: 'local-lvm:vm-100101-disk-1,size=10G' })),
-    );
+    const plan = planGuest(input(vmSpec({ protection: '1' }), observed({ protection: '1', scsi1: 'local-lvm:vm-100101-disk-1,size=10G' })));
     expect(plan.action).toBe('error');
     expect(plan.errors[0]).toMatch(/protection/);
   });
@@ -157,11 +167,21 @@ describe('planGuest: updates', () => {
   it.each([
     ['cores', { cores: '4' }, { cores: '2' }, 'pending-restart'],
     ['memory without memory hotplug', { memory: '8192' }, { memory: '4096' }, 'pending-restart'],
-    ['memory with memory hotplug', { memory: '8192', hotplug: 'network,disk,memory' }, { memory: '4096', hotplug: 'network,disk,memory' }, 'live'],
+    [
+      'memory with memory hotplug',
+      { memory: '8192', hotplug: 'network,disk,memory' },
+      { memory: '4096', hotplug: 'network,disk,memory' },
+      'live',
+    ],
     ['tags', { tags: 'web' }, {}, 'live'],
     ['the NIC bridge', { net0: 'virtio,bridge=vmbr1' }, { net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0' }, 'live'],
-    ['the NIC model without network hotplug', { net0: 'e1000,bridge=vmbr0', hotplug: 'disk' }, { net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0', hotplug: 'disk' }, 'pending-restart'],
-  ])('labels a running VM\'s %s change as %s', (key, config, current, impact) => {
+    [
+      'the NIC model without network hotplug',
+      { net0: 'e1000,bridge=vmbr0', hotplug: 'disk' },
+      { net0: 'virtio=BC:24:11:AA:BB:CC,bridge=vmbr0', hotplug: 'disk' },
+      'pending-restart',
+    ],
+  ])("labels a running VM's %s change as %s", (key, config, current, impact) => {
     const plan = planGuest(input(vmSpec(config), observed(current, { status: 'running' })));
     const change = plan.changes.find((c) => c.key === (key.startsWith('the NIC') ? 'net0' : key.split(' ')[0]));
     expect(change?.impact).toBe(impact);

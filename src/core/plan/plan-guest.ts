@@ -231,7 +231,10 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
       // Swapping one CD-ROM image for another is an edit; anything touching a real disk's
       // volume is a replacement, which would leave the data disk behind as unusedN.
       if (diff.mediumChanged && !(d.medium && a.medium)) {
-        fail(draft, `${key} names a different volume than the guest has (${have}): replacing a disk is not supported; detach it and attach a new key`);
+        fail(
+          draft,
+          `${key} names a different volume than the guest has (${have}): replacing a disk is not supported; detach it and attach a new key`,
+        );
         return plan;
       }
       if (diff.shrink !== undefined) {
@@ -255,7 +258,10 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
       }
       if (diff.storageChanged && d.storage !== undefined) {
         if (type === 'lxc' && ctx.running) {
-          fail(draft, `${key}: a container's volume moves only while it is stopped (move_volume refuses a running container); stop it first`);
+          fail(
+            draft,
+            `${key}: a container's volume moves only while it is stopped (move_volume refuses a running container); stop it first`,
+          );
           return plan;
         }
         moves.push({ op: 'move-disk', disk: key, storage: d.storage, from: a.storage ?? '' });
@@ -288,7 +294,8 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
   }
 
   const power = powerOperation(spec, observed.status);
-  if (power && template) return fail(draft, `the guest is a template and cannot be ${power.op === 'start' ? 'started' : 'stopped'}; set power: ignore`);
+  if (power && template)
+    return fail(draft, `the guest is a template and cannot be ${power.op === 'start' ? 'started' : 'stopped'}; set power: ignore`);
   if (spec.power !== 'ignore' && observed.status !== 'running' && observed.status !== 'stopped') {
     plan.warnings.push(`power state is '${observed.status}': power is not changed by this plan`);
   } else if (power) {
@@ -360,7 +367,11 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   const liveName = observedName(observed, listed);
   if (spec.state === 'absent') {
     if (!exists) return plan;
-    if (!owned) return fail(draft, `state: absent, but guest ${input.vmid} does not carry the owner tag '${input.ownerTag}': refusing to destroy a guest this repository does not own`);
+    if (!owned)
+      return fail(
+        draft,
+        `state: absent, but guest ${input.vmid} does not carry the owner tag '${input.ownerTag}': refusing to destroy a guest this repository does not own`,
+      );
     if (!nameIgnored && liveName !== undefined && liveName !== (spec.config[nameKey] ?? spec.name)) {
       return fail(draft, `state: absent names '${spec.name}', but guest ${input.vmid} is '${liveName}': refusing to destroy another guest`);
     }
@@ -380,7 +391,10 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
     return fail(draft, `guest ${input.vmid} was read with an empty configuration; refusing to plan against it (re-run the plan)`);
   }
   if (live.type !== spec.type) {
-    return fail(draft, `VMID ${input.vmid} is taken by a ${live.type === 'qemu' ? 'VM' : 'container'} on ${node}; the spec describes a ${spec.kind}`);
+    return fail(
+      draft,
+      `VMID ${input.vmid} is taken by a ${live.type === 'qemu' ? 'VM' : 'container'} on ${node}; the spec describes a ${spec.kind}`,
+    );
   }
   if (!owned) {
     if (!spec.adopt) {
@@ -390,15 +404,15 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
       );
     }
     if (!nameIgnored && liveName !== undefined && liveName !== (spec.config[nameKey] ?? spec.name)) {
-      return fail(draft, `adopt: guest ${input.vmid} is named '${liveName}', the spec says '${spec.name}'; adoption needs the same VMID and name`);
+      return fail(
+        draft,
+        `adopt: guest ${input.vmid} is named '${liveName}', the spec says '${spec.name}'; adoption needs the same VMID and name`,
+      );
     }
     plan.adopt = true;
     plan.warnings.push(`adopts the existing guest: the owner tag '${input.ownerTag}' is added`);
   } else if (spec.vmidDerived && !nameIgnored && liveName !== undefined && liveName !== (spec.config[nameKey] ?? spec.name)) {
-    return fail(
-      draft,
-      `derived VMID ${input.vmid} belongs to owned guest '${liveName}', not '${spec.name}'; pin a free vmid in the spec`,
-    );
+    return fail(draft, `derived VMID ${input.vmid} belongs to owned guest '${liveName}', not '${spec.name}'; pin a free vmid in the spec`);
   }
   if (listed && listed.node !== spec.node) {
     plan.warnings.push(`lives on ${listed.node} (the spec's node ${spec.node} is used only at creation); not moved`);

@@ -123,9 +123,17 @@ describe('planSpecs', () => {
 
     const base = specs(guest('a', 100001), guest('old', 100009));
     const pruned: SpecSet = { clusters: [{ ...cluster, prune: true }], guests: [guest('a', 100001)] };
-    const keep = planSpecs({ head: { ...pruned, clusters: [cluster] }, base, observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } } });
+    const keep = planSpecs({
+      head: { ...pruned, clusters: [cluster] },
+      base,
+      observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } },
+    });
     expect(keep.guests.find((g) => g.vmid === 100009)?.action).toBe('orphan');
-    const destroy = planSpecs({ head: pruned, base: { ...base, clusters: [{ ...cluster, prune: true }] }, observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } } });
+    const destroy = planSpecs({
+      head: pruned,
+      base: { ...base, clusters: [{ ...cluster, prune: true }] },
+      observed: { clusters: { lab: seen([observed('a', 100001, {}), orphan]) } },
+    });
     expect(destroy.guests.find((g) => g.vmid === 100009)?.action).toBe('destroy');
   });
 
@@ -135,7 +143,11 @@ describe('planSpecs', () => {
     const plan = planSpecs({
       head,
       base,
-      observed: { clusters: { lab: seen([observed('b', 100002, { cores: '1' })], [{ vmid: 100001, type: 'qemu', node: 'pve-01', tags: 'pve-gitops' }]) } },
+      observed: {
+        clusters: {
+          lab: seen([observed('b', 100002, { cores: '1' })], [{ vmid: 100001, type: 'qemu', node: 'pve-01', tags: 'pve-gitops' }]),
+        },
+      },
     });
     expect(plan.guests.map((g) => g.vmid)).toEqual([100002]);
     expect(plan.summary.update).toBe(1);

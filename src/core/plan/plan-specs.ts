@@ -169,7 +169,8 @@ export function planSpecs(input: PlanInput): Plan {
     if (seen.listing.length === 0 && headGuests.length > 0) {
       plan.warnings.push({
         cluster: clusterName,
-        message: 'the cluster listing is empty: every guest would be created; if this cluster is not new, check that the token has VM.Audit on /vms',
+        message:
+          'the cluster listing is empty: every guest would be created; if this cluster is not new, check that the token has VM.Audit on /vms',
       });
     }
 
@@ -197,7 +198,10 @@ export function planSpecs(input: PlanInput): Plan {
         readError: seen.readErrors?.[vmid],
       });
       if (guestPlan.action === 'create' && seen.nodes.length > 0 && !seen.nodes.includes(guestPlan.node)) {
-        toError(guestPlan, `node '${guestPlan.node}' is not a node of cluster '${clusterName}' (${seen.nodes.join(', ')}): the guest cannot be created there`);
+        toError(
+          guestPlan,
+          `node '${guestPlan.node}' is not a node of cluster '${clusterName}' (${seen.nodes.join(', ')}): the guest cannot be created there`,
+        );
       }
       plan.guests.push(guestPlan);
     }

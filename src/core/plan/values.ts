@@ -272,7 +272,6 @@ export function formatNicUpdate(type: GuestType, key: string, desired: string, a
   return parts.join(',');
 }
 
-
 function decodeSshKeys(value: string): string {
   let decoded = value;
   try {

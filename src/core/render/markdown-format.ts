@@ -114,7 +114,12 @@ export function takeWhileFits(blocks: Iterable<string>, budget: number): { text:
  * A section of per-item blocks under `heading`, as many as fit in `budget` in the given order
  * (the heading only when at least one block fits). Blocks are rendered lazily.
  */
-export function fitSection<T>(heading: string, items: readonly T[], render: (item: T) => string, budget: number): { text: string; shown: number } {
+export function fitSection<T>(
+  heading: string,
+  items: readonly T[],
+  render: (item: T) => string,
+  budget: number,
+): { text: string; shown: number } {
   if (items.length === 0) return { text: '', shown: 0 };
   const fitted = takeWhileFits(
     (function* blocks() {

@@ -8,7 +8,9 @@ export class PlanVersionError extends Error {
     readonly found: unknown,
     readonly expected: number,
   ) {
-    super(`plan version ${typeof found === 'number' ? String(found) : JSON.stringify(found)} is not supported by this pve-gitops (expects ${expected})`);
+    super(
+      `plan version ${typeof found === 'number' ? String(found) : JSON.stringify(found)} is not supported by this pve-gitops (expects ${expected})`,
+    );
   }
 }
 

@@ -73,7 +73,10 @@ export function compareGuests(a: GuestPlan, b: GuestPlan): number {
 }
 
 /** Orders by cluster, then name, then VMID: the stable reading order for lists. */
-export function compareByName(a: { cluster: string; name: string; vmid: number }, b: { cluster: string; name: string; vmid: number }): number {
+export function compareByName(
+  a: { cluster: string; name: string; vmid: number },
+  b: { cluster: string; name: string; vmid: number },
+): number {
   if (a.cluster !== b.cluster) return a.cluster < b.cluster ? -1 : 1;
   if (a.name !== b.name) return a.name < b.name ? -1 : 1;
   return a.vmid - b.vmid;

@@ -15,7 +15,14 @@ function guest(overrides: Partial<GuestApplyResult> = {}): GuestApplyResult {
 }
 
 function result(guests: GuestApplyResult[], overrides: Partial<ApplyResult> = {}): ApplyResult {
-  return { version: 1, startedAt: '2025-01-01T00:00:00.000Z', finishedAt: '2025-01-01T00:00:12.500Z', ref: 'abc1234', guests, ...overrides };
+  return {
+    version: 1,
+    startedAt: '2025-01-01T00:00:00.000Z',
+    finishedAt: '2025-01-01T00:00:12.500Z',
+    ref: 'abc1234',
+    guests,
+    ...overrides,
+  };
 }
 
 const UPID = 'UPID:pve-01:0000A1B2:0001C3D4:65A1B2C3:qmstart:100101:root@pam!gitops:';
@@ -28,7 +35,10 @@ describe('apply summary', () => {
   it.each([
     [[], 'Nothing to apply'],
     [[guest({ status: 'unchanged' }), guest({ status: 'unchanged' })], '2 unchanged'],
-    [[guest(), guest({ status: 'conflict' }), guest({ status: 'failed' }), guest({ status: 'skipped' }), guest({ status: 'unchanged' })], '1 applied, 1 conflict, 1 failed, 1 skipped, 1 unchanged'],
+    [
+      [guest(), guest({ status: 'conflict' }), guest({ status: 'failed' }), guest({ status: 'skipped' }), guest({ status: 'unchanged' })],
+      '1 applied, 1 conflict, 1 failed, 1 skipped, 1 unchanged',
+    ],
     [[guest({ status: 'conflict' }), guest({ status: 'conflict' })], '2 conflicts'],
   ])('verdict %#', (guests, verdict) => {
     expect(applyVerdict(countApplyResult(guests))).toBe(verdict);
@@ -116,7 +126,10 @@ describe('renderApplyMarkdown', () => {
         vmid: 100_000 + i,
         status: i % 5 === 0 ? 'failed' : 'applied',
         error: i % 5 === 0 ? `task failed: ${'x'.repeat(400)}` : undefined,
-        steps: [{ op: 'config', detail: 'set memory', ms: 90 }, { op: 'start', upid: UPID, ms: 1_500 }],
+        steps: [
+          { op: 'config', detail: 'set memory', ms: 90 },
+          { op: 'start', upid: UPID, ms: 1_500 },
+        ],
       }),
     );
     const md = renderApplyMarkdown(result(guests), { detailsUrl: 'https://github.com/o/r/runs/2' });
@@ -126,7 +139,9 @@ describe('renderApplyMarkdown', () => {
     expect(shown.every((line) => line.startsWith('failed'))).toBe(true);
     expect(md).toContain(`**${10_000 - shown.length} guests' details omitted**`);
     expect(md).toContain('| **Total** | 8000 | 0 | 0 | 2000 | 0 |');
-    expect(md.split('\n').filter((line) => line.startsWith('<details>')).length).toBe(md.split('\n').filter((line) => line === '</details>').length);
+    expect(md.split('\n').filter((line) => line.startsWith('<details>')).length).toBe(
+      md.split('\n').filter((line) => line === '</details>').length,
+    );
   });
 
   it('folds nothing for a small result', () => {
@@ -142,7 +157,12 @@ describe('renderApplyText', () => {
       result([
         guest({ steps: [{ op: 'start', upid: UPID, ms: 1_200 }] }),
         guest({ name: 'same', status: 'unchanged', steps: [] }),
-        guest({ name: 'moved', status: 'conflict', steps: [], conflict: [{ key: 'memory', reviewed: { from: '1', to: '2' }, now: { from: '3', to: '2' } }] }),
+        guest({
+          name: 'moved',
+          status: 'conflict',
+          steps: [],
+          conflict: [{ key: 'memory', reviewed: { from: '1', to: '2' }, now: { from: '3', to: '2' } }],
+        }),
         guest({ name: 'broke', status: 'failed', steps: [], error: 'VM is locked (backup)' }),
       ]),
     );

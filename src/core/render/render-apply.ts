@@ -14,16 +14,7 @@ import {
   type ApplyResult,
   type GuestApplyResult,
 } from '../apply-result.js';
-import {
-  assertMarker,
-  codeSpan,
-  escapeHtml,
-  escapeText,
-  markdownTable,
-  resolveMaxChars,
-  safeUrl,
-  fitSection,
-} from './markdown-format.js';
+import { assertMarker, codeSpan, escapeHtml, escapeText, markdownTable, resolveMaxChars, safeUrl, fitSection } from './markdown-format.js';
 import { compareByName, plural } from './plan-labels.js';
 import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
@@ -103,7 +94,11 @@ function renderHead(result: ApplyResult, options: ApplyMarkdownOptions, counts: 
   const lines: string[] = [];
   if (options.marker !== undefined) lines.push(options.marker);
   lines.push(`### ${escapeText(options.title ?? 'pve-gitops apply', 200)}`, '', `**${applyVerdict(counts)}**`, '');
-  const meta = [result.ref !== undefined ? `Ref ${codeSpan(result.ref, 80)}` : undefined, `started ${escapeText(result.startedAt, 40)}`, `finished ${escapeText(result.finishedAt, 40)}`];
+  const meta = [
+    result.ref !== undefined ? `Ref ${codeSpan(result.ref, 80)}` : undefined,
+    `started ${escapeText(result.startedAt, 40)}`,
+    `finished ${escapeText(result.finishedAt, 40)}`,
+  ];
   const took = durationMs(result.startedAt, result.finishedAt);
   if (took !== undefined) meta.push(`took ${formatMs(took)}`);
   lines.push(meta.filter((part) => part !== undefined).join(' · '), '');
@@ -129,7 +124,9 @@ function renderFooter(counts: ApplyCounts, omitted: number, detailsUrl: string |
   if (counts.unchanged > 0) lines.push(`_${plural(counts.unchanged, 'guest')} already matched the plan: nothing written._`);
   const link = detailsUrl !== undefined ? `the [full result](${safeUrl(detailsUrl)}) or ` : '';
   if (omitted > 0) {
-    lines.push(`**${plural(omitted, "guest's details", "guests' details")} omitted** to stay under GitHub's comment size limit: see ${link}the check run.`);
+    lines.push(
+      `**${plural(omitted, "guest's details", "guests' details")} omitted** to stay under GitHub's comment size limit: see ${link}the check run.`,
+    );
   } else if (detailsUrl !== undefined) {
     lines.push(`[Full result](${safeUrl(detailsUrl)})`);
   }
@@ -172,13 +169,15 @@ function renderConflicts(conflicts: readonly ApplyConflict[]): string {
 }
 
 function renderSteps(steps: readonly ApplyStep[]): string {
-  const rows = steps.slice(0, MAX_STEP_ROWS).map((step, i) => [
-    String(i + 1),
-    codeSpan(step.op, 40),
-    step.detail !== undefined ? escapeText(step.detail) : '',
-    step.upid !== undefined ? codeSpan(step.upid, 200) : '',
-    step.ms !== undefined ? formatMs(step.ms) : '',
-  ]);
+  const rows = steps
+    .slice(0, MAX_STEP_ROWS)
+    .map((step, i) => [
+      String(i + 1),
+      codeSpan(step.op, 40),
+      step.detail !== undefined ? escapeText(step.detail) : '',
+      step.upid !== undefined ? codeSpan(step.upid, 200) : '',
+      step.ms !== undefined ? formatMs(step.ms) : '',
+    ]);
   const more = steps.length - rows.length;
   const table = markdownTable(['#', 'step', 'detail', 'task', 'time'], rows, ['right', 'left', 'left', 'left', 'right']);
   return `${table}\n${more > 0 ? `\n_…and ${plural(more, 'more step')}._\n` : ''}\n`;
@@ -227,7 +226,10 @@ export function renderApplyText(result: ApplyResult, options: ApplyTextOptions =
   for (const guest of listed) lines.push(...renderGuestText(guest, paint));
   if (listed.length > 0) lines.push('');
   if (counts.conflict > 0) {
-    lines.push(paint('Nothing was written for guests in conflict: an owned value moved after review. Re-plan, review, then apply again.', 'yellow'), '');
+    lines.push(
+      paint('Nothing was written for guests in conflict: an owned value moved after review. Re-plan, review, then apply again.', 'yellow'),
+      '',
+    );
   }
   const total = APPLY_STATUSES.map((status) => {
     const part = `${counts[status]} ${status}`;
@@ -248,7 +250,9 @@ function renderGuestText(guest: GuestApplyResult, paint: Painter): string[] {
   if (guest.status === 'unchanged') return lines;
   if (guest.error !== undefined) lines.push(`${INDENT}${paint('error:', 'red', 'bold')} ${terminalSafe(guest.error, 2_000)}`);
   for (const c of guest.conflict ?? []) {
-    lines.push(`${INDENT}${paint('moved:', 'yellow')} ${terminalSafe(c.key)}: reviewed ${changeText(c.key, c.reviewed)}, now ${changeText(c.key, c.now)}`);
+    lines.push(
+      `${INDENT}${paint('moved:', 'yellow')} ${terminalSafe(c.key)}: reviewed ${changeText(c.key, c.reviewed)}, now ${changeText(c.key, c.now)}`,
+    );
   }
   for (const step of guest.steps) {
     const parts = [paint(terminalSafe(step.op), 'cyan')];

@@ -20,7 +20,10 @@ function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
       { op: 'start' },
     ],
     drift: [{ key: 'cores', expected: '2', actual: '4' }],
-    pending: [{ key: 'net0', current: 'virtio,bridge=vmbr0', pending: 'virtio,bridge=vmbr1' }, { key: 'agent', delete: true }],
+    pending: [
+      { key: 'net0', current: 'virtio,bridge=vmbr0', pending: 'virtio,bridge=vmbr1' },
+      { key: 'agent', delete: true },
+    ],
     errors: [],
     warnings: ['note'],
     impact: 'live',
@@ -56,7 +59,16 @@ function plan(overrides: Partial<Plan> = {}): Plan {
     createdAt: '2025-01-01T00:00:00.000Z',
     ref: 'abc1234',
     clusters: ['lab'],
-    guests: [guest(), guest({ name: 'app-02', vmid: 100102, action: 'create', digest: undefined, operations: [{ op: 'create', node: 'pve-01', params: { memory: '1024' } }] })],
+    guests: [
+      guest(),
+      guest({
+        name: 'app-02',
+        vmid: 100102,
+        action: 'create',
+        digest: undefined,
+        operations: [{ op: 'create', node: 'pve-01', params: { memory: '1024' } }],
+      }),
+    ],
     errors: [{ cluster: 'lab', message: 'boom' }, { message: 'global' }],
     warnings: [{ message: 'careful' }],
     summary: { create: 1, update: 1, destroy: 0, noop: 0, orphan: 0, error: 2, drifted: 1, pending: 1 },
@@ -68,7 +80,11 @@ function plan(overrides: Partial<Plan> = {}): Plan {
 function reverseKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reverseKeys);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reverseKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reverseKeys(v)]),
+    );
   }
   return value;
 }
@@ -136,7 +152,11 @@ describe('parsePlanJson', () => {
     ['unknown operation', withGuest({ operations: [{ op: 'reboot' }] }), 'guests[1].operations[0].op'],
     ['missing field', withGuest({ severity: undefined }), 'guests[1].severity'],
     ['unknown field', withGuest({ surprise: true }), 'guests[1]'],
-    ['config value not a string', withGuest({ operations: [{ op: 'config', set: { memory: 1 }, delete: [], from: {} }] }), 'guests[1].operations[0].set.memory'],
+    [
+      'config value not a string',
+      withGuest({ operations: [{ op: 'config', set: { memory: 1 }, delete: [], from: {} }] }),
+      'guests[1].operations[0].set.memory',
+    ],
     ['missing version', JSON.stringify({ ...valid(), version: undefined }), 'version'],
   ])('%s is reported with its path', (_name, text, path) => {
     let caught: unknown;

@@ -14,7 +14,17 @@ function bigPlan(count: number): Plan {
     const name = `guest-${String(i).padStart(5, '0')}`;
     const vmid = 100_000 + i;
     if (i % 10 === 0) {
-      guests.push(guest({ cluster, name, vmid, action: 'destroy', severity: 'data-loss', changes: [], operations: [{ op: 'stop' }, { op: 'destroy' }] }));
+      guests.push(
+        guest({
+          cluster,
+          name,
+          vmid,
+          action: 'destroy',
+          severity: 'data-loss',
+          changes: [],
+          operations: [{ op: 'stop' }, { op: 'destroy' }],
+        }),
+      );
     } else if (i % 3 === 0) {
       guests.push(
         guest({
@@ -55,7 +65,6 @@ function omittedCount(markdown: string): number {
   return match === null ? 0 : Number(match[1]);
 }
 
-
 /** A guest plan with one live memory change unless overridden. */
 function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
   return makeGuestPlan({ changes: [{ key: 'memory', from: '2048', to: '4096', impact: 'live' }], ...overrides });
@@ -66,7 +75,18 @@ describe('summary table and verdict', () => {
     [[], 'No changes'],
     [[guest({ action: 'noop' })], 'No changes'],
     [[guest({ action: 'orphan', severity: 'read-only' })], 'No changes, 1 orphan'],
-    [[guest({ action: 'create' }), guest({ action: 'create' }), guest({ action: 'create' }), guest(), guest(), guest({ action: 'destroy' }), guest({ action: 'error' })], '3 to create, 2 to update, 1 to destroy, 1 error'],
+    [
+      [
+        guest({ action: 'create' }),
+        guest({ action: 'create' }),
+        guest({ action: 'create' }),
+        guest(),
+        guest(),
+        guest({ action: 'destroy' }),
+        guest({ action: 'error' }),
+      ],
+      '3 to create, 2 to update, 1 to destroy, 1 error',
+    ],
   ])('verdict for %#', (guests, verdict) => {
     const p = plan(guests);
     expect(planVerdict(countPlan(p).total)).toBe(verdict);
@@ -293,7 +313,11 @@ describe('size', () => {
   });
 
   it('folds nothing in a small plan', () => {
-    const guests = [guest({ name: 'a', vmid: 1 }), guest({ name: 'b', vmid: 2, action: 'create' }), guest({ name: 'c', vmid: 3, action: 'destroy', severity: 'data-loss' })];
+    const guests = [
+      guest({ name: 'a', vmid: 1 }),
+      guest({ name: 'b', vmid: 2, action: 'create' }),
+      guest({ name: 'c', vmid: 3, action: 'destroy', severity: 'data-loss' }),
+    ];
     const md = renderPlanMarkdown(plan(guests));
     expect(renderedGuests(md)).toHaveLength(3);
     expect(md).not.toContain('omitted');

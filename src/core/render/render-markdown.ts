@@ -17,7 +17,16 @@ import {
   fitSection,
 } from './markdown-format.js';
 import { countPlan, planVerdict, type ClusterCounts, type PlanCounts } from './plan-counts.js';
-import { ACTION_EMOJI, ACTION_LABEL, IMPACT_LABEL, compareByName, compareGuests, describeOperation, guestImpact, plural } from './plan-labels.js';
+import {
+  ACTION_EMOJI,
+  ACTION_LABEL,
+  IMPACT_LABEL,
+  compareByName,
+  compareGuests,
+  describeOperation,
+  guestImpact,
+  plural,
+} from './plan-labels.js';
 import { isSensitiveKey } from './sensitive.js';
 
 /** Options of {@link renderPlanMarkdown}. */
@@ -107,20 +116,28 @@ function renderSummaryTable(total: PlanCounts, rows: ClusterCounts[] | undefined
 
 /** Plan-level errors first (an unreachable cluster explains everything below), then guest errors. */
 function renderErrors(plan: Plan, budget: number): string {
-  const items = plan.errors.map((error) => `${error.cluster !== undefined ? `**${escapeText(error.cluster, 80)}**: ` : ''}${escapeText(error.message)}`);
+  const items = plan.errors.map(
+    (error) => `${error.cluster !== undefined ? `**${escapeText(error.cluster, 80)}**: ` : ''}${escapeText(error.message)}`,
+  );
   const failing = plan.guests.filter((guest) => guest.errors.length > 0).sort(compareByName);
   for (const guest of failing) {
     items.push(`${guestRef(guest)}: ${escapeText(guest.errors.join('; '))}`);
   }
   if (items.length === 0) return '';
   const heading = `### ❌ ${plural(items.length, 'error')}\n\n`;
-  const list = fitList(items, budget - heading.length - 1, (omitted) => `_…and ${plural(omitted, 'more error')}: see the full plan (${codeSpan(FULL_PLAN_COMMAND)})._`);
+  const list = fitList(
+    items,
+    budget - heading.length - 1,
+    (omitted) => `_…and ${plural(omitted, 'more error')}: see the full plan (${codeSpan(FULL_PLAN_COMMAND)})._`,
+  );
   return `${heading}${list}\n`;
 }
 
 function renderPlanWarnings(plan: Plan, budget: number): string {
   if (plan.warnings.length === 0) return '';
-  const items = plan.warnings.map((warning) => `${warning.cluster !== undefined ? `**${escapeText(warning.cluster, 80)}**: ` : ''}${escapeText(warning.message)}`);
+  const items = plan.warnings.map(
+    (warning) => `${warning.cluster !== undefined ? `**${escapeText(warning.cluster, 80)}**: ` : ''}${escapeText(warning.message)}`,
+  );
   const heading = `### ⚠️ ${plural(items.length, 'warning')}\n\n`;
   const list = fitList(items, budget - heading.length - 1, (omitted) => `_…and ${plural(omitted, 'more warning')}._`);
   return `${heading}${list}\n`;
@@ -188,41 +205,44 @@ function moreRows(omitted: number, what: string): string {
 
 function renderChanges(changes: readonly KeyChange[]): string {
   if (changes.length === 0) return '';
-  const rows = changes.slice(0, MAX_CHANGE_ROWS).map((change) => [
-    codeSpan(change.key),
-    valueCell(change.key, change.from),
-    valueCell(change.key, change.to, '*(deleted)*'),
-    change.impact === 'data-loss' ? `**${IMPACT_LABEL[change.impact]}**` : IMPACT_LABEL[change.impact],
-  ]);
+  const rows = changes
+    .slice(0, MAX_CHANGE_ROWS)
+    .map((change) => [
+      codeSpan(change.key),
+      valueCell(change.key, change.from),
+      valueCell(change.key, change.to, '*(deleted)*'),
+      change.impact === 'data-loss' ? `**${IMPACT_LABEL[change.impact]}**` : IMPACT_LABEL[change.impact],
+    ]);
   const table = markdownTable(['key', 'current', 'desired', 'impact'], rows);
   return `${table}\n${moreRows(changes.length - rows.length, 'more key')}\n`;
 }
 
-
 function renderOperations(operations: readonly Operation[]): string {
-  const steps = operations.map((op) => describeOperation(op, codeSpan, (text) => `**${text}**`)).filter((step): step is string => step !== undefined);
+  const steps = operations
+    .map((op) => describeOperation(op, codeSpan, (text) => `**${text}**`))
+    .filter((step): step is string => step !== undefined);
   if (steps.length === 0) return '';
   return `**Operations**, in order:\n\n${steps.map((step, i) => `${i + 1}. ${step}`).join('\n')}\n\n`;
 }
 
 function renderDrift(drift: readonly DriftItem[]): string {
   if (drift.length === 0) return '';
-  const rows = drift.slice(0, MAX_ITEM_ROWS).map((item) => [
-    codeSpan(item.key),
-    valueCell(item.key, item.expected, '*(not set)*'),
-    valueCell(item.key, item.actual),
-  ]);
+  const rows = drift
+    .slice(0, MAX_ITEM_ROWS)
+    .map((item) => [codeSpan(item.key), valueCell(item.key, item.expected, '*(not set)*'), valueCell(item.key, item.actual)]);
   const table = markdownTable(['key', 'base branch spec', 'on the cluster'], rows);
   return `**⚠️ Drift: changed outside git** — merging reverts it unless the PR takes the live value.\n\n${table}\n${moreRows(drift.length - rows.length, 'more drifted key')}\n`;
 }
 
 function renderPending(pending: readonly PendingItem[]): string {
   if (pending.length === 0) return '';
-  const rows = pending.slice(0, MAX_ITEM_ROWS).map((item) => [
-    codeSpan(item.key),
-    valueCell(item.key, item.current),
-    item.delete === true ? '*(delete)*' : valueCell(item.key, item.pending),
-  ]);
+  const rows = pending
+    .slice(0, MAX_ITEM_ROWS)
+    .map((item) => [
+      codeSpan(item.key),
+      valueCell(item.key, item.current),
+      item.delete === true ? '*(delete)*' : valueCell(item.key, item.pending),
+    ]);
   const table = markdownTable(['key', 'in effect', 'pending'], rows);
   return `**⏳ Pending:** accepted but not in effect until restart.\n\n${table}\n${moreRows(pending.length - rows.length, 'more pending key')}\n`;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeGuestPlan as guest, makePlan as plan } from '../../../test/helpers/factories.js';
-import type { GuestPlan, Plan } from '../model.js';
+import type { Plan } from '../model.js';
 import { renderPlanText } from './render-text.js';
 
 function lines(p: Plan): string[] {
@@ -55,8 +55,12 @@ describe('renderPlanText', () => {
         }),
       ]),
     );
-    expect(text).toContain('Drift (changed outside git; applying reverts it unless the spec takes the live value):\n  lab/app-01 (100101)\n    cores: spec 2, cluster 4\n');
-    expect(text).toContain('Pending (accepted but not in effect until restart):\n  lab/app-01 (100101)\n    memory: 1024 → 2048\n    agent: 1 → (delete)\n');
+    expect(text).toContain(
+      'Drift (changed outside git; applying reverts it unless the spec takes the live value):\n  lab/app-01 (100101)\n    cores: spec 2, cluster 4\n',
+    );
+    expect(text).toContain(
+      'Pending (accepted but not in effect until restart):\n  lab/app-01 (100101)\n    memory: 1024 → 2048\n    agent: 1 → (delete)\n',
+    );
   });
 
   it.each([
@@ -64,7 +68,11 @@ describe('renderPlanText', () => {
     ['only no-ops', [guest({ action: 'noop' })], 'No changes.'],
     ['an orphan', [guest({ action: 'orphan' })], 'No changes. 1 orphan.'],
     ['changes', [guest({ action: 'create' }), guest(), guest()], 'Plan: 1 to create, 2 to update, 0 to destroy.'],
-    ['an error', [guest({ action: 'destroy' }), guest({ action: 'error', errors: ['x'] })], 'Plan: 0 to create, 0 to update, 1 to destroy, 1 error.'],
+    [
+      'an error',
+      [guest({ action: 'destroy' }), guest({ action: 'error', errors: ['x'] })],
+      'Plan: 0 to create, 0 to update, 1 to destroy, 1 error.',
+    ],
   ])('ends with the total for %s', (_name, guests, last) => {
     const out = lines(plan(guests));
     expect(out.at(-1)).toBe('');
@@ -77,7 +85,9 @@ describe('renderPlanText', () => {
   });
 
   it('notes a derived VMID and counts no-op guests without listing them', () => {
-    const text = renderPlanText(plan([guest({ action: 'create', vmid: 123456, vmidDerived: true }), guest({ name: 'quiet', action: 'noop' })]));
+    const text = renderPlanText(
+      plan([guest({ action: 'create', vmid: 123456, vmidDerived: true }), guest({ name: 'quiet', action: 'noop' })]),
+    );
     expect(text).toContain('    note: derived VMID 123456 — pin it with `vmid: 123456`');
     expect(text).toContain('1 guest unchanged.');
     expect(text).not.toContain('quiet');

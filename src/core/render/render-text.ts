@@ -2,9 +2,18 @@
  * The plan for a terminal, in the manner of `terraform plan`: a sign and an action per guest, its
  * key changes indented underneath, then drift and pending sections and a one-line total.
  */
-import type { GuestAction, GuestPlan, KeyChange, Operation, Plan } from '../model.js';
+import type { GuestAction, GuestPlan, KeyChange, Plan } from '../model.js';
 import { countPlan, hasChanges, type PlanCounts } from './plan-counts.js';
-import { ACTION_LABEL, ACTION_SIGN, IMPACT_LABEL, compareByName, compareGuests, describeOperation, guestImpact, plural } from './plan-labels.js';
+import {
+  ACTION_LABEL,
+  ACTION_SIGN,
+  IMPACT_LABEL,
+  compareByName,
+  compareGuests,
+  describeOperation,
+  guestImpact,
+  plural,
+} from './plan-labels.js';
 import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
@@ -34,7 +43,8 @@ export function renderPlanText(plan: Plan, options: PlanTextOptions = {}): strin
 
   if (plan.errors.length > 0) {
     lines.push(paint('Errors:', 'red', 'bold'));
-    for (const error of plan.errors) lines.push(`  ${paint('!', 'red', 'bold')} ${scope(error.cluster)}${terminalSafe(error.message, 2_000)}`);
+    for (const error of plan.errors)
+      lines.push(`  ${paint('!', 'red', 'bold')} ${scope(error.cluster)}${terminalSafe(error.message, 2_000)}`);
     lines.push('');
   }
   if (plan.warnings.length > 0) {
@@ -80,8 +90,10 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
     if (text !== undefined) lines.push(`${INDENT}${paint('>', 'cyan')} ${text}`);
   }
   for (const warning of guest.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
-  if (guest.drift.length > 0) lines.push(`${INDENT}${paint('drift:', 'yellow')} ${plural(guest.drift.length, 'key')} changed outside git (see Drift below)`);
-  if (guest.pending.length > 0) lines.push(`${INDENT}pending: ${plural(guest.pending.length, 'key')} not in effect until restart (see Pending below)`);
+  if (guest.drift.length > 0)
+    lines.push(`${INDENT}${paint('drift:', 'yellow')} ${plural(guest.drift.length, 'key')} changed outside git (see Drift below)`);
+  if (guest.pending.length > 0)
+    lines.push(`${INDENT}pending: ${plural(guest.pending.length, 'key')} not in effect until restart (see Pending below)`);
   if (guest.vmidDerived) lines.push(`${INDENT}note: derived VMID ${guest.vmid} — pin it with \`vmid: ${guest.vmid}\``);
   if (guest.adopt === true) lines.push(`${INDENT}note: adopts an existing unowned guest (adds the owner tag)`);
   if (guest.action === 'orphan') lines.push(`${INDENT}note: carries the owner tag but has no spec; destroyed only with \`prune: true\``);
@@ -95,7 +107,6 @@ function renderChange(change: KeyChange, paint: Painter): string {
   if (change.to === undefined) return `${paint('-', 'red')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} (${impact})`;
   return `${paint('~', 'yellow')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} → ${shown(change.key, change.to)} (${impact})`;
 }
-
 
 function renderDrift(guests: readonly GuestPlan[], paint: Painter): string[] {
   const drifted = guests.filter((guest) => guest.drift.length > 0).sort(compareByName);

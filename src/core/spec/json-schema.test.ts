@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { specJsonSchema } from './json-schema.js';
 
-type Schema = { oneOf: { properties: Record<string, { const?: string; propertyNames?: { pattern: string } }>; required: string[]; additionalProperties: boolean }[] };
+type Schema = {
+  oneOf: {
+    properties: Record<string, { const?: string; propertyNames?: { pattern: string } }>;
+    required: string[];
+    additionalProperties: boolean;
+  }[];
+};
 
 describe('specJsonSchema', () => {
   const schema = specJsonSchema() as unknown as Schema;

@@ -17,7 +17,11 @@ const errorsOf = (text: string, path = 'g.yaml'): string[] =>
 
 describe('loadSpecs: document and shape errors', () => {
   it.each<[string, string, string[]]>([
-    ['YAML syntax', 'kind: VM\nname: [a\n', ['g.yaml:3:1: YAML: Flow sequence in block collection must be sufficiently indented and end with a ]']],
+    [
+      'YAML syntax',
+      'kind: VM\nname: [a\n',
+      ['g.yaml:3:1: YAML: Flow sequence in block collection must be sufficiently indented and end with a ]'],
+    ],
     ['duplicate keys', 'kind: VM\nname: a\nname: b\n', ['g.yaml:3:1: YAML: Map keys must be unique']],
     [
       'a document without kind',
@@ -30,7 +34,11 @@ describe('loadSpecs: document and shape errors', () => {
       ['g.yaml:8:1: document has no kind (Cluster, VM or Container); every YAML document under the spec root must be a spec'],
     ],
     ['an unknown kind', 'kind: Vm\nname: a\n', ['g.yaml:1:7: unknown kind "Vm" (expected Cluster, VM or Container)']],
-    ['a document that is not a mapping', '- kind: VM\n', ['g.yaml:1:1: a spec document must be a mapping with a kind (Cluster, VM or Container)']],
+    [
+      'a document that is not a mapping',
+      '- kind: VM\n',
+      ['g.yaml:1:1: a spec document must be a mapping with a kind (Cluster, VM or Container)'],
+    ],
     ['a missing required key', 'kind: VM\nname: a\nnode: pve-01\n', ['g.yaml:1:1: missing required key "cluster"']],
     [
       'a missing nested key',
@@ -62,8 +70,16 @@ describe('loadSpecs: document and shape errors', () => {
       'kind: VM\nname: a\ncluster: lab\nnode: pve-01\ncreate: { ostemplate: x }\n',
       ['g.yaml:5:11: unknown key "ostemplate" in create (create options for a VM: pool, storage)'],
     ],
-    ['a wrongly typed value', 'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nvmid: abc\n', ['g.yaml:5:7: vmid: expected a number, got "abc"']],
-    ['a fractional VMID', 'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nvmid: 100.5\n', ['g.yaml:5:7: vmid: expected an integer, got 100.5']],
+    [
+      'a wrongly typed value',
+      'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nvmid: abc\n',
+      ['g.yaml:5:7: vmid: expected a number, got "abc"'],
+    ],
+    [
+      'a fractional VMID',
+      'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nvmid: 100.5\n',
+      ['g.yaml:5:7: vmid: expected an integer, got 100.5'],
+    ],
     ['a VMID Proxmox refuses', 'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nvmid: 99\n', ['g.yaml:5:7: vmid: must be at least 100']],
     [
       'a value outside an enum',
@@ -76,7 +92,11 @@ describe('loadSpecs: document and shape errors', () => {
       'kind: Cluster\nname: dev\nvmids: { lower: 500, upper: 600 }\nnodes: [n1, [n2]]\n',
       ['g.yaml:4:13: nodes[1]: expected a string, got a list'],
     ],
-    ['a boolean written as a word', 'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nadopt: yes\n', ['g.yaml:5:8: adopt: expected true or false, got "yes"']],
+    [
+      'a boolean written as a word',
+      'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nadopt: yes\n',
+      ['g.yaml:5:8: adopt: expected true or false, got "yes"'],
+    ],
     [
       'an empty config value',
       'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nconfig:\n  description:\n',

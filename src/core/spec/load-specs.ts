@@ -14,13 +14,7 @@ import type { DocPath, DocumentPositions } from './document-positions.js';
 import { compareSpecErrors, SpecError } from './errors.js';
 import { parseSpecFiles, type ParsedSpecFile } from './parse-spec-file.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
-import {
-  ClusterDocument,
-  ContainerDocument,
-  DOCUMENT_SCHEMAS,
-  SpecKind,
-  VmDocument,
-} from './schema.js';
+import { ClusterDocument, ContainerDocument, DOCUMENT_SCHEMAS, SpecKind, VmDocument } from './schema.js';
 import { validateSpecs, type SpecPositions } from './validate-specs.js';
 import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
@@ -99,10 +93,7 @@ function assembleFile(file: ParsedSpecFile, state: LoadState): void {
 function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state: LoadState): void {
   if (!('kind' in raw)) {
     state.errors.push(
-      new SpecError(
-        at.start,
-        'document has no kind (Cluster, VM or Container); every YAML document under the spec root must be a spec',
-      ),
+      new SpecError(at.start, 'document has no kind (Cluster, VM or Container); every YAML document under the spec root must be a spec'),
     );
     return;
   }

@@ -51,7 +51,10 @@ export function parseSpecFile(file: SpecFile): ParsedSpecFile {
   const documents: ParsedDocument[] = [];
   for (const doc of docs) {
     if (doc.errors.length > 0) {
-      documents.push({ kind: 'yaml-errors', errors: doc.errors.map((error) => ({ at: at(error.pos[0]), message: `YAML: ${error.message}` })) });
+      documents.push({
+        kind: 'yaml-errors',
+        errors: doc.errors.map((error) => ({ at: at(error.pos[0]), message: `YAML: ${error.message}` })),
+      });
       continue;
     }
     const contents = doc.contents;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import { documentPositions, type DocPath, type DocumentPositions } from './document-positions.js';
 import { buildPositionTable, lineCounterFrom, tablePositions } from './position-table.js';
 
@@ -80,7 +80,10 @@ constructor:
   ['a recursive alias', `a: &r { self: *r, leaf: 1 }\nb: *r\n`],
   ['CRLF and a byte-order mark', '\uFEFFkind: VM\r\nname: a\r\nconfig:\r\n  memory: 1\r\n  tags: [x, y]\r\n'],
   ['a later document of a file', `kind: Cluster\nname: c\n---\n# comment\n\nkind: VM\nconfig:\n  net0:\n    model: virtio\n`],
-  ['block scalars and comments', `# head\nkind: VM # trailing\ndescription: |\n  line 1\n  line 2\nconfig: >-\n  folded\n  text\nafter: 1\n`],
+  [
+    'block scalars and comments',
+    `# head\nkind: VM # trailing\ndescription: |\n  line 1\n  line 2\nconfig: >-\n  folded\n  text\nafter: 1\n`,
+  ],
   ['duplicate keys (first one wins)', `a: 1\na: { b: 2 }\n`],
   ['a document that is a list', `- a\n- { b: c }\n`],
   ['a document that is a scalar', `just text\n`],

@@ -67,9 +67,7 @@ function tableNode(doc: Document, node: Node, built: Map<Node, TableNode>): Tabl
     if (target === undefined) return at;
     const resolved = tableNode(doc, target, built);
     if (typeof resolved === 'number') return at;
-    return 'keys' in resolved
-      ? { at, keys: resolved.keys, keyAt: resolved.keyAt, values: resolved.values }
-      : { at, items: resolved.items };
+    return 'keys' in resolved ? { at, keys: resolved.keys, keyAt: resolved.keyAt, values: resolved.values } : { at, items: resolved.items };
   }
   const done = built.get(node);
   if (done !== undefined) return done;

@@ -110,12 +110,12 @@ describe('validateSpecs rules (file:line:col: message)', () => {
       { 'g.yaml': vm('  nett1: virtio,bridge=vmbr0\n') },
       ['g.yaml:8:3: unknown config key "nett1" for a VM (did you mean "net1"?)'],
     ],
+    ['a key of the other guest type', { 'g.yaml': vm('  rootfs: local-lvm:8\n') }, ['g.yaml:8:3: unknown config key "rootfs" for a VM']],
     [
-      'a key of the other guest type',
-      { 'g.yaml': vm('  rootfs: local-lvm:8\n') },
-      ['g.yaml:8:3: unknown config key "rootfs" for a VM'],
+      'unknown config key with a hint',
+      { 'g.yaml': vm('  start: 1\n') },
+      ['g.yaml:8:3: unknown config key "start" for a VM (use power: running)'],
     ],
-    ['unknown config key with a hint', { 'g.yaml': vm('  start: 1\n') }, ['g.yaml:8:3: unknown config key "start" for a VM (use power: running)']],
     [
       'indexed key out of Proxmox range',
       { 'g.yaml': vm('  net32: virtio,bridge=vmbr0\n  scsi31: local-lvm:1\n') },
@@ -160,12 +160,12 @@ describe('validateSpecs rules (file:line:col: message)', () => {
       { 'g.yaml': vm('  name: other\n') },
       ['g.yaml:8:9: config name "other" differs from the guest\'s name "app-01"; leave it out, it is the guest\'s name'],
     ],
-    ['a guest name that is not a DNS name', { 'g.yaml': vm().replace('name: app-01', 'name: app_01') }, ['g.yaml:2:7: name "app_01" is not a valid DNS name']],
     [
-      'an invalid tag',
-      { 'g.yaml': vm('  tags: [ok, "b@d"]\n') },
-      ['g.yaml:8:9: tag "b@d" is not a valid Proxmox tag'],
+      'a guest name that is not a DNS name',
+      { 'g.yaml': vm().replace('name: app-01', 'name: app_01') },
+      ['g.yaml:2:7: name "app_01" is not a valid DNS name'],
     ],
+    ['an invalid tag', { 'g.yaml': vm('  tags: [ok, "b@d"]\n') }, ['g.yaml:8:9: tag "b@d" is not a valid Proxmox tag']],
     [
       'disks outside the storage contract',
       { 'g.yaml': vm('  scsi0: fast:32,ssd=1\n  efidisk0: { file: "nvme:1", efitype: 4m }\n  ide2: fast:cloudinit\n') },
@@ -277,7 +277,7 @@ describe('validateSpecs rules (file:line:col: message)', () => {
       'values Proxmox rejects, with its own texts',
       { 'g.yaml': vm('  cores: many\n  net0: { model: virtio9, bridge: vmbr0 }\n  ostype: l99\n').replace('memory: 2048', 'memory: 8') },
       [
-        "g.yaml:7:11: config.memory: invalid format - format error; memory.current: value must have a minimum value of 16",
+        'g.yaml:7:11: config.memory: invalid format - format error; memory.current: value must have a minimum value of 16',
         "g.yaml:8:10: config.cores: type check ('integer') failed - got 'many'",
         "g.yaml:9:9: config.net0: invalid format - format error; net0.model: value 'virtio9' does not have a value in the enumeration 'e1000, e1000-82540em, e1000-82544gc, e1000-82545em, e1000e, i82551, i82557b, i82559er, ne2k_isa, ne2k_pci, pcnet, rtl8139, virtio, vmxnet3'",
         "g.yaml:10:11: config.ostype: value 'l99' does not have a value in the enumeration 'other, wxp, w2k, w2k3, w2k8, wvista, win7, win8, win10, win11, l24, l26, solaris'",
@@ -295,8 +295,7 @@ describe('validateSpecs rules (file:line:col: message)', () => {
       'a derived VMID in a full range',
       {
         'c2.yaml': 'kind: Cluster\nname: tiny\nvmids: { lower: 500000, upper: 500001 }\nnodes: [n1]\n',
-        'g.yaml':
-          'kind: VM\nname: a\ncluster: tiny\nnode: n1\nvmid: 500000\n---\nkind: VM\nname: b\ncluster: tiny\nnode: n1\n',
+        'g.yaml': 'kind: VM\nname: a\ncluster: tiny\nnode: n1\nvmid: 500000\n---\nkind: VM\nname: b\ncluster: tiny\nnode: n1\n',
       },
       ['g.yaml:7:1: no free VMID left in cluster "tiny" range [500000, 500001) for "b"; widen the range or pin a vmid'],
     ],

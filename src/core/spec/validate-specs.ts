@@ -76,7 +76,9 @@ function validateClusters(clusters: readonly ClusterSpec[], posOf: PositionsOf, 
     const at = posOf(cluster);
     const first = byName.get(cluster.name);
     if (first) {
-      errors.push(new SpecError(at.value(['name']), `duplicate cluster "${cluster.name}" (first defined at ${where(posOf(first).value(['name']))})`));
+      errors.push(
+        new SpecError(at.value(['name']), `duplicate cluster "${cluster.name}" (first defined at ${where(posOf(first).value(['name']))})`),
+      );
       continue;
     }
     byName.set(cluster.name, cluster);
@@ -124,16 +126,28 @@ function validateIdentity(
     if (!cluster) {
       if (brokenClusters.has(guest.cluster)) continue;
       const known = [...clusters.keys()];
-      errors.push(new SpecError(at.value(['cluster']), `unknown cluster "${guest.cluster}"${known.length ? ` (clusters: ${list(known)})` : ' (no kind: Cluster document defines it)'}`));
+      errors.push(
+        new SpecError(
+          at.value(['cluster']),
+          `unknown cluster "${guest.cluster}"${known.length ? ` (clusters: ${list(known)})` : ' (no kind: Cluster document defines it)'}`,
+        ),
+      );
       continue;
     }
     if (!cluster.nodes.includes(guest.node)) {
-      errors.push(new SpecError(at.value(['node']), `node "${guest.node}" is not a node of cluster "${cluster.name}" (${list(cluster.nodes)})`));
+      errors.push(
+        new SpecError(at.value(['node']), `node "${guest.node}" is not a node of cluster "${cluster.name}" (${list(cluster.nodes)})`),
+      );
     }
     const nameKey = `${guest.cluster}\0${guest.name}`;
     const sameName = names.get(nameKey);
     if (sameName) {
-      errors.push(new SpecError(at.value(['name']), `duplicate guest name "${guest.name}" in cluster "${guest.cluster}" (first defined at ${where(posOf(sameName).value(['name']))})`));
+      errors.push(
+        new SpecError(
+          at.value(['name']),
+          `duplicate guest name "${guest.name}" in cluster "${guest.cluster}" (first defined at ${where(posOf(sameName).value(['name']))})`,
+        ),
+      );
     } else {
       names.set(nameKey, guest);
     }
@@ -162,7 +176,8 @@ function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: D
     if (key) reported.add(key);
   };
 
-  if (!DNS_NAME_RE.test(guest.name)) report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
+  if (!DNS_NAME_RE.test(guest.name))
+    report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
   validatePowerState(guest, at, report);
   validateConfigKeys(guest, at, report);
   validateConfigValues(guest, cluster, at, report);
@@ -219,7 +234,11 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
   const { config } = guest;
   const valueAt = (key: string): SourceRef => at.value(['config', key]);
   if (guest.type === 'qemu' && config.name !== undefined && config.name !== guest.name) {
-    report(valueAt('name'), `config name "${config.name}" differs from the guest's name "${guest.name}"; leave it out, it is the guest's name`, 'name');
+    report(
+      valueAt('name'),
+      `config name "${config.name}" differs from the guest's name "${guest.name}"; leave it out, it is the guest's name`,
+      'name',
+    );
   }
   if (guest.type === 'lxc' && config.hostname !== undefined && !DNS_NAME_RE.test(config.hostname)) {
     report(valueAt('hostname'), `hostname "${config.hostname}" is not a valid DNS name`, 'hostname');
@@ -244,7 +263,11 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
     if (cluster.storages && DISK_KEY[guest.type].test(key)) {
       const storage = diskStorage(guest.type, value);
       if (storage !== undefined && !cluster.storages.includes(storage)) {
-        report(valueAt(key), `storage "${storage}" of ${key} is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`, key);
+        report(
+          valueAt(key),
+          `storage "${storage}" of ${key} is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`,
+          key,
+        );
       }
     }
     if (cluster.bridges && /^net\d+$/.test(key)) {
@@ -279,7 +302,10 @@ function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report)
     const ref = at.value(['ignore', index]);
     if (!isRealConfigKey(guest.type, key)) {
       const suggestion = suggestKey(guest.type, key);
-      report(ref, `ignore: unknown config key "${key}" for ${typeLabel(guest.type)}${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`);
+      report(
+        ref,
+        `ignore: unknown config key "${key}" for ${typeLabel(guest.type)}${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`,
+      );
     } else if (key === 'tags') {
       report(ref, 'ignore: tags cannot be ignored, the owner tag is kept there');
     } else if (key in guest.config) {
@@ -291,7 +317,10 @@ function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report)
 function validateCreateOptions(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, report: Report): void {
   const storage = guest.createOptions?.storage;
   if (storage !== undefined && cluster?.storages && !cluster.storages.includes(storage)) {
-    report(at.value(['create', 'storage']), `storage "${storage}" is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`);
+    report(
+      at.value(['create', 'storage']),
+      `storage "${storage}" is not in cluster "${cluster.name}" storages (${list(cluster.storages)})`,
+    );
   }
 }
 

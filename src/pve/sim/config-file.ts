@@ -48,9 +48,10 @@ export function configDigest(raw: string): string {
 export function encodeText(text: string): string {
   let out = '';
   for (const byte of Buffer.from(text, 'utf8')) {
-    out += byte < 0x20 || byte > 0x7e || byte === 0x3a || byte === 0x25
-      ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
-      : String.fromCharCode(byte);
+    out +=
+      byte < 0x20 || byte > 0x7e || byte === 0x3a || byte === 0x25
+        ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}`
+        : String.fromCharCode(byte);
   }
   return out;
 }
@@ -120,7 +121,7 @@ export function parseConfig(raw: string, type: GuestType): ParsedConfig {
       continue;
     }
     if (line.startsWith('#')) {
-      descr = (descr ?? '') + decodeText(line.slice(1)) + '\n';
+      descr = `${(descr ?? '') + decodeText(line.slice(1))}\n`;
       continue;
     }
     if ((m = DESCRIPTION_KEY_RE.exec(line))) {

@@ -6,14 +6,7 @@
  */
 import type { GuestType } from '../../core/model.js';
 import { paramSchema } from '../../core/proxmox-params.js';
-import {
-  configDigest,
-  parseConfig,
-  parsePendingDelete,
-  serializeConfig,
-  type ConfigSection,
-  type ParsedConfig,
-} from './config-file.js';
+import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from './config-file.js';
 import { configEndpoint, parseSize, parseOption } from './property-format.js';
 
 /** A JSON value of a config view. */
@@ -32,8 +25,7 @@ function valueKind(type: GuestType, key: string): ValueKind {
   let kind = cache.get(key);
   if (kind === undefined) {
     const schema = paramSchema(configEndpoint(type), key);
-    kind =
-      schema?.type === 'integer' || schema?.type === 'boolean' ? 'number' : (INTERNAL_KEY_KINDS[key] ?? 'string');
+    kind = schema?.type === 'integer' || schema?.type === 'boolean' ? 'number' : (INTERNAL_KEY_KINDS[key] ?? 'string');
     cache.set(key, kind);
   }
   return kind;
@@ -288,7 +280,11 @@ export class Guest {
     };
     if (this.type === 'lxc') return sizeOf('rootfs') ?? 0;
     const order = /order=([^,]+)/.exec(main.get('boot') ?? '')?.[1]?.split(';') ?? [];
-    const candidates = [...order, main.get('bootdisk') ?? '', ...[...main.keys()].filter((k) => /^(scsi|virtio|sata|ide)\d+$/.test(k)).sort()];
+    const candidates = [
+      ...order,
+      main.get('bootdisk') ?? '',
+      ...[...main.keys()].filter((k) => /^(scsi|virtio|sata|ide)\d+$/.test(k)).sort(),
+    ];
     for (const key of candidates) {
       if (!/^(scsi|virtio|sata|ide)\d+$/.test(key)) continue;
       const value = main.get(key);

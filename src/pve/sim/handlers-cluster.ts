@@ -133,7 +133,9 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
     }
   }
   if (type === undefined || type === 'node') {
-    ctx.sim.nodes.forEach((node, i) => parts.push(JSON.stringify({ ...nodeEntry(node, i), 'cgroup-mode': 2 })));
+    ctx.sim.nodes.forEach((node, i) => {
+      parts.push(JSON.stringify({ ...nodeEntry(node, i), 'cgroup-mode': 2 }));
+    });
   }
   if (type === undefined || type === 'storage') {
     for (const node of ctx.sim.nodes) {
@@ -232,8 +234,6 @@ export function getTaskLog(ctx: RequestContext): HandlerResult {
   const limit = Number(ctx.params.limit ?? 50);
   const lines = task.lines;
   const data =
-    lines.length === 0
-      ? [{ n: 1, t: 'no content' }]
-      : lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
+    lines.length === 0 ? [{ n: 1, t: 'no content' }] : lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
   return { data, total: Math.max(lines.length, 1) };
 }

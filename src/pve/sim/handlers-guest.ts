@@ -171,7 +171,9 @@ export function updateQemuConfig(async: boolean) {
       if (Object.keys(errors).length > 0) {
         // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
         throw new Error(
-          `400 Parameter verification failed.\n${Object.entries(errors).map(([k, v]) => `${k}: ${v}`).join('\n')}`,
+          `400 Parameter verification failed.\n${Object.entries(errors)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('\n')}`,
         );
       }
     });

@@ -24,11 +24,51 @@ import {
 import { TaskFailure } from './tasks.js';
 import { applyAllPending, createQemuDisk, printLxcNet, printQemuNet } from './update.js';
 
-const QEMU_CREATE_ONLY = new Set(['node', 'vmid', 'archive', 'storage', 'force', 'unique', 'live-restore', 'pool', 'bwlimit', 'start', 'ha-managed', 'import-working-storage']);
-const LXC_CREATE_ONLY = new Set(['node', 'vmid', 'ostemplate', 'password', 'ssh-public-keys', 'storage', 'restore', 'force', 'unique', 'ignore-unpack-errors', 'pool', 'start', 'ha-managed', 'bwlimit']);
+const QEMU_CREATE_ONLY = new Set([
+  'node',
+  'vmid',
+  'archive',
+  'storage',
+  'force',
+  'unique',
+  'live-restore',
+  'pool',
+  'bwlimit',
+  'start',
+  'ha-managed',
+  'import-working-storage',
+]);
+const LXC_CREATE_ONLY = new Set([
+  'node',
+  'vmid',
+  'ostemplate',
+  'password',
+  'ssh-public-keys',
+  'storage',
+  'restore',
+  'force',
+  'unique',
+  'ignore-unpack-errors',
+  'pool',
+  'start',
+  'ha-managed',
+  'bwlimit',
+]);
 
 /** Root-only parameters of the power endpoints (tokens are never root@pam). */
-const ROOT_ONLY_POWER = ['skiplock', 'migratedfrom', 'stateuri', 'machine', 'targetstorage', 'force-cpu', 'migration_type', 'migration_network', 'nets-host-mtu', 'with-conntrack-state', 'keepActive'];
+const ROOT_ONLY_POWER = [
+  'skiplock',
+  'migratedfrom',
+  'stateuri',
+  'machine',
+  'targetstorage',
+  'force-cpu',
+  'migration_type',
+  'migration_network',
+  'nets-host-mtu',
+  'with-conntrack-state',
+  'keepActive',
+];
 
 /** Existing guest with this VMID anywhere in the cluster → `check_vmid_unused` text. */
 function vmidInUse(ctx: RequestContext, vmid: number): string | undefined {
@@ -114,7 +154,9 @@ export function createQemu(ctx: RequestContext): HandlerResult {
 function ostypeFromTemplate(template: string): string {
   const base = template.replace(/^.*[/:]/, '').toLowerCase();
   const known = ['debian', 'ubuntu', 'centos', 'fedora', 'opensuse', 'archlinux', 'alpine', 'gentoo', 'nixos', 'devuan'];
-  return known.find((os) => base.startsWith(os)) ?? (base.startsWith('rockylinux') || base.startsWith('almalinux') ? 'centos' : 'unmanaged');
+  return (
+    known.find((os) => base.startsWith(os)) ?? (base.startsWith('rockylinux') || base.startsWith('almalinux') ? 'centos' : 'unmanaged')
+  );
 }
 
 /** `POST /nodes/{node}/lxc`. */
@@ -174,7 +216,8 @@ export function destroyQemu(ctx: RequestContext): HandlerResult {
   if (perlTrue(guest.main.get('protection'))) throw new DieError(`can't remove VM ${vmid} - protection mode enabled\n`);
   if (guest.running) throw new DieError(`VM ${vmid} is running - destroy failed\n`);
   const task = ctx.startTask(guest.node, 'qmdestroy', String(vmid), (log) => {
-    if (ctx.sim.guests.get(vmid) !== guest) throw new TaskFailure(`Configuration file 'nodes/${guest.node}/qemu-server/${vmid}.conf' does not exist`);
+    if (ctx.sim.guests.get(vmid) !== guest)
+      throw new TaskFailure(`Configuration file 'nodes/${guest.node}/qemu-server/${vmid}.conf' does not exist`);
     if (guest.lock && guest.lock !== 'suspended') throw new TaskFailure(`VM is locked (${guest.lock})`);
     if (perlTrue(guest.main.get('protection'))) throw new TaskFailure(`can't remove VM ${vmid} - protection mode enabled`);
     for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
@@ -193,7 +236,8 @@ export function destroyLxc(ctx: RequestContext): HandlerResult {
   const force = flag(ctx, 'force');
   if (guest.running && !force) throw new DieError(`unable to destroy CT ${vmid} - container is running\n`);
   const task = ctx.startTask(guest.node, 'vzdestroy', String(vmid), (log) => {
-    if (ctx.sim.guests.get(vmid) !== guest) throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
+    if (ctx.sim.guests.get(vmid) !== guest)
+      throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
     if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
     if (guest.running) log.log(`stopping CT ${vmid}`);
     for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
@@ -259,7 +303,10 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
   };
 }
 
-function driveParts(guest: Guest, key: string): { format: NonNullable<ReturnType<typeof optionFormat>>; data: Record<string, string> } | undefined {
+function driveParts(
+  guest: Guest,
+  key: string,
+): { format: NonNullable<ReturnType<typeof optionFormat>>; data: Record<string, string> } | undefined {
   const value = guest.main.get(key);
   const format = optionFormat(guest.type, key);
   if (value === undefined || !format) return undefined;
@@ -285,7 +332,7 @@ export function resizeQemu(ctx: RequestContext): HandlerResult {
   const digest = ctx.params.digest;
   const task = ctx.startTask(node, 'resize', String(vmid), (log) => {
     const guest = ctx.sim.guests.get(vmid);
-    if (!guest || guest.type !== 'qemu' || guest.node !== node) {
+    if (guest?.type !== 'qemu' || guest.node !== node) {
       throw new TaskFailure(`Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
     }
     if (digest && digest !== guest.digest) throw new TaskFailure('checksum mismatch (file change by other user?)');
@@ -298,7 +345,9 @@ export function resizeQemu(ctx: RequestContext): HandlerResult {
     const target = newSize(current, size);
     if (target < current) throw new TaskFailure('shrinking disks is not supported');
     if (target === current) return;
-    log.log(`  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`);
+    log.log(
+      `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,
+    );
     ctx.sim.volumes.setSize(volid, target);
     drive.data.size = formatSize(target);
     guest.main.set(disk, printPropertyString(drive.format, drive.data));
@@ -322,7 +371,9 @@ export function resizeLxc(ctx: RequestContext): HandlerResult {
   if (target < current) throw new DieError('unable to shrink disk size\n');
   if (target === current) return { data: null };
   const task = ctx.startTask(guest.node, 'resize', String(guest.vmid), (log) => {
-    log.log(`  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`);
+    log.log(
+      `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,
+    );
     const fresh = driveParts(guest, disk);
     if (!fresh) throw new TaskFailure(`disk '${disk}' does not exist`);
     ctx.sim.volumes.setSize(volid, target);
@@ -359,7 +410,9 @@ export function moveDisk(ctx: RequestContext): HandlerResult {
   if (ctx.params['target-vmid'] !== undefined) throw new DieError('moving a disk to another VM is not supported by the simulator\n');
   const storage = ctx.params.storage;
   if (!storage) {
-    throw new DieError("Provide either a 'storage' to move the disk to a different storage or 'target-vmid' and 'target-disk' to move the disk to another VM\n");
+    throw new DieError(
+      "Provide either a 'storage' to move the disk to a different storage or 'target-vmid' and 'target-disk' to move the disk to another VM\n",
+    );
   }
   const disk = param(ctx, 'disk');
   const remove = flag(ctx, 'delete');
@@ -396,7 +449,10 @@ export function moveLxcVolume(ctx: RequestContext): HandlerResult {
   const guest = pathGuest(ctx, 'lxc');
   const volume = param(ctx, 'volume');
   const storage = ctx.params.storage;
-  if (!storage) throw new DieError("Provide either a 'storage' to move the mount point to a different storage or 'target-vmid' and 'target-volume' to move the mount point to another container\n");
+  if (!storage)
+    throw new DieError(
+      "Provide either a 'storage' to move the mount point to a different storage or 'target-vmid' and 'target-volume' to move the mount point to another container\n",
+    );
   if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   if (guest.running) throw new DieError('cannot move volumes of a running container\n');
   if (!driveParts(guest, volume)) throw new DieError(`volume '${volume}' does not exist\n`);

@@ -5,11 +5,7 @@
  * Plus the helpers those values need: sizes, MAC addresses, volume ids.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  paramSchema,
-  parsePropertyStringWithSchema,
-  type ParamSchema,
-} from '../../core/proxmox-params.js';
+import { paramSchema, parsePropertyStringWithSchema, type ParamSchema } from '../../core/proxmox-params.js';
 import { configEndpoint } from '../../core/config-options.js';
 import { isCloudinitVolume } from '../../core/hotplug.js';
 import type { GuestType } from '../../core/model.js';

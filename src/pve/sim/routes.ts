@@ -8,14 +8,7 @@ import { canSeeGuest, canWriteGuest } from './auth.js';
 import type { Handler } from './context.js';
 import { PermissionError } from './errors.js';
 import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion, listTasks } from './handlers-cluster.js';
-import {
-  getConfig,
-  getPending,
-  getStatusCurrent,
-  listGuests,
-  updateLxcConfig,
-  updateQemuConfig,
-} from './handlers-guest.js';
+import { getConfig, getPending, getStatusCurrent, listGuests, updateLxcConfig, updateQemuConfig } from './handlers-guest.js';
 import {
   createLxc,
   createQemu,
@@ -45,7 +38,8 @@ export interface Route {
   handler: Handler;
 }
 
-const QEMU_CONFIG_PRIVS = 'VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit';
+const QEMU_CONFIG_PRIVS =
+  'VM.Config.Disk|VM.Config.CDROM|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.HWType|VM.Config.Options|VM.Config.Cloudinit';
 const LXC_CONFIG_PRIVS = 'VM.Config.Disk|VM.Config.CPU|VM.Config.Memory|VM.Config.Network|VM.Config.Options';
 
 const anyone: PermissionCheck = () => undefined;

@@ -111,7 +111,10 @@ async function api(sim: Simulator, req: IncomingMessage, res: ServerResponse, re
   }
   let segments: string[];
   try {
-    segments = relPath.split('/').filter(Boolean).map((s) => decodeURIComponent(s));
+    segments = relPath
+      .split('/')
+      .filter(Boolean)
+      .map((s) => decodeURIComponent(s));
   } catch {
     segments = relPath.split('/').filter(Boolean);
   }
@@ -314,8 +317,10 @@ function numberField(body: Record<string, unknown>, key: string): number {
 function editField(body: Record<string, unknown>): OperatorEdit {
   const set = body.set;
   const del = body.delete;
-  if (set !== undefined && (typeof set !== 'object' || set === null || Array.isArray(set))) throw new SimulatorError("'set' must be an object");
-  if (del !== undefined && (!Array.isArray(del) || !del.every((d) => typeof d === 'string'))) throw new SimulatorError("'delete' must be an array of strings");
+  if (set !== undefined && (typeof set !== 'object' || set === null || Array.isArray(set)))
+    throw new SimulatorError("'set' must be an object");
+  if (del !== undefined && (!Array.isArray(del) || !del.every((d) => typeof d === 'string')))
+    throw new SimulatorError("'delete' must be an array of strings");
   return { ...(set ? { set: set as Record<string, string | number> } : {}), ...(del ? { delete: del as string[] } : {}) };
 }
 
@@ -352,7 +357,8 @@ async function control(sim: Simulator, req: IncomingMessage, res: ServerResponse
           throw new SimulatorError("'methods' must be an array of strings");
         }
         const mode = body.mode;
-        if (mode !== undefined && mode !== 'error' && mode !== 'reset' && mode !== 'mixed') throw new SimulatorError("'mode' must be error, reset or mixed");
+        if (mode !== undefined && mode !== 'error' && mode !== 'reset' && mode !== 'mixed')
+          throw new SimulatorError("'mode' must be error, reset or mixed");
         sim.setFailureRate(numberField(body, 'rate'), {
           ...(methods ? { methods: methods as string[] } : {}),
           ...(mode ? { mode } : {}),
@@ -378,7 +384,8 @@ async function control(sim: Simulator, req: IncomingMessage, res: ServerResponse
         if (type !== 'qemu' && type !== 'lxc') throw new SimulatorError("'type' must be qemu or lxc");
         if (typeof body.node !== 'string') throw new SimulatorError("'node' must be a string");
         const config = body.config;
-        if (typeof config !== 'string' && (typeof config !== 'object' || config === null)) throw new SimulatorError("'config' must be a string or an object");
+        if (typeof config !== 'string' && (typeof config !== 'object' || config === null))
+          throw new SimulatorError("'config' must be a string or an object");
         return controlReply(
           res,
           200,

@@ -9,14 +9,7 @@ import { configObjectToRaw } from './fixture.js';
 import { Guest } from './guest.js';
 import { StatsCollector, type SimStats } from './stats.js';
 import { TaskRegistry, type SimTask } from './tasks.js';
-import {
-  applyLxcUpdate,
-  applyQemuUpdate,
-  checkLxcUpdateLists,
-  prepareLxcUpdate,
-  prepareQemuUpdate,
-  type UpdateOutcome,
-} from './update.js';
+import { applyLxcUpdate, applyQemuUpdate, checkLxcUpdateLists, prepareLxcUpdate, prepareQemuUpdate, type UpdateOutcome } from './update.js';
 import { VolumeStore } from './volumes.js';
 
 /** An operator's edit: options to set and options to delete. */

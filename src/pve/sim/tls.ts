@@ -65,10 +65,7 @@ function utcTime(date: Date): Buffer {
 }
 
 function name(commonName: string, organization: string): Buffer {
-  return seq(
-    set(seq(oid('2.5.4.10'), utf8(organization))),
-    set(seq(oid('2.5.4.3'), utf8(commonName))),
-  );
+  return seq(set(seq(oid('2.5.4.10'), utf8(organization))), set(seq(oid('2.5.4.3'), utf8(commonName))));
 }
 
 function extension(id: string, critical: boolean, value: Buffer): Buffer {
@@ -78,7 +75,9 @@ function extension(id: string, critical: boolean, value: Buffer): Buffer {
 const ECDSA_SHA256 = seq(oid('1.2.840.10045.4.3.2'));
 
 function keyIdentifier(publicKey: KeyObject): Buffer {
-  return createHash('sha1').update(publicKey.export({ type: 'spki', format: 'der' })).digest();
+  return createHash('sha1')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest();
 }
 
 interface CertificateInput {

@@ -91,14 +91,17 @@ export function optionExists(type: GuestType, key: string): boolean {
 /** Options a token may never set (`only root can set '<opt>' config`): not in any permission group. */
 const QEMU_ROOT_ONLY = new Set(['args', 'lock', 'hookscript', 'meta', 'parent', 'snaptime', 'runningmachine', 'runningcpu']);
 
-
 /** The synchronous part of qemu's `$update_vm_api` before the config is loaded. */
 export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor): PreparedUpdate {
   if (update.skiplock && !actor.isRoot) throw new ParamError({ skiplock: 'Only root may use this option.' });
   const set = new Map<string, string>();
   for (const key of Object.keys(update.set).sort()) set.set(key, update.set[key] as string);
   const logParts: string[] = [];
-  for (const key of [...set.keys(), ...(update.delete !== undefined ? ['delete'] : []), ...(update.revert !== undefined ? ['revert'] : [])].sort()) {
+  for (const key of [
+    ...set.keys(),
+    ...(update.delete !== undefined ? ['delete'] : []),
+    ...(update.revert !== undefined ? ['revert'] : []),
+  ].sort()) {
     const value = key === 'delete' ? update.delete : key === 'revert' ? update.revert : set.get(key);
     logParts.push(`-${key}`, key === 'cipassword' ? '<hidden>' : (value as string));
   }

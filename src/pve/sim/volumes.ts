@@ -81,9 +81,7 @@ export class VolumeStore {
   registerFromConfig(type: GuestType, values: Map<string, string>): void {
     for (const [key, value] of values) {
       const isVolumeKey =
-        type === 'qemu'
-          ? /^(ide|sata|scsi|virtio)\d+$|^efidisk0$|^tpmstate0$/.test(key)
-          : key === 'rootfs' || /^mp\d+$/.test(key);
+        type === 'qemu' ? /^(ide|sata|scsi|virtio)\d+$|^efidisk0$|^tpmstate0$/.test(key) : key === 'rootfs' || /^mp\d+$/.test(key);
       if (/^unused\d+$/.test(key)) {
         if (parseVolumeId(value)) this.volumes.set(value, this.volumes.get(value) ?? 0);
         continue;

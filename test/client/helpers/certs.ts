@@ -35,11 +35,57 @@ export function makeTestCerts(): TestCerts {
     ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '3650', '-subj', '/CN=pve-gitops test CA');
     ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
     writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-    ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '3650', '-extfile', 'san.ext');
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      'leaf.csr',
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'leaf.pem',
+      '-days',
+      '3650',
+      '-extfile',
+      'san.ext',
+    );
     ssl('req', ...ec, '-keyout', 'misnamed.key', '-out', 'misnamed.csr', '-subj', '/CN=pve.invalid');
     writeFileSync(join(dir, 'misnamed.ext'), 'subjectAltName=DNS:pve.invalid\n');
-    ssl('x509', '-req', '-in', 'misnamed.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'misnamed.pem', '-days', '3650', '-extfile', 'misnamed.ext');
-    ssl('req', '-x509', ...ec, '-keyout', 'other.key', '-out', 'other.pem', '-days', '3650', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1');
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      'misnamed.csr',
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'misnamed.pem',
+      '-days',
+      '3650',
+      '-extfile',
+      'misnamed.ext',
+    );
+    ssl(
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      'other.key',
+      '-out',
+      'other.pem',
+      '-days',
+      '3650',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    );
     const read = (name: string): string => readFileSync(join(dir, name), 'utf8');
     const cert = (name: string): TestCert => {
       const pem = read(`${name}.pem`);
