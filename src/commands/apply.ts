@@ -1,17 +1,18 @@
+import { clusterNames } from '../connections/connect.js';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { ApplyResult } from '../core/apply-result.js';
 import { countApplyResult } from '../core/apply-result.js';
 import type { Plan } from '../core/model.js';
-import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
+import { planErrorLines, planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderApplyMarkdown, renderApplyText } from '../core/render/render-apply.js';
 import { parsePlanJson } from '../core/render/render-json.js';
 import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
 import { runPlan } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
-import { emit, parseFormat, renderPlan } from './plan.js';
-import { clusterNames, connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
+import { emit, parseFormat, renderPlan, useColor } from './plan.js';
+import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
 async function confirm(io: CommandIO, question: string): Promise<boolean> {
@@ -93,10 +94,7 @@ export const applyCommand: Command = {
     const plan = await obtainPlan(flags, io);
     if (!plan) return 1;
     if (planHasErrors(plan)) {
-      for (const e of plan.errors) io.stdout.write(`error: ${e.cluster ? `${e.cluster}: ` : ''}${e.message}\n`);
-      for (const g of plan.guests.filter((x) => x.action === 'error')) {
-        io.stdout.write(`error: ${g.cluster}/${g.name} (${g.vmid}): ${g.errors.join('; ')}\n`);
-      }
+      for (const line of planErrorLines(plan)) io.stdout.write(`error: ${line}\n`);
       note(io, 'the plan has errors: nothing was applied');
       return 1;
     }
@@ -126,9 +124,7 @@ export const applyCommand: Command = {
         ? `${JSON.stringify(result, null, 2)}\n`
         : format === 'markdown'
           ? `${renderApplyMarkdown(result)}\n`
-          : renderApplyText(result, {
-              color: flags.out === undefined && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR,
-            });
+          : renderApplyText(result, { color: useColor(io, flags.out !== undefined) });
     await emit(text, flags.out, io);
     const counts = countApplyResult(result.guests);
     return counts.conflict + counts.failed > 0 ? 1 : 0;

@@ -1,9 +1,10 @@
+import { clusterNames } from '../connections/connect.js';
 import type { ClusterSpec } from '../core/model.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
-import type { OpenClusters } from '../engine/open-clusters.js';
+import type { OpenClusters } from '../connections/open-clusters.js';
 import type { PveClient } from '../pve/client.js';
 import { parseFlags } from './args.js';
-import { clusterNames, connect, loadSpecDir, note } from './shared.js';
+import { connect, loadSpecDir, note } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
 /** What one cluster answered to the read-only token. */

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import labFixture from '../demo/lab-fixture.json' with { type: 'json' };
 import prodFixture from '../demo/prod-fixture.json' with { type: 'json' };
 import { startSimulator, type RunningSimulator, type SimFixture } from '../pve/sim/index.js';
-import { envPrefix } from '../config/clusters.js';
+import { envPrefix } from '../connections/cluster-connections.js';
 import { applyCommand } from './apply.js';
 import { intFlag, parseFlags } from './args.js';
 import { driftCommand } from './drift.js';

@@ -1,16 +1,11 @@
-import type { Plan } from '../core/model.js';
-import { planHasErrors } from '../core/plan/plan-specs.js';
+import { clusterNames } from '../connections/connect.js';
+import { planHasDrift, planHasErrors } from '../core/plan/plan-specs.js';
 import { runDrift } from '../engine/run-plan.js';
 import { plural } from '../core/render/plan-labels.js';
 import { parseFlags } from './args.js';
 import { emit, parseFormat, renderPlan } from './plan.js';
-import { clusterNames, connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
+import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command } from './types.js';
-
-/** True when any owned guest differs from its spec, or an orphan exists. */
-export function hasDrift(plan: Plan): boolean {
-  return plan.guests.some((g) => g.drift.length > 0 || g.action === 'orphan');
-}
 
 export const driftCommand: Command = {
   name: 'drift',
@@ -36,7 +31,7 @@ export const driftCommand: Command = {
         `${plural(drifted, 'drifted guest')}, ${plural(plan.summary.orphan, 'orphan')}, ${plan.summary.pending} with pending changes`,
       );
       if (planHasErrors(plan)) return 1;
-      return hasDrift(plan) ? 2 : 0;
+      return planHasDrift(plan) ? 2 : 0;
     } finally {
       await open.close();
     }

@@ -1,31 +1,31 @@
+import { clusterNames } from '../connections/connect.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Plan } from '../core/model.js';
 import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderPlanJson } from '../core/render/render-json.js';
-import { renderPlanMarkdown } from '../core/render/render-markdown.js';
-import { renderPlanText } from '../core/render/render-text.js';
+import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core/render/render-plan.js';
 import { runPlan } from '../engine/run-plan.js';
 import { parseFlags, UsageError } from './args.js';
-import { clusterNames, connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
+import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
-export const FORMATS = ['text', 'markdown', 'json'] as const;
-export type Format = (typeof FORMATS)[number];
+export type Format = PlanFormat;
 
 export function parseFormat(value: string): Format {
-  if (!(FORMATS as readonly string[]).includes(value)) {
-    throw new UsageError(`--format must be one of ${FORMATS.join(', ')}, got '${value}'`);
-  }
-  return value as Format;
+  const format = planFormat(value);
+  if (!format) throw new UsageError(`--format must be one of ${PLAN_FORMATS.join(', ')}, got '${value}'`);
+  return format;
+}
+
+/** Whether text output may use colour: a terminal, not a file, and NO_COLOR unset. */
+export function useColor(io: CommandIO, toFile: boolean): boolean {
+  return !toFile && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
 }
 
 /** Renders a plan in the chosen format. */
 export function renderPlan(plan: Plan, format: Format, io: CommandIO, toFile: boolean): string {
-  if (format === 'json') return renderPlanJson(plan);
-  if (format === 'markdown') return `${renderPlanMarkdown(plan)}\n`;
-  const color = !toFile && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
-  return renderPlanText(plan, { color });
+  return renderPlanAs(plan, format, { color: useColor(io, toFile) });
 }
 
 /** Writes rendered output to `--out FILE` or stdout. */

@@ -1,9 +1,10 @@
+import type { SpecSet } from '../core/model.js';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { ClusterConfigError, envPrefix, loadClusterConnections } from '../config/clusters.js';
-import type { SpecSet } from '../core/model.js';
+import { ClusterConfigError } from '../connections/cluster-connections.js';
+import { connectClusters, MissingConnectionError } from '../connections/connect.js';
 import { formatSpecError } from '../core/spec/errors.js';
-import { openClusters, type OpenClusters } from '../engine/open-clusters.js';
+import type { OpenClusters } from '../connections/open-clusters.js';
 import { createLogger } from '../logger.js';
 import { loadSpecFiles } from '../spec-files/load-spec-files.js';
 import { readSpecDir } from '../spec-files/read-spec-dir.js';
@@ -46,38 +47,25 @@ export function commandLogger(io: CommandIO): Logger | undefined {
   return createLogger({ level, stream: io.stderr });
 }
 
-/** Cluster names a spec set (and its base) refers to. */
-export function clusterNames(...sets: (SpecSet | undefined)[]): string[] {
-  const names = new Set<string>();
-  for (const set of sets) {
-    for (const c of set?.clusters ?? []) names.add(c.name);
-    for (const g of set?.guests ?? []) names.add(g.cluster);
-  }
-  return [...names].sort();
-}
-
 /**
- * Opens clients for the named clusters from the environment or the connections file. A cluster
- * without a connection is an error that says how to configure it.
+ * Opens clients for the named clusters (see {@link connectClusters}); a missing connection also
+ * says how to try the product without a cluster.
  */
 export async function connect(names: string[], mode: 'read' | 'write', io: CommandIO, file: string | undefined): Promise<OpenClusters> {
-  let connections;
   try {
-    connections = await loadClusterConnections({ names, env: io.env, cwd: io.cwd, file });
+    return await connectClusters(names, mode, {
+      env: io.env,
+      cwd: io.cwd,
+      file,
+      warn: (message) => note(io, `warning: ${message}`),
+      logger: commandLogger(io),
+    });
   } catch (err) {
+    if (err instanceof MissingConnectionError)
+      throw new UsageError(`${err.message}; to try the product without a cluster run \`pve-gitops demo\``);
     if (err instanceof ClusterConfigError) throw new UsageError(err.message);
     throw err;
   }
-  const missing = names.filter((n) => !connections[n]);
-  if (missing.length > 0) {
-    const first = missing[0] ?? '';
-    throw new UsageError(
-      `no connection configured for cluster${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: set ${envPrefix(first)}URL and ${envPrefix(first)}TOKEN, ` +
-        'or pass --clusters FILE (see README "Cluster connections"); to try the product without a cluster run `pve-gitops demo`',
-    );
-  }
-  const wanted = Object.fromEntries(names.map((n) => [n, connections[n]!]));
-  return openClusters(wanted, mode, { warn: (message) => note(io, `warning: ${message}`), logger: commandLogger(io) });
 }
 
 /**

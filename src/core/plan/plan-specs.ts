@@ -241,3 +241,16 @@ export function planHasChanges(plan: Plan): boolean {
 export function planHasErrors(plan: Plan): boolean {
   return plan.errors.length > 0 || plan.summary.error > 0;
 }
+
+/** True when an owned guest differs from its spec outside git, or an orphan exists. */
+export function planHasDrift(plan: Plan): boolean {
+  return plan.guests.some((g) => g.drift.length > 0 || g.action === 'orphan');
+}
+
+/** Every error of a plan as one line each: plan-level first, then per guest. */
+export function planErrorLines(plan: Plan): string[] {
+  return [
+    ...plan.errors.map((e) => `${e.cluster ? `${e.cluster}: ` : ''}${e.message}`),
+    ...plan.guests.filter((g) => g.action === 'error').map((g) => `${g.cluster}/${g.name} (${g.vmid}): ${g.errors.join('; ')}`),
+  ];
+}

@@ -1,4 +1,4 @@
-import type { ClusterConnection } from '../config/clusters.js';
+import type { ClusterConnection } from './cluster-connections.js';
 import { PveClient, type PveLogger } from '../pve/client.js';
 import { PveClusterAdapter } from '../pve/cluster-adapter.js';
 
