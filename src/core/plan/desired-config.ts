@@ -1,5 +1,6 @@
 import { isServerManaged } from '../config-options.js';
-import type { GuestSpec, GuestType } from '../model.js';
+import { encodeSshKeys, isOwnedOnlyWhenSet } from '../key-rules.js';
+import type { GuestSpec } from '../model.js';
 import { normaliseTags } from '../property-string.js';
 
 /**
@@ -7,22 +8,11 @@ import { normaliseTags } from '../property-string.js';
  * keys Proxmox fills in at creation when the spec leaves them out, and the spec's `ignore` list.
  */
 
-/**
- * Keys owned only when the spec sets them: those Proxmox fills in at creation (`boot`, a
- * Windows VM's pinned `machine`, a container's `arch`, `ostype`, `rootfs`, default `memory` and
- * `swap`), and those a token cannot write or the product refuses (`args`, `cipassword`), which
- * would otherwise be deleted on every apply and fail every time.
- */
-const OWNED_WHEN_SET: Record<GuestType, Set<string>> = {
-  qemu: new Set(['boot', 'bootdisk', 'smbios1', 'vmgenid', 'template', 'machine', 'args', 'cipassword']),
-  lxc: new Set(['arch', 'ostype', 'rootfs', 'template', 'unprivileged', 'memory', 'swap']),
-};
-
 /** True when the repository owns `key` of a guest described by `spec`. */
 export function isOwnedKey(spec: GuestSpec, key: string): boolean {
   if (isServerManaged(key)) return false;
   if (spec.ignore.includes(key)) return false;
-  if (OWNED_WHEN_SET[spec.type].has(key)) return key in spec.config;
+  if (isOwnedOnlyWhenSet(spec.type, key)) return key in spec.config;
   return true;
 }
 
@@ -49,17 +39,6 @@ export function desiredConfig(spec: GuestSpec, ownerTag: string): Record<string,
   }
   if (config.sshkeys !== undefined) config.sshkeys = encodeSshKeys(config.sshkeys);
   return config;
-}
-
-/** Proxmox wants `sshkeys` URL-encoded; it stores them that way too. */
-export function encodeSshKeys(value: string): string {
-  let plain = value;
-  try {
-    plain = decodeURIComponent(value);
-  } catch {
-    // Not encoded yet.
-  }
-  return encodeURIComponent(plain.replace(/\r\n/g, '\n'));
 }
 
 /**

@@ -9,20 +9,9 @@ import { normaliseTags, parsePropertyString, type PropertyString } from '../prop
  * Proxmox fills in parts of them (volume names, sizes, MACs) that are not drift.
  */
 
-const DISK_KEY: Record<GuestType, RegExp> = {
-  qemu: /^(scsi|virtio|sata|ide)\d+$|^efidisk0$|^tpmstate0$/,
-  lxc: /^rootfs$|^mp\d+$/,
-};
+import { isDiskKey, isNicKey } from '../key-rules.js';
 
-/** True for keys holding a disk or mount point. */
-export function isDiskKey(type: GuestType, key: string): boolean {
-  return DISK_KEY[type].test(key);
-}
-
-/** True for keys holding a network device. */
-export function isNicKey(key: string): boolean {
-  return /^net\d+$/.test(key);
-}
+export { isDiskKey, isNicKey } from '../key-rules.js';
 
 const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
 const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);

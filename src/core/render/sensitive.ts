@@ -1,10 +1,7 @@
-/** Keys whose values must never be shown in a comment or a terminal (cipassword, sshkeys, tokens). */
-export const SENSITIVE_KEY_RE = /password|sshkeys|secret|token/i;
+import { isSensitiveKey } from '../key-rules.js';
 
-/** True for keys whose values are secrets. */
-export function isSensitiveKey(key: string): boolean {
-  return SENSITIVE_KEY_RE.test(key);
-}
+/** Which keys are secrets is decided in the key-rules registry. */
+export { isSensitiveKey, SENSITIVE_KEY_RE } from '../key-rules.js';
 
 /** What the reader may see of `value`: `(sensitive)` for secrets; undefined stays undefined (unset). */
 export function visibleValue(key: string, value: string | undefined): string | undefined {

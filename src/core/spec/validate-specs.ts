@@ -6,6 +6,7 @@
  * not overlap (the naming-contract practice of keeping clusters apart), and every pinned VMID must
  * lie in its cluster's range, so a VMID can never be claimed by two clusters either.
  */
+import { isDiskKey } from '../key-rules.js';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
 import { validateParams } from '../proxmox-params.js';
@@ -17,12 +18,6 @@ import { UNASSIGNED_VMID } from './vmid.js';
 
 /** Where each spec's parts were written, by spec object. Specs without an entry report at `source`. */
 export type SpecPositions = ReadonlyMap<ClusterSpec | GuestSpec, DocumentPositions>;
-
-/** Disk options whose volume names a storage; the naming contract applies to them. */
-const DISK_KEY: Record<GuestType, RegExp> = {
-  qemu: /^(?:(?:ide|sata|scsi|virtio)\d+|efidisk0|tpmstate0)$/,
-  lxc: /^(?:rootfs|mp\d+)$/,
-};
 
 /** `STORAGE:volume` with Proxmox's storage-ID syntax (`pve-storage-id`). */
 const VOLUME_STORAGE = /^([a-z][a-z0-9._-]*[a-z0-9]):(.*)$/i;
@@ -260,7 +255,7 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
   }
   if (!cluster) return;
   for (const [key, value] of Object.entries(config)) {
-    if (cluster.storages && DISK_KEY[guest.type].test(key)) {
+    if (cluster.storages && isDiskKey(guest.type, key)) {
       const storage = diskStorage(guest.type, value);
       if (storage !== undefined && !cluster.storages.includes(storage)) {
         report(

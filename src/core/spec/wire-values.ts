@@ -14,6 +14,7 @@
  *   `{ model: virtio, bridge: vmbr0, firewall: true }` → `virtio,bridge=vmbr0,firewall=1`.
  *   To keep a NIC's MAC, write Proxmox's own form `{ virtio: 'BC:24:11:…', bridge: vmbr0 }`.
  */
+import { encodeSshKeys } from '../key-rules.js';
 import { normaliseTags } from '../property-string.js';
 import { defaultSubKey, type OptionSchema } from './config-keys.js';
 import type { ConfigValue } from './schema.js';
@@ -35,17 +36,8 @@ const MULTI_LINE = new Set(['description', 'sshkeys']);
 /** Characters Proxmox's `urlencoded` format allows (`pve_verify_urlencoded`). */
 const URLENCODED_RE = /^[-%a-zA-Z0-9_.!~*'()]*$/;
 
-/**
- * Percent-encodes SSH public keys (one per line, blank lines and surrounding space dropped) the way
- * the Proxmox web UI does (`encodeURIComponent`); Proxmox stores the value as sent.
- */
-export function encodeSshKeys(keys: string): string {
-  const lines = keys
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line !== '');
-  return encodeURIComponent(lines.join('\n'));
-}
+/** SSH keys are encoded by the key-rules registry, the one place that knows the format. */
+export { encodeSshKeys };
 
 function scalarToWire(value: string | number | boolean): WireResult {
   if (typeof value === 'boolean') return { ok: true, value: value ? '1' : '0' };
