@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { envPrefix } from '../core/cluster-name.js';
 
 /**
  * Cluster connections: name → API URL, credentials and TLS trust. They come from the server's
@@ -83,10 +84,8 @@ async function readCa(path: string | undefined, baseDir: string, what: string): 
   }
 }
 
-/** The environment-variable prefix of a cluster: `lab-2` → `PVE_CLUSTER_LAB_2_`. */
-export function envPrefix(name: string): string {
-  return `PVE_CLUSTER_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_`;
-}
+/** The environment-variable prefix of a cluster; the rule lives in the core, where spec validation uses it too. */
+export { envPrefix };
 
 async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, ClusterConnection>> {
   const full = resolve(cwd, path);

@@ -137,8 +137,9 @@ function hostFeatureFlags(value: string): string[] {
  * Whether `key` set to `value` reaches the host, and why. Follows the permission checks of
  * qemu-server `API2/Qemu.pm` (`$check_vm_modify_config_perm`, `check_hostpci_perm`,
  * `check_usb_perm`, `$check_vm_create_serial_perm`) and pve-container `LXC.pm`
- * (`check_ct_modify_config_perm`) and `API2/LXC.pm` (`create_vm`: Sys.Modify for a privileged
- * container). Undefined for anything an ordinary token with VM.Config.* may set.
+ * (`check_ct_modify_config_perm`) and `API2/LXC.pm` (`create_vm`: Sys.Modify on / for a
+ * privileged container; a create without `unprivileged` makes an unprivileged one). Undefined for
+ * anything an ordinary token with VM.Config.* may set.
  */
 export function hostAccessOf(type: GuestType, key: string, value: string): HostAccessFinding | undefined {
   if (key === 'hookscript') {

@@ -1,3 +1,5 @@
+import type { HostAccessRule } from './key-rules.js';
+
 /**
  * The shared vocabulary of the pure core: what a spec says, what a cluster looks like when read,
  * and what a plan proposes. Adapters (the Proxmox client, the CLI, the GitHub app) translate to
@@ -105,6 +107,12 @@ export interface ObservedCluster {
   guests: Record<number, ObservedGuest>;
   /** Guests whose read failed, by VMID, with the reason. */
   readErrors?: Record<number, string>;
+  /**
+   * VMIDs in scope that the listing does not show, with Proxmox's cluster-wide answer whether
+   * they exist (`GET /cluster/nextid?vmid=N`): true means a guest holds the VMID but the token
+   * cannot see it. A VMID missing here was not asked about.
+   */
+  unlisted?: Record<number, boolean>;
 }
 
 export interface ObservedState {
@@ -116,8 +124,11 @@ export interface ObservedState {
 /** How a change reaches the running guest. */
 export type Impact = 'live' | 'pending-restart' | 'needs-stop' | 'data-loss';
 
-/** Severity classes, in rising order. */
-export type Severity = 'read-only' | 'configuration' | 'service-impact' | 'data-loss';
+/**
+ * Severity classes, in rising order. `host-access` is the highest: the change reaches beyond the
+ * guest into its host (see `key-rules.ts`), and only a server-side policy allows it.
+ */
+export type Severity = 'read-only' | 'configuration' | 'service-impact' | 'data-loss' | 'host-access';
 
 /** One config key change: `from` undefined means added, `to` undefined means deleted. */
 export interface KeyChange {
@@ -125,6 +136,21 @@ export interface KeyChange {
   from?: string;
   to?: string;
   impact: Impact;
+  /** Set when the old or the new value reaches the host (see {@link HostAccessItem}). */
+  severity?: 'host-access';
+}
+
+/** A change of one key whose old or new value reaches beyond the guest into its host. */
+export interface HostAccessItem {
+  key: string;
+  /** The kind of option, as the server's `allowHostAccess` policy names it. */
+  rule: HostAccessRule;
+  /** What the value does to the host. */
+  reason: string;
+  /** What Proxmox demands of whoever writes it (`root@pam`, or a privilege). */
+  requires: string;
+  /** A form an API token may set, when Proxmox offers one. */
+  alternative?: string;
 }
 
 /**
@@ -186,6 +212,8 @@ export interface GuestPlan {
   pending: PendingItem[];
   errors: string[];
   warnings: string[];
+  /** Changes that reach the host, whether the server's policy allows them or not. */
+  hostAccess?: HostAccessItem[];
   impact?: Impact;
   severity: Severity;
   /** Spec file of the guest, when there is one. */
@@ -220,5 +248,30 @@ export interface Plan {
   errors: { cluster?: string; message: string }[];
   /** Notes not tied to one guest that a reviewer should see (e.g. an empty listing on a new cluster). */
   warnings: { cluster?: string; message: string }[];
+  /**
+   * Clusters read over a connection that does not protect the token: plain `http://`, or TLS
+   * without verification. Recorded so the reviewer sees it, not only the operator's terminal.
+   */
+  insecureConnections?: InsecureConnection[];
   summary: PlanSummary;
+}
+
+/** How a connection fails to protect what it carries. */
+export type InsecureTransport = 'http' | 'tls-unverified';
+
+/** A cluster reached over an insecure connection. */
+export interface InsecureConnection {
+  cluster: string;
+  transport: InsecureTransport;
+}
+
+/**
+ * What the server's connection configuration (never the spec repository) says about one cluster,
+ * as far as planning is concerned.
+ */
+export interface ClusterAccess {
+  /** Kinds of host-reaching options the server allows on this cluster. */
+  allowHostAccess: readonly HostAccessRule[];
+  /** Set when the connection is insecure. */
+  insecure?: InsecureTransport;
 }

@@ -16,6 +16,12 @@ export interface ClusterReader {
    * more request), as it does when the listing does not say running or stopped.
    */
   readGuest(listed: ListedGuest, options?: { liveStatus?: boolean }): Promise<ObservedGuest>;
+  /**
+   * Whether any guest holds `vmid` anywhere in the cluster, whatever this reader's token may see
+   * (Proxmox answers from the cluster's VMID list, not from the token's view). The way to tell a
+   * guest that is gone from a guest the token cannot see; see docs/identity-and-privileges.md.
+   */
+  vmidExists(vmid: number): Promise<boolean>;
 }
 
 /** The identity of a guest a write is aimed at. */

@@ -101,6 +101,26 @@ export async function observeClusters(
         const power = powerOf.get(l.vmid);
         return power !== undefined && l.status !== power;
       };
+      // A VMID in scope that the listing does not show is either free or held by a guest this
+      // token may not see (Proxmox leaves those out of every listing). Ask the cluster's VMID list,
+      // which answers whatever the token may see, so missing privileges never look like a guest
+      // that is gone (docs/identity-and-privileges.md).
+      const unlisted = new Set<number>();
+      for (const g of [...specs.head.guests, ...(specs.base?.guests ?? [])]) {
+        if (g.cluster === name && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid))) unlisted.add(g.vmid);
+      }
+      cluster.unlisted = {};
+      await Promise.all(
+        [...unlisted].map((vmid) =>
+          limit.run(async () => {
+            try {
+              cluster.unlisted![vmid] = await reader.vmidExists(vmid);
+            } catch (err) {
+              cluster.readErrors![vmid] = `could not ask Proxmox whether VMID ${vmid} exists: ${errorText(err)}`;
+            }
+          }),
+        ),
+      );
       let read = 0;
       await Promise.all(
         wanted.map((listed) =>

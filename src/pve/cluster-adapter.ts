@@ -1,6 +1,7 @@
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
 import type { PveClient, WaitOptions } from './client.js';
+import { PveAlreadyExistsError } from './errors.js';
 import { observedFromPending } from './observed-guest.js';
 
 /**
@@ -35,6 +36,17 @@ export class PveClusterAdapter implements ClusterWriter {
     // The listing's power state comes from pvestatd's 10-second cycle: `unknown` right after a
     // create, absent, or a QMP state like `paused`. Ask the node itself.
     return this.readGuestForApply(listed);
+  }
+
+  /** `GET /cluster/nextid?vmid=N` answers 400 "VM N already exists" for any VMID in the cluster's list. */
+  async vmidExists(vmid: number): Promise<boolean> {
+    try {
+      await this.#client.nextId(vmid);
+      return false;
+    } catch (err) {
+      if (err instanceof PveAlreadyExistsError) return true;
+      throw err;
+    }
   }
 
   readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {

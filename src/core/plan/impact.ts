@@ -36,7 +36,7 @@ export function keyImpact(ctx: ImpactContext, key: string, to: string | undefine
   return { impact: 'pending-restart', refusal: verdict.error.trimEnd() };
 }
 
-const SEVERITY_ORDER: Severity[] = ['read-only', 'configuration', 'service-impact', 'data-loss'];
+const SEVERITY_ORDER: Severity[] = ['read-only', 'configuration', 'service-impact', 'data-loss', 'host-access'];
 const IMPACT_ORDER: Impact[] = ['live', 'pending-restart', 'needs-stop', 'data-loss'];
 
 /** The more severe of two severities. */

@@ -328,10 +328,49 @@ describe('planGuest: drift against the base branch', () => {
     expect(plan.drift).toEqual([]);
   });
 
-  it('reports a guest deleted outside git', () => {
+  it('reports a guest deleted outside git once Proxmox confirms its VMID is free', () => {
     const base = vmSpec({ cores: '2' });
-    const plan = planGuest(input(vmSpec({ cores: '2' }), undefined, { baseSpec: base }));
+    const plan = planGuest(input(vmSpec({ cores: '2' }), undefined, { baseSpec: base, existsUnlisted: false }));
     expect(plan.action).toBe('create');
     expect(plan.drift).toEqual([{ key: '(guest)', expected: 'present' }]);
+    expect(plan.warnings.join()).toContain('Proxmox confirms VMID 100101 is free');
+  });
+});
+
+describe('planGuest: missing privileges never look like missing guests', () => {
+  const hidden = 'exists on the cluster, but this token cannot see it: it lacks VM.Audit on /vms/100101';
+
+  it('refuses to recreate a guest of the base branch the token cannot see', () => {
+    const base = vmSpec({ cores: '2' });
+    const plan = planGuest(input(vmSpec({ cores: '2' }), undefined, { baseSpec: base, existsUnlisted: true }));
+    expect(plan.action).toBe('error');
+    expect(plan.errors.join()).toContain(hidden);
+    expect(plan.operations).toEqual([]);
+  });
+
+  it('refuses to recreate a guest of the base branch when nobody asked whether its VMID is free', () => {
+    const plan = planGuest(input(vmSpec({}), undefined, { baseSpec: vmSpec({}) }));
+    expect(plan.action).toBe('error');
+    expect(plan.errors.join()).toContain('Proxmox was not asked whether the VMID is free');
+  });
+
+  it.each([
+    ['a new spec', vmSpec({}), undefined],
+    ['a spec asking for absence', vmSpec({}, { state: 'absent' }), undefined],
+    ['a removed spec', undefined, vmSpec({})],
+  ])('makes %s whose VMID a hidden guest holds an error', (_label, spec, baseSpec) => {
+    const plan = planGuest(input(spec, undefined, { vmid: 100101, existsUnlisted: true, ...(baseSpec ? { baseSpec } : {}) }));
+    expect(plan.action).toBe('error');
+    expect(plan.errors.join()).toContain(hidden);
+  });
+
+  it('reports why Proxmox could not be asked', () => {
+    const plan = planGuest(input(vmSpec({}), undefined, { readError: 'could not ask Proxmox whether VMID 100101 exists: 500' }));
+    expect(plan.action).toBe('error');
+    expect(plan.errors).toEqual(['could not ask Proxmox whether VMID 100101 exists: 500']);
+  });
+
+  it('creates a new guest whose VMID Proxmox says is free', () => {
+    expect(planGuest(input(vmSpec({}), undefined, { existsUnlisted: false })).action).toBe('create');
   });
 });

@@ -1,6 +1,8 @@
+import { hostAccessOf } from '../key-rules.js';
 import type {
   DriftItem,
   GuestPlan,
+  HostAccessItem,
   GuestSpec,
   GuestType,
   Impact,
@@ -41,6 +43,16 @@ export interface GuestPlanInput {
   observed?: ObservedGuest;
   /** Why the guest could not be read, when it is listed but `observed` is missing. */
   readError?: string;
+  /**
+   * For a guest the listing does not show: Proxmox's cluster-wide answer whether the VMID exists
+   * (true: a guest holds it, but the token cannot see it). Undefined when nobody asked.
+   */
+  existsUnlisted?: boolean;
+}
+
+/** The error for a guest that exists but that the plan's token may not see. */
+export function hiddenGuestMessage(vmid: number): string {
+  return `guest ${vmid} exists on the cluster, but this token cannot see it: it lacks VM.Audit on /vms/${vmid} (Proxmox leaves guests a token may not audit out of every listing and read); grant it, or the plan cannot tell what this guest needs`;
 }
 
 interface Draft {
@@ -87,6 +99,7 @@ export function toError(plan: GuestPlan, message: string): GuestPlan {
   plan.operations = [];
   plan.severity = 'read-only';
   delete plan.impact;
+  delete plan.hostAccess;
   return plan;
 }
 
@@ -127,7 +140,20 @@ export function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Recor
   return drift;
 }
 
+/**
+ * Records a key change. A change whose new value — or, for a change or removal, old value —
+ * reaches the host is labelled `host-access` (Proxmox checks the old value too before it lets a
+ * token change or remove a raw device), and listed on the guest for the policy check.
+ */
 function addChange(plan: GuestPlan, change: KeyChange): void {
+  const finding =
+    (change.to !== undefined ? hostAccessOf(plan.type, change.key, change.to) : undefined) ??
+    (change.from !== undefined ? hostAccessOf(plan.type, change.key, change.from) : undefined);
+  if (finding) {
+    change.severity = 'host-access';
+    const item: HostAccessItem = { key: change.key, ...finding };
+    (plan.hostAccess ??= []).push(item);
+  }
   plan.changes.push(change);
   plan.impact = maxImpact(plan.impact, change.impact);
 }
@@ -157,6 +183,7 @@ function planCreate(draft: Draft, spec: GuestSpec): GuestPlan {
     bump(plan, 'service-impact');
   }
   bump(plan, 'configuration');
+  if (plan.hostAccess) bump(plan, 'host-access');
   return plan;
 }
 
@@ -303,7 +330,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
     plan.impact = maxImpact(plan.impact, power.op === 'start' ? 'live' : 'needs-stop');
     bump(plan, 'service-impact');
   }
-  for (const change of plan.changes) bump(plan, severityOfImpact(change.impact));
+  for (const change of plan.changes) bump(plan, change.severity ?? severityOfImpact(change.impact));
   plan.action = plan.operations.length > 0 ? 'update' : 'noop';
   if (plan.action === 'noop') {
     delete plan.impact;
@@ -339,6 +366,9 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   if (exists && !observed) {
     return fail(draft, `guest ${input.vmid} is listed on ${node} but could not be read: ${input.readError ?? 'not read'}`);
   }
+  // Missing privileges must never look like a missing guest.
+  if (!exists && input.readError !== undefined) return fail(draft, input.readError);
+  if (!exists && input.existsUnlisted === true) return fail(draft, hiddenGuestMessage(input.vmid));
   if (lock && exists) plan.warnings.push(`locked (${lock}) at plan time; apply waits for the lock to clear and never clears it`);
 
   // An absent spec asks for nothing but absence: its config is no baseline for drift.
@@ -380,8 +410,16 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
 
   if (!exists) {
     if (input.baseSpec?.state === 'present') {
+      if (input.existsUnlisted !== false) {
+        return fail(
+          draft,
+          `guest ${input.vmid} was in the base branch but is not in the listing, and Proxmox was not asked whether the VMID is free; refusing to plan a second guest (re-run the plan)`,
+        );
+      }
       plan.drift.push({ key: '(guest)', expected: 'present' });
-      plan.warnings.push('was in the base branch but is missing from the cluster: deleted outside git? it will be created again');
+      plan.warnings.push(
+        `was in the base branch but is missing from the cluster, and Proxmox confirms VMID ${input.vmid} is free: deleted outside git? it will be created again`,
+      );
     }
     return planCreate(draft, spec);
   }

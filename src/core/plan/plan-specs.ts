@@ -1,4 +1,16 @@
-import type { ClusterSpec, GuestPlan, ObservedState, Plan, PlanSummary, SpecSet } from '../model.js';
+import { envPrefix } from '../cluster-name.js';
+import type { HostAccessRule } from '../key-rules.js';
+import type {
+  ClusterAccess,
+  ClusterSpec,
+  GuestPlan,
+  GuestSpec,
+  ObservedCluster,
+  ObservedState,
+  Plan,
+  PlanSummary,
+  SpecSet,
+} from '../model.js';
 import { hasOwnerTag } from './desired-config.js';
 import { severityRank } from './impact.js';
 import { planGuest, toError } from './plan-guest.js';
@@ -97,14 +109,28 @@ export interface PlanInput {
   scope?: PlanScope;
   ref?: string;
   now?: Date;
+  /**
+   * What the server's connection configuration says per cluster: the host-access policy and
+   * whether the connection is insecure. A cluster missing here allows no host access.
+   */
+  access?: Readonly<Record<string, ClusterAccess>>;
 }
 
-function summarise(guests: GuestPlan[]): PlanSummary {
+/**
+ * The one definition of a pending guest, for the summary, every table and every verdict: values
+ * are queued until a restart now, or the plan's own changes will be.
+ */
+export function guestIsPending(g: GuestPlan): boolean {
+  return g.pending.length > 0 || g.changes.some((c) => c.impact === 'pending-restart');
+}
+
+/** The summary of a plan's guests; renderers count with {@link guestIsPending} too. */
+export function summarise(guests: readonly GuestPlan[]): PlanSummary {
   const summary: PlanSummary = { create: 0, update: 0, destroy: 0, noop: 0, orphan: 0, error: 0, drifted: 0, pending: 0 };
   for (const g of guests) {
     summary[g.action] += 1;
     if (g.drift.length > 0) summary.drifted += 1;
-    if (g.pending.length > 0 || g.changes.some((c) => c.impact === 'pending-restart')) summary.pending += 1;
+    if (guestIsPending(g)) summary.pending += 1;
   }
   return summary;
 }
@@ -177,12 +203,18 @@ export function planSpecs(input: PlanInput): Plan {
     const listed = new Map(seen.listing.map((l) => [l.vmid, l]));
     const headByVmid = new Map(headGuests.map((g) => [g.vmid, g]));
     const baseByVmid = new Map(baseGuests.map((g) => [g.vmid, g]));
+    // A Cluster document speaks only for its own VMID range: another document (or another
+    // repository) may own guests with the same tag elsewhere on the same Proxmox cluster.
+    const { lower, upper } = clusterSpec.vmids;
+    const inRange = (vmid: number): boolean => vmid >= lower && vmid < upper;
     const vmids = new Set<number>();
     for (const g of headGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
     for (const g of baseGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
     if (scope.fullClusters.has(clusterName)) {
-      for (const l of seen.listing) if (hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
+      for (const l of seen.listing) if (inRange(l.vmid) && hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
     }
+    const clashes = identityClashes(headGuests, baseGuests, vmids, seen, clusterSpec.ownerTag);
+    const allowed = new Set(input.access?.[clusterName]?.allowHostAccess ?? []);
 
     for (const vmid of [...vmids].sort((a, b) => a - b)) {
       const guestPlan = planGuest({
@@ -191,25 +223,126 @@ export function planSpecs(input: PlanInput): Plan {
         spec: headByVmid.get(vmid),
         baseSpec: baseByVmid.get(vmid),
         ownerTag: clusterSpec.ownerTag,
-        // A Cluster document that left the head cannot authorise destroys with its old prune.
-        prune: clusterSpec.prune && head.clusters.some((c) => c.name === clusterName),
+        // A Cluster document that left the head cannot authorise destroys with its old prune,
+        // and no document destroys outside its own range.
+        prune: clusterSpec.prune && inRange(vmid) && head.clusters.some((c) => c.name === clusterName),
         listed: listed.get(vmid),
         observed: seen.guests[vmid],
         readError: seen.readErrors?.[vmid],
+        existsUnlisted: seen.unlisted?.[vmid],
       });
+      const clash = clashes.get(vmid);
+      if (clash !== undefined) toError(guestPlan, clash);
       if (guestPlan.action === 'create' && seen.nodes.length > 0 && !seen.nodes.includes(guestPlan.node)) {
         toError(
           guestPlan,
           `node '${guestPlan.node}' is not a node of cluster '${clusterName}' (${seen.nodes.join(', ')}): the guest cannot be created there`,
         );
       }
+      applyHostAccessPolicy(guestPlan, allowed);
       plan.guests.push(guestPlan);
     }
   }
   refuseMovedIdentities(plan.guests);
+  const insecure = Object.entries(input.access ?? {})
+    .filter(([name, access]) => access.insecure !== undefined && plan.clusters.includes(name))
+    .map(([cluster, access]) => ({ cluster, transport: access.insecure! }))
+    .sort((a, b) => a.cluster.localeCompare(b.cluster));
+  if (insecure.length > 0) plan.insecureConnections = insecure;
   sortGuestPlans(plan.guests);
   plan.summary = summarise(plan.guests);
   return plan;
+}
+
+/** `'lab/web-01' (lab/web.yaml:3)`: a spec as an error names it. */
+function specLabel(spec: GuestSpec): string {
+  return `'${spec.cluster}/${spec.name}' (${spec.source.file}:${spec.source.line})`;
+}
+
+/** The name a spec gives its guest on the cluster. */
+function guestName(spec: GuestSpec): string {
+  return spec.config[spec.type === 'qemu' ? 'name' : 'hostname'] ?? spec.name;
+}
+
+/**
+ * A VMID names one guest (docs/identity-and-privileges.md). A head spec claims a VMID that
+ * another spec still claims when the base branch gave that VMID to a spec that now has another
+ * one, or when the owned guest holding it carries the name of another head spec: then the new
+ * claim would take the other spec's guest over (rename it, reshape it) while that spec gets a
+ * twin. Both VMIDs become errors that name both specs. Returns the error per VMID.
+ */
+export function identityClashes(
+  headGuests: readonly GuestSpec[],
+  baseGuests: readonly GuestSpec[],
+  vmids: ReadonlySet<number>,
+  seen: ObservedCluster,
+  ownerTag: string,
+): Map<number, string> {
+  const clashes = new Map<number, string>();
+  const headByName = new Map<string, GuestSpec>();
+  for (const g of headGuests) {
+    headByName.set(g.name, g);
+    headByName.set(guestName(g), g);
+  }
+  const baseByVmid = new Map(baseGuests.map((g) => [g.vmid, g]));
+  const listed = new Map(seen.listing.map((l) => [l.vmid, l]));
+  for (const spec of headGuests) {
+    if (!vmids.has(spec.vmid)) continue;
+    const nameKey = spec.type === 'qemu' ? 'name' : 'hostname';
+    let other: GuestSpec | undefined;
+    let why = '';
+    const before = baseByVmid.get(spec.vmid);
+    if (before && before.name !== spec.name) {
+      const moved = headByName.get(before.name);
+      if (moved && moved !== spec && moved.vmid !== spec.vmid) {
+        other = moved;
+        why = `the base branch gives VMID ${spec.vmid} to '${before.name}'`;
+      }
+    }
+    const observed = seen.guests[spec.vmid];
+    const liveName = observed ? observed.current[nameKey] : listed.get(spec.vmid)?.name;
+    const owned = hasOwnerTag(observed?.current.tags ?? listed.get(spec.vmid)?.tags, ownerTag);
+    if (!other && owned && liveName !== undefined && liveName !== guestName(spec) && !spec.ignore.includes(nameKey)) {
+      const holder = headByName.get(liveName);
+      if (holder && holder !== spec && holder.vmid !== spec.vmid) {
+        other = holder;
+        why = `guest ${spec.vmid} on the cluster is '${liveName}'`;
+      }
+    }
+    if (!other) continue;
+    const message = `VMID ${spec.vmid} is claimed by two specs: ${specLabel(spec)} ${spec.vmidDerived ? 'derives' : 'pins'} it, and ${why}, which ${specLabel(other)} now places at ${other.vmid}; a VMID names one guest — pin \`vmid: ${spec.vmid}\` in ${specLabel(other)} and give ${specLabel(spec)} a free VMID`;
+    clashes.set(spec.vmid, message);
+    if (vmids.has(other.vmid) && !clashes.has(other.vmid)) clashes.set(other.vmid, message);
+  }
+  return clashes;
+}
+
+/**
+ * Host-access changes need the server's permission for their cluster: without it the guest is an
+ * error naming the key, the reason and the setting, at plan time rather than as a failed apply.
+ * Allowed ones stay labelled, with a warning where Proxmox itself lets only root@pam write them.
+ */
+function applyHostAccessPolicy(guest: GuestPlan, allowed: ReadonlySet<HostAccessRule>): void {
+  const items = guest.hostAccess;
+  if (!items || items.length === 0 || guest.action === 'error') return;
+  const refused = items.filter((item) => !allowed.has(item.rule));
+  for (const item of items) {
+    if (!allowed.has(item.rule) || !item.requires.startsWith('root@pam')) continue;
+    guest.warnings.push(
+      `${item.key}: host access allowed by the server's policy (${item.rule}), but Proxmox lets only root@pam write it: an apply with an API token will be refused`,
+    );
+  }
+  if (refused.length === 0) return;
+  const prefix = envPrefix(guest.cluster);
+  const messages = refused.map(
+    (item) =>
+      `${item.key} reaches the host: it ${item.reason} (Proxmox requires ${item.requires}). Not allowed on cluster '${guest.cluster}': the server's policy must allow '${item.rule}' (${prefix}ALLOW_HOST_ACCESS=${item.rule}, or allowHostAccess: [${item.rule}] in the connections file; never in the spec repository)${item.alternative ? `. Instead: ${item.alternative}` : ''}`,
+  );
+  toError(guest, messages[0]!);
+  guest.errors.push(...messages.slice(1));
+  // Still shown as host access: the reviewer sees which keys reach the host and why.
+  guest.hostAccess = items;
+  guest.severity = 'host-access';
 }
 
 /**

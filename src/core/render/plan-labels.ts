@@ -2,7 +2,8 @@
  * Words, signs and ordering shared by every plan renderer, so the comment, the terminal and the
  * check run describe a guest the same way.
  */
-import type { GuestAction, GuestPlan, Impact, Operation, Severity } from '../model.js';
+import type { GuestAction, GuestPlan, Impact, Operation } from '../model.js';
+import { severityRank } from '../plan/impact.js';
 
 /** Label per action as a reader sees it. */
 export const ACTION_LABEL: Record<GuestAction, string> = {
@@ -44,8 +45,6 @@ export const IMPACT_LABEL: Record<Impact, string> = {
 
 const IMPACT_RANK: Record<Impact, number> = { live: 0, 'pending-restart': 1, 'needs-stop': 2, 'data-loss': 3 };
 
-const SEVERITY_RANK: Record<Severity, number> = { 'read-only': 0, configuration: 1, 'service-impact': 2, 'data-loss': 3 };
-
 /** The guest's overall impact: the planner's, else the worst of its key changes. */
 export function guestImpact(guest: GuestPlan): Impact | undefined {
   if (guest.severity === 'data-loss') return 'data-loss';
@@ -65,7 +64,7 @@ export function compareGuests(a: GuestPlan, b: GuestPlan): number {
   const errorA = a.action === 'error' || a.errors.length > 0 ? 1 : 0;
   const errorB = b.action === 'error' || b.errors.length > 0 ? 1 : 0;
   if (errorA !== errorB) return errorB - errorA;
-  const severity = SEVERITY_RANK[b.severity] - SEVERITY_RANK[a.severity];
+  const severity = severityRank(b.severity) - severityRank(a.severity);
   if (severity !== 0) return severity;
   if (a.cluster !== b.cluster) return a.cluster < b.cluster ? -1 : 1;
   if (a.name !== b.name) return a.name < b.name ? -1 : 1;

@@ -3,8 +3,13 @@
  * what is read must be exactly what `model.ts` describes. Objects are strict because a plan is
  * applied as reviewed: a field this build does not understand must not be silently dropped.
  * Records come out with sorted keys so the same plan always serialises to the same text.
+ *
+ * Fields added since the first version (`hostAccess`, a change's `severity`, the `host-access`
+ * severity, `insecureConnections`) are optional, so every plan an older build stored still reads;
+ * the version stays 1.
  */
 import { z } from 'zod';
+import { HOST_ACCESS_RULES } from '../key-rules.js';
 import type { Plan } from '../model.js';
 
 /** The plan format version this build reads and writes. */
@@ -27,7 +32,7 @@ export const SourceRefSchema = z.strictObject({
 
 export const GuestTypeSchema = z.enum(['qemu', 'lxc']);
 export const ImpactSchema = z.enum(['live', 'pending-restart', 'needs-stop', 'data-loss']);
-export const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss']);
+export const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss', 'host-access']);
 export const GuestActionSchema = z.enum(['create', 'update', 'destroy', 'noop', 'orphan', 'error']);
 
 export const KeyChangeSchema = z.strictObject({
@@ -35,6 +40,15 @@ export const KeyChangeSchema = z.strictObject({
   from: z.string().optional(),
   to: z.string().optional(),
   impact: ImpactSchema,
+  severity: z.literal('host-access').optional(),
+});
+
+export const HostAccessItemSchema = z.strictObject({
+  key: z.string().min(1),
+  rule: z.enum(HOST_ACCESS_RULES),
+  reason: z.string(),
+  requires: z.string(),
+  alternative: z.string().optional(),
 });
 
 export const OperationSchema = z.discriminatedUnion('op', [
@@ -100,6 +114,7 @@ export const GuestPlanSchema = z.strictObject({
   pending: z.array(PendingItemSchema),
   errors: z.array(z.string()),
   warnings: z.array(z.string()),
+  hostAccess: z.array(HostAccessItemSchema).optional(),
   impact: ImpactSchema.optional(),
   severity: SeveritySchema,
   source: SourceRefSchema.optional(),
@@ -131,6 +146,7 @@ export const PlanSchema = z.strictObject({
   summary: PlanSummarySchema,
   errors: z.array(PlanNoteSchema),
   warnings: z.array(PlanNoteSchema),
+  insecureConnections: z.array(z.strictObject({ cluster: z.string().min(1), transport: z.enum(['http', 'tls-unverified']) })).optional(),
   guests: z.array(GuestPlanSchema),
 });
 

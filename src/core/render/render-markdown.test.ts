@@ -4,7 +4,7 @@ import type { GuestPlan, Plan, Severity } from '../model.js';
 import { countPlan, planVerdict } from './plan-counts.js';
 import { PLAN_MARKER, renderPlanMarkdown } from './render-markdown.js';
 
-const SEVERITY_RANK: Record<Severity, number> = { 'read-only': 0, configuration: 1, 'service-impact': 2, 'data-loss': 3 };
+const SEVERITY_RANK: Record<Severity, number> = { 'read-only': 0, configuration: 1, 'service-impact': 2, 'data-loss': 3, 'host-access': 4 };
 
 /** A large estate where every guest changes: destroys, creates with many keys, updates with drift and pending. */
 function bigPlan(count: number): Plan {

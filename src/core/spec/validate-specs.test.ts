@@ -41,6 +41,28 @@ describe('validateSpecs rules (file:line:col: message)', () => {
       ['c2.yaml:2:7: duplicate cluster "lab" (first defined at clusters.yaml:2:7)'],
     ],
     [
+      'cluster names that differ only in case share one connection',
+      { 'c2.yaml': 'kind: Cluster\nname: LAB\nvmids: { lower: 500000, upper: 500100 }\nnodes: [x]\n' },
+      [
+        'c2.yaml:2:7: cluster "LAB" differs from cluster "lab" (clusters.yaml:2:7) only in case or punctuation: both would use the connection PVE_CLUSTER_LAB_*; give it a distinct name',
+      ],
+    ],
+    [
+      'cluster names that differ only in punctuation share one connection',
+      {
+        'c2.yaml': 'kind: Cluster\nname: lab-2\nvmids: { lower: 500000, upper: 500100 }\nnodes: [x]\n',
+        'c3.yaml': 'kind: Cluster\nname: lab_2\nvmids: { lower: 600000, upper: 600100 }\nnodes: [x]\n',
+      },
+      [
+        'c3.yaml:2:7: cluster "lab_2" differs from cluster "lab-2" (c2.yaml:2:7) only in case or punctuation: both would use the connection PVE_CLUSTER_LAB_2_*; give it a distinct name',
+      ],
+    ],
+    [
+      'cluster names whose connections differ',
+      { 'c2.yaml': 'kind: Cluster\nname: l-a-b\nvmids: { lower: 500000, upper: 500100 }\nnodes: [x]\n' },
+      [],
+    ],
+    [
       'cluster range with lower not below upper',
       { 'c2.yaml': 'kind: Cluster\nname: dev\nvmids: { lower: 500000, upper: 500000 }\nnodes: [x]\n' },
       ['c2.yaml:3:8: vmids: lower (500000) must be below upper (500000)'],

@@ -6,6 +6,7 @@
  * not overlap (the naming-contract practice of keeping clusters apart), and every pinned VMID must
  * lie in its cluster's range, so a VMID can never be claimed by two clusters either.
  */
+import { clusterKey, envPrefix } from '../cluster-name.js';
 import { isDiskKey } from '../key-rules.js';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
@@ -66,6 +67,7 @@ type PositionsOf = (spec: ClusterSpec | GuestSpec) => DocumentPositions;
 
 function validateClusters(clusters: readonly ClusterSpec[], posOf: PositionsOf, errors: SpecError[]): Map<string, ClusterSpec> {
   const byName = new Map<string, ClusterSpec>();
+  const byKey = new Map<string, ClusterSpec>();
   const ranged: ClusterSpec[] = [];
   for (const cluster of clusters) {
     const at = posOf(cluster);
@@ -76,6 +78,20 @@ function validateClusters(clusters: readonly ClusterSpec[], posOf: PositionsOf, 
       );
       continue;
     }
+    // Connections are found by the normalised name (`PVE_CLUSTER_LAB_…` serves `lab` and `LAB`):
+    // two such names would share one connection, and one document could act on the other's guests.
+    const twin = byKey.get(clusterKey(cluster.name));
+    if (twin) {
+      errors.push(
+        new SpecError(
+          at.value(['name']),
+          `cluster "${cluster.name}" differs from cluster "${twin.name}" (${where(posOf(twin).value(['name']))}) only in case or punctuation: both would use the connection ${envPrefix(cluster.name)}*; give it a distinct name`,
+        ),
+      );
+    } else {
+      byKey.set(clusterKey(cluster.name), cluster);
+    }
+    // Still known by its own name, so its guests are not reported as orphaned from it as well.
     byName.set(cluster.name, cluster);
     const { lower, upper } = cluster.vmids;
     if (lower >= upper) {
