@@ -66,7 +66,7 @@ async function obtainPlan(
   if (reportInvalidSpecs(io, errorLines, 'nothing was planned or applied')) return undefined;
   const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
   try {
-    const plan = await runPlan({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });
+    const plan = await runPlan({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
     io.stdout.write(renderPlan(plan, 'text', io, false));
     return plan;
   } finally {

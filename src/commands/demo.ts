@@ -73,6 +73,8 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
       env[`${envPrefix(name)}URL`] = sim.url;
       env[`${envPrefix(name)}TOKEN`] = sim.token;
       env[`${envPrefix(name)}READ_TOKEN`] = sim.auditToken;
+      // The simulated clusters listen on loopback without TLS: allowed explicitly, and shown as such.
+      env[`${envPrefix(name)}ALLOW_HTTP`] = '1';
     }
     const sub: CommandIO = { ...io, env };
     const run = (command: Command, args: string[]): Promise<number> => command.run(['--specs', specs, ...args], sub);

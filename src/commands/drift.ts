@@ -23,7 +23,7 @@ export const driftCommand: Command = {
     if (reportInvalidSpecs(io, errorLines, 'nothing was read')) return 1;
     const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
     try {
-      const plan = await runDrift({ head: specs, readers: open.clusters, ref: flags.specs, onProgress: progress(io) });
+      const plan = await runDrift({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
       await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
       note(

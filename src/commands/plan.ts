@@ -62,6 +62,7 @@ export const planCommand: Command = {
         head: head.specs,
         base: base?.specs,
         readers: open.clusters,
+        access: open.access,
         ref: flags.specs,
         onProgress: progress(io),
       });

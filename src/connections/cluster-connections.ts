@@ -1,8 +1,11 @@
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { envPrefix } from '../core/cluster-name.js';
+import { HOST_ACCESS_RULES, type HostAccessRule, hostAccessRule } from '../core/key-rules.js';
+import type { ClusterAccess } from '../core/model.js';
 
 /**
  * Cluster connections: name → API URL, credentials and TLS trust. They come from the server's
@@ -22,8 +25,21 @@ export interface ClusterConnection {
   fingerprint?: string;
   /** Explicit opt-out of TLS verification. */
   insecure: boolean;
+  /** Explicit permission to use a plain `http://` URL (the token travels unencrypted). */
+  allowHttp: boolean;
+  /** Kinds of host-reaching options the server allows on this cluster (see `key-rules.ts`). */
+  allowHostAccess: HostAccessRule[];
   /** Requests in flight to this cluster at most. */
   concurrency?: number;
+}
+
+/** What planning needs to know of a connection: its host-access policy and whether it is insecure. */
+export function clusterAccess(connection: ClusterConnection): ClusterAccess {
+  const access: ClusterAccess = { allowHostAccess: [...connection.allowHostAccess] };
+  if (connection.url.startsWith('http:')) access.insecure = 'http';
+  // A pinned fingerprint or a CA wins over `insecure` (pve/tls.ts): then TLS is still verified.
+  else if (connection.insecure && connection.fingerprint === undefined && connection.ca === undefined) access.insecure = 'tls-unverified';
+  return access;
 }
 
 /** One cluster in a connections file. Secrets may come from the environment or a file. */
@@ -41,6 +57,8 @@ const ConnectionEntry = z.strictObject({
     .regex(/^([0-9a-fA-F]{2}:?){31}[0-9a-fA-F]{2}$/, 'must be a SHA-256 fingerprint (64 hex digits, colons optional)')
     .optional(),
   insecure: z.boolean().optional(),
+  allowHttp: z.boolean().optional(),
+  allowHostAccess: z.array(z.enum(HOST_ACCESS_RULES, { error: `must be one of ${HOST_ACCESS_RULES.join(', ')}` })).optional(),
   concurrency: z.int().min(1).max(64).optional(),
 });
 
@@ -75,13 +93,52 @@ async function secret(
   return undefined;
 }
 
+const PEM_CERTIFICATE_RE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+
+/**
+ * Reads a CA file: PEM text holding at least one certificate, each of which must parse. A file
+ * without one (a key, a CSR, an empty file) would silently trust nothing but the system CAs.
+ */
 async function readCa(path: string | undefined, baseDir: string, what: string): Promise<string | undefined> {
   if (path === undefined) return undefined;
+  let text: string;
   try {
-    return await readFile(resolve(baseDir, path), 'utf8');
+    text = await readFile(resolve(baseDir, path), 'utf8');
   } catch (err) {
     throw new ClusterConfigError(`${what}: cannot read CA file ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
+  const blocks = text.match(PEM_CERTIFICATE_RE) ?? [];
+  if (blocks.length === 0) {
+    throw new ClusterConfigError(`${what}: CA file ${path} holds no certificate (expected a PEM "BEGIN CERTIFICATE" block)`);
+  }
+  blocks.forEach((block, index) => {
+    try {
+      new X509Certificate(block);
+    } catch (err) {
+      throw new ClusterConfigError(`${what}: CA file ${path}: certificate ${index + 1} cannot be read: ${(err as Error).message}`);
+    }
+  });
+  return text;
+}
+
+/** Refuses a plain `http://` URL unless the connection allows it explicitly. */
+function checkScheme(url: string, allowHttp: boolean, what: string, setting: string): void {
+  if (url.startsWith('http:') && !allowHttp) {
+    throw new ClusterConfigError(
+      `${what}: ${url} is plain http://, which sends the API token unencrypted; use https://, or allow it explicitly with ${setting}`,
+    );
+  }
+}
+
+/** `args,hookscript` → the rules, refusing unknown words. */
+function parseHostAccess(value: string | undefined, what: string): HostAccessRule[] {
+  if (value === undefined || value.trim() === '') return [];
+  return value.split(/[,\s]+/).flatMap((word) => {
+    if (word === '') return [];
+    const rule = hostAccessRule(word);
+    if (!rule) throw new ClusterConfigError(`${what}: unknown host-access kind '${word}' (one of ${HOST_ACCESS_RULES.join(', ')})`);
+    return [rule];
+  });
 }
 
 /** The environment-variable prefix of a cluster; the rule lives in the core, where spec validation uses it too. */
@@ -112,7 +169,15 @@ async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Prom
     const what = `${path}: cluster ${name}`;
     const token = await secret(entry.token, entry.tokenEnv, entry.tokenFile, env, baseDir, `${what} token`);
     if (token === undefined) throw new ClusterConfigError(`${what}: one of token, tokenEnv or tokenFile is required`);
-    const connection: ClusterConnection = { name, url: entry.url, token, insecure: entry.insecure ?? false };
+    checkScheme(entry.url, entry.allowHttp ?? false, what, 'allowHttp: true');
+    const connection: ClusterConnection = {
+      name,
+      url: entry.url,
+      token,
+      insecure: entry.insecure ?? false,
+      allowHttp: entry.allowHttp ?? false,
+      allowHostAccess: entry.allowHostAccess ?? [],
+    };
     const readToken = await secret(entry.readToken, entry.readTokenEnv, entry.readTokenFile, env, baseDir, `${what} readToken`);
     if (readToken !== undefined) connection.readToken = readToken;
     const ca = await readCa(entry.caFile, baseDir, what);
@@ -122,6 +187,11 @@ async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Prom
     result[name] = connection;
   }
   return result;
+}
+
+/** `1` or `true` switches a setting on; anything else leaves it off. */
+function flag(value: string | undefined): true | undefined {
+  return value === '1' || value === 'true' ? true : undefined;
 }
 
 async function fromEnv(names: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, ClusterConnection>> {
@@ -138,14 +208,23 @@ async function fromEnv(names: readonly string[], env: NodeJS.ProcessEnv, cwd: st
       readToken: env[`${prefix}READ_TOKEN`] || undefined,
       caFile: env[`${prefix}CA_FILE`] || undefined,
       fingerprint: env[`${prefix}FINGERPRINT`] || undefined,
-      insecure: env[`${prefix}INSECURE`] === '1' || env[`${prefix}INSECURE`] === 'true' ? true : undefined,
+      insecure: flag(env[`${prefix}INSECURE`]),
+      allowHttp: flag(env[`${prefix}ALLOW_HTTP`]),
       concurrency: env[`${prefix}CONCURRENCY`] ? Number(env[`${prefix}CONCURRENCY`]) : undefined,
     });
     if (!entry.success) {
       const issue = entry.error.issues[0];
       throw new ClusterConfigError(`${prefix}${String(issue?.path[0] ?? '').toUpperCase()}: ${issue?.message ?? 'invalid'}`);
     }
-    const connection: ClusterConnection = { name, url, token, insecure: entry.data.insecure ?? false };
+    checkScheme(url, entry.data.allowHttp ?? false, `${prefix}URL`, `${prefix}ALLOW_HTTP=1`);
+    const connection: ClusterConnection = {
+      name,
+      url,
+      token,
+      insecure: entry.data.insecure ?? false,
+      allowHttp: entry.data.allowHttp ?? false,
+      allowHostAccess: parseHostAccess(env[`${prefix}ALLOW_HOST_ACCESS`], `${prefix}ALLOW_HOST_ACCESS`),
+    };
     if (entry.data.readToken) connection.readToken = entry.data.readToken;
     const ca = await readCa(entry.data.caFile, cwd, `${prefix}CA_FILE`);
     if (ca !== undefined) connection.ca = ca;

@@ -1,4 +1,5 @@
-import type { ClusterConnection } from './cluster-connections.js';
+import type { ClusterAccess } from '../core/model.js';
+import { type ClusterConnection, clusterAccess } from './cluster-connections.js';
 import { PveClient, type PveLogger } from '../pve/client.js';
 import { PveClusterAdapter } from '../pve/cluster-adapter.js';
 
@@ -18,6 +19,8 @@ export interface OpenClusters {
   clusters: Record<string, PveClusterAdapter>;
   /** The clients behind the adapters, for calls outside the ports (version, nodes). */
   clients: Record<string, PveClient>;
+  /** Per cluster, what planning needs from the connection: host-access policy, insecurity. */
+  access: Record<string, ClusterAccess>;
   close(): Promise<void>;
 }
 
@@ -33,8 +36,12 @@ export function openClusters(
 ): OpenClusters {
   const clients: Record<string, PveClient> = {};
   const clusters: Record<string, PveClusterAdapter> = {};
+  const access: Record<string, ClusterAccess> = {};
   for (const connection of Object.values(connections)) {
-    if (connection.insecure) {
+    access[connection.name] = clusterAccess(connection);
+    if (access[connection.name]?.insecure === 'http') {
+      options.warn?.(`cluster ${connection.name}: plain http:// — the token travels unencrypted (allowed explicitly)`);
+    } else if (connection.insecure) {
       options.warn?.(`cluster ${connection.name}: TLS verification is turned OFF (insecure: true)`);
     }
     const client = new PveClient({
@@ -55,6 +62,7 @@ export function openClusters(
   return {
     clusters,
     clients,
+    access,
     async close() {
       await Promise.allSettled(Object.values(clients).map((c) => c.close()));
     },

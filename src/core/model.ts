@@ -151,6 +151,8 @@ export interface HostAccessItem {
   requires: string;
   /** A form an API token may set, when Proxmox offers one. */
   alternative?: string;
+  /** Whether the server's policy for the cluster allows it (set when the plan checked the policy). */
+  allowed?: boolean;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Plan, SpecSet } from '../core/model.js';
+import type { ClusterAccess, Plan, SpecSet } from '../core/model.js';
 import { planScope, planSpecs } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
 import { observeClusters, type ObserveOptions } from './observe-clusters.js';
@@ -9,6 +9,8 @@ export interface RunPlanInput extends ObserveOptions {
   base?: SpecSet;
   readers: Readonly<Record<string, ClusterReader>>;
   ref?: string;
+  /** Per cluster, the server's host-access policy and whether the connection is insecure. */
+  access?: Readonly<Record<string, ClusterAccess>>;
 }
 
 /**
@@ -18,7 +20,7 @@ export interface RunPlanInput extends ObserveOptions {
 export async function runPlan(input: RunPlanInput): Promise<Plan> {
   const scope = planScope(input.head, input.base);
   const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, input);
-  return planSpecs({ head: input.head, base: input.base, observed, scope, ref: input.ref });
+  return planSpecs({ head: input.head, base: input.base, observed, scope, ref: input.ref, access: input.access });
 }
 
 /**
@@ -28,5 +30,5 @@ export async function runPlan(input: RunPlanInput): Promise<Plan> {
 export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan> {
   const scope = planScope(input.head);
   const observed = await observeClusters(input.readers, { head: input.head }, scope, input);
-  return planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref });
+  return planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access });
 }

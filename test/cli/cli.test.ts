@@ -44,6 +44,8 @@ beforeAll(async () => {
     PVE_CLUSTER_LAB_URL: lab.url,
     PVE_CLUSTER_LAB_TOKEN: lab.token,
     PVE_CLUSTER_LAB_READ_TOKEN: lab.auditToken,
+    PVE_CLUSTER_LAB_ALLOW_HTTP: '1',
+    PVE_CLUSTER_PROD_ALLOW_HTTP: '1',
     PVE_CLUSTER_PROD_URL: prod.url,
     PVE_CLUSTER_PROD_TOKEN: prod.token,
   };
@@ -87,7 +89,11 @@ describe('pve-gitops validate', () => {
 
 describe('pve-gitops plan, apply, drift against simulated clusters', () => {
   it('tells how to configure a cluster that has no connection', async () => {
-    const run = await cli(['plan', '--specs', SPECS_EXAMPLE], { PVE_CLUSTER_LAB_URL: lab.url, PVE_CLUSTER_LAB_TOKEN: lab.token });
+    const run = await cli(['plan', '--specs', SPECS_EXAMPLE], {
+      PVE_CLUSTER_LAB_URL: lab.url,
+      PVE_CLUSTER_LAB_TOKEN: lab.token,
+      PVE_CLUSTER_LAB_ALLOW_HTTP: '1',
+    });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/no connection configured for cluster prod: set PVE_CLUSTER_PROD_URL and PVE_CLUSTER_PROD_TOKEN/);
   });
@@ -153,7 +159,7 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     const file = join(dir, 'clusters.yaml');
     await writeFile(
       file,
-      `clusters:\n  lab:\n    url: ${lab.url}\n    tokenEnv: LAB_TOKEN\n  prod:\n    url: ${prod.url}\n    token: "${prod.auditToken}"\n`,
+      `clusters:\n  lab:\n    url: ${lab.url}\n    allowHttp: true\n    tokenEnv: LAB_TOKEN\n  prod:\n    url: ${prod.url}\n    allowHttp: true\n    token: "${prod.auditToken}"\n`,
     );
     const run = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], { LAB_TOKEN: lab.auditToken });
     // The operator's cpulimit from the previous test is still there: one update to revert it.

@@ -36,6 +36,7 @@ async function applyAndKill(planFile: string, steps: number): Promise<string> {
   for (const [name, sim] of Object.entries(estate.sims)) {
     env[`PVE_CLUSTER_${name.toUpperCase()}_URL`] = sim.url;
     env[`PVE_CLUSTER_${name.toUpperCase()}_TOKEN`] = sim.token;
+    env[`PVE_CLUSTER_${name.toUpperCase()}_ALLOW_HTTP`] = '1';
   }
   const child = spawn(process.execPath, ['--import', 'tsx', BIN, 'apply', '--plan', planFile], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

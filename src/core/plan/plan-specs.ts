@@ -325,7 +325,8 @@ export function identityClashes(
 function applyHostAccessPolicy(guest: GuestPlan, allowed: ReadonlySet<HostAccessRule>): void {
   const items = guest.hostAccess;
   if (!items || items.length === 0 || guest.action === 'error') return;
-  const refused = items.filter((item) => !allowed.has(item.rule));
+  for (const item of items) item.allowed = allowed.has(item.rule);
+  const refused = items.filter((item) => !item.allowed);
   for (const item of items) {
     if (!allowed.has(item.rule) || !item.requires.startsWith('root@pam')) continue;
     guest.warnings.push(

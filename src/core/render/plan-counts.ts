@@ -3,9 +3,13 @@
  * the table, the verdict and the listed details can never disagree.
  */
 import type { GuestAction, Plan } from '../model.js';
+import { guestIsPending } from '../plan/plan-specs.js';
 import { plural } from './plan-labels.js';
 
-/** Guests per action, plus guests with drift and with pending values. */
+/**
+ * Guests per action, plus guests with drift and pending guests — pending as the plan's summary
+ * defines it ({@link guestIsPending}), so the table and `plan.summary` always agree.
+ */
 export interface PlanCounts {
   create: number;
   update: number;
@@ -59,7 +63,7 @@ export function countPlan(plan: Plan): { rows: ClusterCounts[]; total: PlanCount
       counts.drift += 1;
       total.drift += 1;
     }
-    if (guest.pending.length > 0) {
+    if (guestIsPending(guest)) {
       counts.pending += 1;
       total.pending += 1;
     }

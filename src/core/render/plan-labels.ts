@@ -2,7 +2,7 @@
  * Words, signs and ordering shared by every plan renderer, so the comment, the terminal and the
  * check run describe a guest the same way.
  */
-import type { GuestAction, GuestPlan, Impact, Operation } from '../model.js';
+import type { GuestAction, GuestPlan, HostAccessItem, Impact, InsecureTransport, Operation } from '../model.js';
 import { severityRank } from '../plan/impact.js';
 
 /** Label per action as a reader sees it. */
@@ -44,6 +44,23 @@ export const IMPACT_LABEL: Record<Impact, string> = {
 };
 
 const IMPACT_RANK: Record<Impact, number> = { live: 0, 'pending-restart': 1, 'needs-stop': 2, 'data-loss': 3 };
+
+/** How a connection's insecurity is described to a reviewer. */
+export const INSECURE_LABEL: Record<InsecureTransport, string> = {
+  http: 'plain http:// — the API token travelled unencrypted',
+  'tls-unverified': 'TLS without certificate verification — the server was not authenticated',
+};
+
+/** One line for a host-access change: what the key does to the host, and whether the policy allows it. */
+export function describeHostAccess(item: HostAccessItem): string {
+  const verdict =
+    item.allowed === undefined
+      ? "the server's policy was not checked"
+      : item.allowed
+        ? "allowed by the server's policy"
+        : "not allowed by the server's policy";
+  return `${item.key}: ${item.reason} (${item.rule}; ${verdict}; Proxmox requires ${item.requires})`;
+}
 
 /** The guest's overall impact: the planner's, else the worst of its key changes. */
 export function guestImpact(guest: GuestPlan): Impact | undefined {

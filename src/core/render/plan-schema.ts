@@ -49,6 +49,7 @@ export const HostAccessItemSchema = z.strictObject({
   reason: z.string(),
   requires: z.string(),
   alternative: z.string().optional(),
+  allowed: z.boolean().optional(),
 });
 
 export const OperationSchema = z.discriminatedUnion('op', [

@@ -23,8 +23,10 @@ import {
   IMPACT_LABEL,
   compareByName,
   compareGuests,
+  describeHostAccess,
   describeOperation,
   guestImpact,
+  INSECURE_LABEL,
   plural,
 } from './plan-labels.js';
 import { isSensitiveKey } from './sensitive.js';
@@ -70,13 +72,16 @@ export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}
   if (head.length + footerReserve > maxChars) head = renderHead(plan, options, total, undefined);
   let remaining = maxChars - head.length - footerReserve;
 
+  // Changes that reach the host come first: they matter most and are what a reviewer must see.
+  const hostAccess = renderHostAccess(plan, Math.floor(remaining / 3));
+  remaining -= hostAccess.length;
   const errors = renderErrors(plan, Math.floor(remaining / 2));
   remaining -= errors.length;
   const warnings = renderPlanWarnings(plan, Math.floor(remaining / 4));
   remaining -= warnings.length;
 
   const { text: details, shown } = fitSection('### Changes\n\n', detailed, renderGuest, remaining);
-  return head + errors + warnings + details + footer(detailed.length - shown);
+  return head + hostAccess + errors + warnings + details + footer(detailed.length - shown);
 }
 
 function renderHead(plan: Plan, options: PlanMarkdownOptions, total: PlanCounts, rows: ClusterCounts[] | undefined): string {
@@ -85,6 +90,10 @@ function renderHead(plan: Plan, options: PlanMarkdownOptions, total: PlanCounts,
   lines.push(`### ${escapeText(options.title ?? 'pve-gitops plan', 200)}`, '', `**${planVerdict(total)}**`, '');
   const meta = [plan.ref !== undefined ? `Ref ${codeSpan(plan.ref, 80)}` : undefined, `planned ${escapeText(plan.createdAt, 40)}`];
   lines.push(meta.filter((part) => part !== undefined).join(' · '), '');
+  // Never cut: an insecure connection is part of what the reviewer is asked to trust.
+  for (const c of plan.insecureConnections ?? []) {
+    lines.push(`> ⚠️ **Insecure connection**: cluster ${codeSpan(c.cluster, 80)} was read over ${INSECURE_LABEL[c.transport]}.`, '');
+  }
   lines.push(renderSummaryTable(total, rows), '');
   return `${lines.join('\n')}\n`;
 }
@@ -112,6 +121,22 @@ function renderSummaryTable(total: PlanCounts, rows: ClusterCounts[] | undefined
   const align = ['left' as const, ...COUNT_COLUMNS.map(() => 'right' as const)];
   const table = markdownTable(['Cluster', ...COUNT_COLUMNS.map((c) => c.title)], body, align);
   return rows === undefined ? `${table}\n\n_Per-cluster rows left out: too many clusters for one comment._` : table;
+}
+
+/** Every change that reaches the host, guest by guest, whether the server's policy allows it or not. */
+function renderHostAccess(plan: Plan, budget: number): string {
+  const items: string[] = [];
+  for (const guest of [...plan.guests].sort(compareByName)) {
+    for (const item of guest.hostAccess ?? []) items.push(`${guestRef(guest)}: ${escapeText(describeHostAccess(item))}`);
+  }
+  if (items.length === 0) return '';
+  const heading = `### 🔓 Host access: ${plural(items.length, 'change')} reaching beyond the guest\n\n`;
+  const list = fitList(
+    items,
+    budget - heading.length - 1,
+    (omitted) => `_…and ${plural(omitted, 'more host-access change')}: see the full plan (${codeSpan(FULL_PLAN_COMMAND)})._`,
+  );
+  return `${heading}${list}\n`;
 }
 
 /** Plan-level errors first (an unreachable cluster explains everything below), then guest errors. */
@@ -165,6 +190,7 @@ function guestRef(guest: GuestPlan): string {
 function renderGuest(guest: GuestPlan): string {
   const impact = guestImpact(guest);
   const heading = [`${ACTION_EMOJI[guest.action]} **${ACTION_LABEL[guest.action]}**`, guestRef(guest)];
+  if (guest.severity === 'host-access') heading.push('🔓 **HOST ACCESS**');
   if (impact !== undefined) heading.push(impact === 'data-loss' ? `**${IMPACT_LABEL[impact]}**` : IMPACT_LABEL[impact]);
   if (guest.drift.length > 0) heading.push('⚠️ drift');
   if (guest.pending.length > 0) heading.push('⏳ pending');
@@ -211,7 +237,10 @@ function renderChanges(changes: readonly KeyChange[]): string {
       codeSpan(change.key),
       valueCell(change.key, change.from),
       valueCell(change.key, change.to, '*(deleted)*'),
-      change.impact === 'data-loss' ? `**${IMPACT_LABEL[change.impact]}**` : IMPACT_LABEL[change.impact],
+      [
+        change.impact === 'data-loss' ? `**${IMPACT_LABEL[change.impact]}**` : IMPACT_LABEL[change.impact],
+        ...(change.severity === 'host-access' ? ['🔓 **host access**'] : []),
+      ].join(' · '),
     ]);
   const table = markdownTable(['key', 'current', 'desired', 'impact'], rows);
   return `${table}\n${moreRows(changes.length - rows.length, 'more key')}\n`;

@@ -10,8 +10,10 @@ import {
   IMPACT_LABEL,
   compareByName,
   compareGuests,
+  describeHostAccess,
   describeOperation,
   guestImpact,
+  INSECURE_LABEL,
   plural,
 } from './plan-labels.js';
 import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
@@ -40,6 +42,18 @@ export function renderPlanText(plan: Plan, options: PlanTextOptions = {}): strin
   const { total } = countPlan(plan);
   const lines: string[] = [];
   if (plan.ref !== undefined) lines.push(`Plan for ${terminalSafe(plan.ref)} (${terminalSafe(plan.createdAt)})`, '');
+  for (const c of plan.insecureConnections ?? []) {
+    lines.push(
+      `${paint('Insecure connection:', 'red', 'bold')} cluster ${terminalSafe(c.cluster)} was read over ${INSECURE_LABEL[c.transport]}`,
+    );
+  }
+  if ((plan.insecureConnections ?? []).length > 0) lines.push('');
+
+  // Changes that reach the host come first.
+  const hostAccess = [...plan.guests]
+    .sort(compareByName)
+    .flatMap((guest) => (guest.hostAccess ?? []).map((item) => `  ${guestRef(guest)}: ${terminalSafe(describeHostAccess(item), 2_000)}`));
+  if (hostAccess.length > 0) lines.push(paint('Host access (changes reaching beyond the guest):', 'red', 'bold'), ...hostAccess, '');
 
   if (plan.errors.length > 0) {
     lines.push(paint('Errors:', 'red', 'bold'));
@@ -81,6 +95,7 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
   const impact = guestImpact(guest);
   let line = `${paint(ACTION_SIGN[guest.action], ...style, 'bold')} ${paint(ACTION_LABEL[guest.action].padEnd(7), ...style)} ${paint(guestRef(guest), 'bold')}`;
   if (guest.action === 'create') line += ` on ${terminalSafe(guest.node)}`;
+  if (guest.severity === 'host-access') line += ` [${paint('HOST ACCESS', 'red', 'bold')}]`;
   if (impact !== undefined) line += ` [${impact === 'data-loss' ? paint(IMPACT_LABEL[impact], 'red', 'bold') : IMPACT_LABEL[impact]}]`;
   const lines = [line];
   for (const error of guest.errors) lines.push(`${INDENT}${paint('! error:', 'red', 'bold')} ${terminalSafe(error, 2_000)}`);
@@ -102,7 +117,8 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
 
 /** `~ memory: 2048 → 4096 (live)`, `+ key: value`, `- key: value`. */
 function renderChange(change: KeyChange, paint: Painter): string {
-  const impact = change.impact === 'data-loss' ? paint(IMPACT_LABEL[change.impact], 'red', 'bold') : IMPACT_LABEL[change.impact];
+  let impact = change.impact === 'data-loss' ? paint(IMPACT_LABEL[change.impact], 'red', 'bold') : IMPACT_LABEL[change.impact];
+  if (change.severity === 'host-access') impact += `, ${paint('host access', 'red', 'bold')}`;
   if (change.from === undefined) return `${paint('+', 'green')} ${terminalSafe(change.key)}: ${shown(change.key, change.to)} (${impact})`;
   if (change.to === undefined) return `${paint('-', 'red')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} (${impact})`;
   return `${paint('~', 'yellow')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} → ${shown(change.key, change.to)} (${impact})`;

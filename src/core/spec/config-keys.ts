@@ -3,6 +3,7 @@
  * (`PUT /nodes/{node}/{qemu|lxc}/{vmid}/config`) plus what the product decides about them.
  */
 import { configEndpoint, defaultSubKey, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
+import { hostAccessOf } from '../key-rules.js';
 import type { GuestType } from '../model.js';
 import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
@@ -73,6 +74,12 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
   if (TOP_LEVEL_FIELDS.has(key)) return { kind: 'top-level' };
   const refused = REFUSED[type]?.[key];
   if (refused) return { kind: 'refused', reason: refused };
+  // Raw `lxc.*` keys reach the host and are not part of Proxmox's API at all: only root writes
+  // them, into the config file (key-rules.ts).
+  if (type === 'lxc' && key.startsWith('lxc.')) {
+    const finding = hostAccessOf(type, key, '');
+    return { kind: 'refused', reason: `${key}: ${finding?.reason ?? 'a raw LXC key'}; Proxmox's API cannot set raw LXC keys` };
+  }
   const props = configEndpointProperties(type);
   const direct = props[key];
   if (direct && !key.includes('[')) return { kind: 'option', schema: direct };
