@@ -1,5 +1,8 @@
 import { clusterNames } from '../connections/connect.js';
-import type { ClusterSpec } from '../core/model.js';
+import { z } from 'zod';
+import type { ClusterSpec, GuestSpec } from '../core/model.js';
+import { describeMissing, missingPrivileges, type PermissionTree, requiredPrivileges } from '../core/plan/required-privileges.js';
+import { plural } from '../core/render/plan-labels.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import type { PveClient } from '../pve/client.js';
@@ -29,10 +32,39 @@ async function checkRead(client: PveClient, ownerTag: string): Promise<ReadCheck
   };
 }
 
+/** `GET /access/permissions`: the token's effective privileges, path → privilege → propagate. */
+const PermissionTreeSchema = z.record(z.string(), z.record(z.string(), z.union([z.number(), z.boolean()])));
+
+/**
+ * Asks Proxmox what the token may do and compares it with what `mode` needs for these guests.
+ * Returns the problems (missing privileges) and prints one line either way.
+ */
+async function checkPrivileges(client: PveClient, guests: readonly GuestSpec[], mode: 'read' | 'apply', io: CommandIO): Promise<string[]> {
+  const who = mode === 'read' ? 'plan token' : 'apply token';
+  const needed = requiredPrivileges(guests, mode);
+  if (needed.length === 0) return [];
+  let tree: PermissionTree;
+  try {
+    tree = PermissionTreeSchema.parse(await client.request<unknown>('GET', '/access/permissions'));
+  } catch (err) {
+    return [`${who}: cannot read its permissions (GET /access/permissions): ${errorText(err)}`];
+  }
+  const missing = missingPrivileges(tree, needed);
+  const paths = new Set(needed.map((n) => n.path));
+  if (missing.length === 0) {
+    io.stdout.write(
+      `  ${`${who}:`.padEnd(13)}holds what ${mode === 'read' ? 'a plan' : 'an apply'} needs on ${plural(paths.size, 'path')}\n`,
+    );
+    return [];
+  }
+  return missing.map((m) => `${who} lacks ${describeMissing(m)}`);
+}
+
 /** Checks one cluster with both tokens; returns the problems found (none: all good). */
 async function checkCluster(
   name: string,
   spec: ClusterSpec | undefined,
+  guests: readonly GuestSpec[],
   read: OpenClusters,
   write: OpenClusters,
   io: CommandIO,
@@ -56,12 +88,15 @@ async function checkCluster(
     if (result.guests === 0) {
       io.stdout.write('  warning:     the token sees no guests: on a cluster that has guests, it lacks VM.Audit on /vms\n');
     }
+    problems.push(...(await checkPrivileges(readClient, guests, 'read', io)));
   } catch (err) {
     problems.push(`plan token: ${errorText(err)}`);
   }
   try {
     const version = await writeClient.version();
     io.stdout.write(`  apply token: ok — authenticated (Proxmox VE ${version.version})\n`);
+    // Authenticated is not enough: a token that may not write passes every read (issue: "all good").
+    problems.push(...(await checkPrivileges(writeClient, guests, 'apply', io)));
   } catch (err) {
     problems.push(`apply token: ${errorText(err)}`);
   }
@@ -71,7 +106,7 @@ async function checkCluster(
 
 export const checkCommand: Command = {
   name: 'check',
-  summary: 'check the connection to every cluster of the specs: TLS, both tokens, nodes; exit 0 ok, 1 problems',
+  summary: 'check the connection to every cluster of the specs: TLS, both tokens and their privileges, nodes; exit 0 ok, 1 problems',
   usage: 'pve-gitops check [--specs DIR] [--clusters FILE]',
   async run(args, io) {
     const flags = parseFlags(args, { specs: { type: 'string', default: '.' }, clusters: { type: 'string' } });
@@ -91,6 +126,7 @@ export const checkCommand: Command = {
           await checkCluster(
             name,
             specs.clusters.find((c) => c.name === name),
+            specs.guests.filter((g) => g.cluster === name),
             read,
             write,
             io,

@@ -200,6 +200,29 @@ describe('pve-gitops check', () => {
     expect(run.stderr).toMatch(/2 cluster\(s\): all good/);
   });
 
+  it('reports the privileges an apply token lacks instead of "all good" (GET /access/permissions)', async () => {
+    // The read-only auditor token as the apply token: it authenticates, and cannot write anything.
+    const run = await cli(['check', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_LAB_TOKEN: lab.auditToken });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/apply token: ok — authenticated/);
+    expect(run.stdout).toMatch(
+      /problem: {5}apply token lacks VM\.Allocate on \/vms\/\d+, \/vms\/\d+, \/vms\/\d+ and \d+ more \(to create and destroy guests\)/,
+    );
+    expect(run.stdout).toMatch(/problem: {5}apply token lacks Datastore\.AllocateSpace on \/storage\/local-lvm/);
+    expect(run.stdout).toMatch(/problem: {5}apply token lacks VM\.PowerMgmt on/);
+    expect(run.stdout).not.toMatch(/plan token lacks/);
+    expect(run.stderr).not.toMatch(/all good/);
+  });
+
+  it('reports a plan token that cannot see every guest of the specs', async () => {
+    const id = 'partial@pve!plan';
+    lab.sim.tokens.add({ id, secret: 'partial-secret', role: 'audit', vmids: new Set([100101]) });
+    const run = await cli(['check', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_LAB_READ_TOKEN: `${id}=partial-secret` });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/problem: {5}plan token lacks VM\.Audit on \/vms\/\d+/);
+    expect(run.stdout).toMatch(/apply token: holds what an apply needs on \d+ paths/);
+  });
+
   it('names the token that fails and the nodes that do not exist', async () => {
     const run = await cli(['check', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_PROD_TOKEN: 'root@pam!pve-gitops=not-the-secret' });
     expect(run.code).toBe(1);

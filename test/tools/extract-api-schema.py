@@ -13,6 +13,7 @@ ENDPOINTS = [
     ("/nodes", "GET"),
     ("/cluster/resources", "GET"),
     ("/cluster/nextid", "GET"),
+    ("/access/permissions", "GET"),
 ]
 for kind in ("qemu", "lxc"):
     base = "/nodes/{node}/" + kind

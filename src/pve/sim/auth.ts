@@ -53,6 +53,11 @@ export function extractAuthValue(header: string | undefined, key: string): strin
 export class TokenRegistry {
   private readonly tokens = new Map<string, SimToken>();
 
+  /** The token with this id (`USER@REALM!TOKENID`), if configured. */
+  get(id: string): SimToken | undefined {
+    return this.tokens.get(id);
+  }
+
   /** Adds or replaces a token. */
   add(token: SimToken): void {
     if (!splitTokenId(token.id)) throw new Error(`invalid token id '${token.id}' (expected USER@REALM!TOKENID)`);

@@ -6,6 +6,7 @@
 import type { Principal } from './auth.js';
 import { canSeeGuest, canWriteGuest } from './auth.js';
 import type { Handler } from './context.js';
+import { getPermissions } from './handlers-access.js';
 import { PermissionError } from './errors.js';
 import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion, listTasks } from './handlers-cluster.js';
 import { getConfig, getPending, getStatusCurrent, listGuests, updateLxcConfig, updateQemuConfig } from './handlers-guest.js';
@@ -78,6 +79,7 @@ export const ROUTES: Route[] = [
   route('GET', '/nodes', anyone, getNodes),
   route('GET', '/cluster/resources', anyone, getClusterResources),
   route('GET', '/cluster/nextid', anyone, getNextId),
+  route('GET', '/access/permissions', anyone, getPermissions),
   route('GET', '/nodes/{node}/tasks', anyone, listTasks),
   route('GET', '/nodes/{node}/tasks/{upid}/status', anyone, getTaskStatus),
   route('GET', '/nodes/{node}/tasks/{upid}/log', anyone, getTaskLog),
