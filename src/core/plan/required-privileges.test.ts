@@ -54,6 +54,19 @@ describe('missingPrivileges', () => {
     expect(missingPrivileges(tree, requiredPrivileges([spec(100), spec(101)], 'apply'))).toEqual([]);
   });
 
+  it('needs SDN.Use on the bridge of every NIC, or on its VLAN', () => {
+    const tree = {
+      '/vms': grant(ALL_VM),
+      '/storage': grant(['Datastore.AllocateSpace']),
+      '/sdn/zones/localnetwork/vmbr1/20': grant(['SDN.Use']),
+    };
+    const nic = (net0: string) => spec(100, { config: { net0 } });
+    expect(missingPrivileges(tree, requiredPrivileges([nic('virtio,bridge=vmbr1,tag=20')], 'apply'))).toEqual([]);
+    expect(missingPrivileges(tree, requiredPrivileges([nic('virtio,bridge=vmbr0')], 'apply'))).toEqual([
+      { privilege: 'SDN.Use', paths: ['/sdn/zones/localnetwork/vmbr0'], why: 'to connect NICs to bridges' },
+    ]);
+  });
+
   it('lists each missing privilege once with every path it lacks', () => {
     const tree = { '/vms': grant(ALL_VM.filter((p) => p !== 'VM.PowerMgmt')), '/vms/101': grant(ALL_VM) };
     const missing = missingPrivileges(tree, requiredPrivileges([spec(100), spec(101), spec(102)], 'apply'));

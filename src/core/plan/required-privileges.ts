@@ -4,11 +4,12 @@
  *
  * Sources (see docs/identity-and-privileges.md): qemu-server `API2/Qemu.pm` (`create_vm`:
  * VM.Allocate on /vms/N or the pool; `$check_vm_modify_config_perm`; `destroy_vm`: VM.Allocate;
- * `vm_start`/`vm_shutdown`: VM.PowerMgmt), pve-container `API2/LXC.pm` and `LXC.pm`
- * (`check_ct_modify_config_perm`), pve-storage (Datastore.AllocateSpace for a new volume), and
+ * `vm_start`/`vm_shutdown`: VM.PowerMgmt; `QemuServer.pm` `check_bridge_access`: SDN.Use),
+ * pve-container `API2/LXC.pm` and `LXC.pm` (`check_ct_modify_config_perm`), pve-guest-common
+ * `GuestHelpers.pm` (`check_vnet_access`), pve-storage (Datastore.AllocateSpace), and
  * pve-access-control `RPCEnvironment.pm` (`get_effective_permissions`, `compile_acl_path`).
  */
-import { isDiskKey } from '../key-rules.js';
+import { isDiskKey, isNicKey } from '../key-rules.js';
 import type { GuestSpec } from '../model.js';
 import { parsePropertyString, propertyValue } from '../property-string.js';
 
@@ -79,6 +80,16 @@ export function requiredPrivileges(guests: readonly GuestSpec[], mode: 'apply' |
     if (spec.config.startup !== undefined)
       needed.push({ path: '/', privilege: 'Sys.Modify', why: 'to set a startup order, which changes host behaviour' });
     for (const [key, value] of Object.entries(spec.config)) {
+      if (isNicKey(key)) {
+        // check_bridge_access → check_vnet_access: SDN.Use on the bridge's zone path, or the VLAN below it.
+        const ps = parsePropertyString(value);
+        const bridge = propertyValue(ps, 'bridge');
+        if (bridge === undefined) continue;
+        const zone = `/sdn/zones/localnetwork/${bridge}`;
+        const tag = propertyValue(ps, 'tag');
+        needed.push({ path: zone, privilege: 'SDN.Use', why: 'to connect NICs to bridges', ...(tag ? { orOn: [`${zone}/${tag}`] } : {}) });
+        continue;
+      }
       if (!isDiskKey(spec.type, key)) continue;
       const storage = diskStorage(spec, value);
       if (storage !== undefined) storages.add(storage);
