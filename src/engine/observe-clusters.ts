@@ -80,11 +80,15 @@ export async function observeClusters(
           // Not fatal: the create itself will say if the node is wrong.
         }
       }
-      const ownerTag = clusterSpecs.get(name)?.ownerTag;
+      const clusterSpec = clusterSpecs.get(name);
+      const ownerTag = clusterSpec?.ownerTag;
+      // Orphans are looked for only inside the document's own VMID range (the planner's rule).
+      const inRange = (vmid: number): boolean =>
+        clusterSpec !== undefined && vmid >= clusterSpec.vmids.lower && vmid < clusterSpec.vmids.upper;
       const wanted = cluster.listing.filter(
         (l) =>
           scope.guests.has(guestKey(name, l.vmid)) ||
-          (scope.fullClusters.has(name) && ownerTag !== undefined && hasOwnerTag(l.tags, ownerTag)),
+          (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
       const limit = new Semaphore(options.concurrency ?? 16);
       // One fresh listing, shared, for guests that migrated between the listing and their read.
