@@ -3,7 +3,7 @@
  * only what matters to it.
  */
 import type { GuestPlan, GuestSpec, ObservedGuest, Plan } from '../../src/core/model.js';
-import { planSpecs } from '../../src/core/plan/plan-specs.js';
+import { summarise } from '../../src/core/plan/plan-specs.js';
 
 /** A VM spec `app-01` (100101) on `lab`/`pve-01`; `type: 'lxc'` makes it a Container. */
 export function makeGuestSpec(overrides: Partial<GuestSpec> = {}): GuestSpec {
@@ -69,12 +69,7 @@ export function makeGuestPlan(overrides: Partial<GuestPlan> = {}): GuestPlan {
 
 /** A plan of the given guests, with the summary the planner would compute. */
 export function makePlan(guests: GuestPlan[], overrides: Partial<Plan> = {}): Plan {
-  const summary = planSpecs({ head: { clusters: [], guests: [] }, observed: { clusters: {} } }).summary;
-  for (const g of guests) {
-    summary[g.action] += 1;
-    if (g.drift.length > 0) summary.drifted += 1;
-    if (g.pending.length > 0 || g.changes.some((c) => c.impact === 'pending-restart')) summary.pending += 1;
-  }
+  const summary = summarise(guests);
   return {
     version: 1,
     createdAt: '2025-01-01T00:00:00.000Z',
