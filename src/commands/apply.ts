@@ -32,6 +32,10 @@ function isInteractive(io: CommandIO): boolean {
 /** One stderr line per step, so a long apply shows what it is doing. */
 function reportEvent(io: CommandIO): (event: ApplyEvent) => void {
   return (event) => {
+    if (event.type === 'notice') {
+      note(io, `${event.cluster}: ${event.message}`);
+      return;
+    }
     const who = `${event.guest.cluster}/${event.guest.name} (${event.guest.vmid})`;
     if (event.type === 'step') {
       note(

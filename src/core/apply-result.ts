@@ -49,6 +49,12 @@ export interface GuestApplyResult {
   error?: string;
   /** Keys accepted by Proxmox but not in effect until the guest restarts. */
   pending?: string[];
+  /**
+   * Set on a `failed` or `skipped` guest when the failure says nothing about the guest itself (the
+   * cluster could not be reached, the apply was interrupted): running the apply again is safe and
+   * may succeed. Conflicts, refusals and permission errors are never retryable.
+   */
+  retryable?: boolean;
 }
 
 /** The result of applying one stored plan. Versioned like the plan, so it can be stored. */

@@ -2,7 +2,8 @@ import type { GuestType, ListedGuest, ObservedGuest } from './model.js';
 
 /**
  * What the planner and executor need from a cluster, declared by the core and implemented at the
- * edge (the Proxmox adapter). Plans only ever hold a {@link ClusterReader}.
+ * edge (the Proxmox adapter). Plans only ever hold a {@link ClusterReader}. Failures are the
+ * port's own errors (`core/port-errors.ts`), whatever the backend.
  */
 export interface ClusterReader {
   readonly cluster: string;
@@ -36,21 +37,26 @@ export interface WriteResult {
   upid?: string;
 }
 
+/** Per call: aborting `signal` stops waiting for the task (the task itself runs on). */
+export interface WriteContext {
+  signal?: AbortSignal;
+}
+
 /**
- * Writes to one cluster. Every method returns once Proxmox has finished the work (tasks are
- * awaited) and throws the adapter's typed errors; nothing is retried blindly.
+ * Writes to one cluster. Every method returns once the cluster has finished the work (tasks are
+ * awaited) and fails with the port's errors (`core/port-errors.ts`); nothing is retried blindly.
  */
 export interface ClusterWriter extends ClusterReader {
   /** A fresh read for apply: like {@link ClusterReader.readGuest}, with the live power status. */
   readGuestForApply(ref: GuestRef): Promise<ObservedGuest>;
   /** Tasks still running for the guest (UPIDs), e.g. an interrupted run's start. */
   activeTasks(ref: GuestRef): Promise<string[]>;
-  create(ref: GuestRef, params: Record<string, string>): Promise<WriteResult>;
-  updateConfig(ref: GuestRef, set: Record<string, string>, remove: string[], digest: string): Promise<WriteResult>;
-  resize(ref: GuestRef, disk: string, size: string, digest: string): Promise<WriteResult>;
-  moveDisk(ref: GuestRef, disk: string, storage: string, digest: string): Promise<WriteResult>;
-  start(ref: GuestRef): Promise<WriteResult>;
-  shutdown(ref: GuestRef): Promise<WriteResult>;
-  stop(ref: GuestRef): Promise<WriteResult>;
-  destroy(ref: GuestRef): Promise<WriteResult>;
+  create(ref: GuestRef, params: Record<string, string>, context?: WriteContext): Promise<WriteResult>;
+  updateConfig(ref: GuestRef, set: Record<string, string>, remove: string[], digest: string, context?: WriteContext): Promise<WriteResult>;
+  resize(ref: GuestRef, disk: string, size: string, digest: string, context?: WriteContext): Promise<WriteResult>;
+  moveDisk(ref: GuestRef, disk: string, storage: string, digest: string, context?: WriteContext): Promise<WriteResult>;
+  start(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  shutdown(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  stop(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  destroy(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
 }

@@ -2,12 +2,15 @@ import type { ClusterSpec, ListedGuest, ObservedCluster, ObservedGuest, Observed
 import { hasOwnerTag } from '../core/plan/desired-config.js';
 import { guestKey, type PlanScope } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
-import { PveNotFoundError } from '../pve/errors.js';
-import { Semaphore } from '../pve/limit.js';
+import { GuestNotFoundError } from '../core/port-errors.js';
+import { Semaphore } from '../util/semaphore.js';
 
 /** Options of {@link observeClusters}. */
 export interface ObserveOptions {
-  /** Guest reads in flight per cluster (the client bounds requests too). */
+  /**
+   * Guest reads in flight per cluster. Default: no limit of its own — the cluster's connection
+   * bounds every request (its concurrency setting), reads included.
+   */
   concurrency?: number;
   /** Called as guests are read, for progress output. */
   onProgress?: (event: { cluster: string; read: number; total: number }) => void;
@@ -31,7 +34,7 @@ async function readFollowingMigration(
   try {
     return await reader.readGuest(listed, { liveStatus });
   } catch (err) {
-    if (!(err instanceof PveNotFoundError)) throw err;
+    if (!(err instanceof GuestNotFoundError)) throw err;
     const moved = (await relist()).get(listed.vmid);
     if (!moved || moved.node === listed.node) throw err;
     const index = cluster.listing.indexOf(listed);
@@ -90,7 +93,7 @@ export async function observeClusters(
           scope.guests.has(guestKey(name, l.vmid)) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
-      const limit = new Semaphore(options.concurrency ?? 16);
+      const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
       // One fresh listing, shared, for guests that migrated between the listing and their read.
       let relisted: Promise<Map<number, ListedGuest>> | undefined;
       const relist = (): Promise<Map<number, ListedGuest>> =>
@@ -126,19 +129,16 @@ export async function observeClusters(
         ),
       );
       let read = 0;
-      await Promise.all(
-        wanted.map((listed) =>
-          limit.run(async () => {
-            try {
-              cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, needsLiveStatus(listed), relist, cluster);
-            } catch (err) {
-              cluster.readErrors![listed.vmid] = errorText(err);
-            }
-            read += 1;
-            options.onProgress?.({ cluster: name, read, total: wanted.length });
-          }),
-        ),
-      );
+      const readOne = async (listed: ListedGuest): Promise<void> => {
+        try {
+          cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, needsLiveStatus(listed), relist, cluster);
+        } catch (err) {
+          cluster.readErrors![listed.vmid] = errorText(err);
+        }
+        read += 1;
+        options.onProgress?.({ cluster: name, read, total: wanted.length });
+      };
+      await Promise.all(wanted.map((listed) => (limit ? limit.run(() => readOne(listed)) : readOne(listed))));
       state.clusters[name] = cluster;
     }),
   );

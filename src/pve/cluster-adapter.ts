@@ -1,37 +1,116 @@
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
-import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
+import {
+  AlreadyInPowerStateError,
+  DigestConflictError,
+  GuestNotFoundError,
+  LockedError,
+  PermissionDeniedError,
+  PortError,
+  TaskFailedError,
+  UnavailableError,
+  VmidTakenError,
+} from '../core/port-errors.js';
+import type { ClusterWriter, GuestRef, WriteContext, WriteResult } from '../core/ports.js';
 import type { PveClient, WaitOptions } from './client.js';
-import { PveAlreadyExistsError } from './errors.js';
+import {
+  PveAlreadyExistsError,
+  PveAuthError,
+  PveDigestConflictError,
+  PveError,
+  PveLockedError,
+  PveNotFoundError,
+  PvePermissionError,
+  PvePowerStateError,
+  PveTaskFailedError,
+  PveTransportError,
+} from './errors.js';
 import { observedFromPending } from './observed-guest.js';
+
+// Statuses that say nothing about the request itself: a gateway, or pveproxy unable to reach the
+// node that owns the guest (595/596).
+const UNAVAILABLE_STATUSES: ReadonlySet<number> = new Set([502, 503, 504, 595, 596]);
+
+/**
+ * Translates a client error into the port's vocabulary (`core/port-errors.ts`). Errors that are
+ * not a {@link PveError} (a programming error) pass through unchanged.
+ */
+export function toPortError(err: unknown): unknown {
+  if (!(err instanceof PveError)) return err;
+  const init = { cluster: err.cluster, cause: err };
+  if (err instanceof PveTaskFailedError) {
+    const reason = err.cause === undefined ? undefined : toPortError(err.cause);
+    return new TaskFailedError(err.upid, err.exitstatus, {
+      cluster: err.cluster,
+      cause: reason instanceof PortError ? reason : undefined,
+    });
+  }
+  if (err instanceof PveNotFoundError) return new GuestNotFoundError(err.message, init);
+  if (err instanceof PveDigestConflictError) {
+    return new DigestConflictError(err.message, { ...init, expectedDigest: err.expectedDigest, actualDigest: err.actualDigest });
+  }
+  if (err instanceof PveLockedError) return new LockedError(err.message, { ...init, lock: err.lock });
+  if (err instanceof PveAlreadyExistsError) return new VmidTakenError(err.message, { ...init, vmid: err.vmid, node: err.node });
+  if (err instanceof PvePowerStateError) {
+    return new AlreadyInPowerStateError(err.message, { ...init, state: err.running ? 'running' : 'stopped' });
+  }
+  if (err instanceof PveAuthError || err instanceof PvePermissionError) return new PermissionDeniedError(err.message, init);
+  if (err instanceof PveTransportError) {
+    return new UnavailableError(err.message, { ...init, writeUncertain: err.method !== 'GET' && !err.retryable });
+  }
+  if (UNAVAILABLE_STATUSES.has(err.status)) return new UnavailableError(err.message, init);
+  return new PortError(err.message, init);
+}
+
+/** A power error only means "already there" for the call that asked for that state. */
+function powerError(err: unknown, wanted: 'running' | 'stopped'): unknown {
+  const mapped = toPortError(err);
+  const already =
+    mapped instanceof AlreadyInPowerStateError
+      ? mapped
+      : mapped instanceof TaskFailedError && mapped.cause instanceof AlreadyInPowerStateError
+        ? mapped.cause
+        : undefined;
+  if (already && already.state !== wanted) return new PortError(already.message, { cluster: already.cluster, cause: err });
+  return mapped;
+}
+
+/** Options of {@link PveClusterAdapter}. */
+export interface ClusterAdapterOptions {
+  /** How tasks are polled (see `WaitOptions`). */
+  wait?: WaitOptions;
+  /** Called every `slowTaskMs` while a task is still running, for a person watching. */
+  onSlowTask?: (event: { cluster: string; upid: string; elapsedMs: number }) => void;
+  /** Default 10 s. */
+  slowTaskMs?: number;
+}
 
 /**
  * The core's reader/writer ports over a {@link PveClient}. Every write waits for its task, so a
- * returned promise means Proxmox has finished.
+ * returned promise means Proxmox has finished; every failure is one of the port's errors.
  */
 export class PveClusterAdapter implements ClusterWriter {
   readonly cluster: string;
   readonly #client: PveClient;
-  readonly #wait: WaitOptions;
+  readonly #options: ClusterAdapterOptions;
 
-  constructor(client: PveClient, options: { wait?: WaitOptions } = {}) {
+  constructor(client: PveClient, options: ClusterAdapterOptions = {}) {
     this.#client = client;
     this.cluster = client.cluster;
-    this.#wait = options.wait ?? {};
+    this.#options = options;
   }
 
   listGuests(): Promise<ListedGuest[]> {
-    return this.#client.clusterResources();
+    return mapped(() => this.#client.clusterResources());
   }
 
-  async listNodes(): Promise<string[]> {
-    return (await this.#client.nodes()).map((n) => n.node);
+  listNodes(): Promise<string[]> {
+    return mapped(async () => (await this.#client.nodes()).map((n) => n.node));
   }
 
-  async readGuest(listed: ListedGuest, options: { liveStatus?: boolean } = {}): Promise<ObservedGuest> {
+  readGuest(listed: ListedGuest, options: { liveStatus?: boolean } = {}): Promise<ObservedGuest> {
     const status = listed.status;
     if (!options.liveStatus && (status === 'running' || status === 'stopped')) {
-      const entries = await this.#client.getPending(listed.node, listed.type, listed.vmid);
-      return observedFromPending(entries, listed, status);
+      return mapped(async () => observedFromPending(await this.#client.getPending(listed.node, listed.type, listed.vmid), listed, status));
     }
     // The listing's power state comes from pvestatd's 10-second cycle: `unknown` right after a
     // create, absent, or a QMP state like `paused`. Ask the node itself.
@@ -45,55 +124,107 @@ export class PveClusterAdapter implements ClusterWriter {
       return false;
     } catch (err) {
       if (err instanceof PveAlreadyExistsError) return true;
-      throw err;
+      throw toPortError(err);
     }
   }
 
   readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {
-    return this.#client.readGuest(ref.node, ref.type, ref.vmid);
+    return mapped(() => this.#client.readGuest(ref.node, ref.type, ref.vmid));
   }
 
-  async activeTasks(ref: GuestRef): Promise<string[]> {
-    return (await this.#client.activeTasks(ref.node, ref.vmid)).map((t) => t.upid);
+  activeTasks(ref: GuestRef): Promise<string[]> {
+    return mapped(async () => (await this.#client.activeTasks(ref.node, ref.vmid)).map((t) => t.upid));
   }
 
-  async #task(node: string, upid: string | null): Promise<WriteResult> {
+  create(ref: GuestRef, params: Record<string, string>, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () => this.#task(ref.node, await this.#client.createGuest(ref.node, ref.type, ref.vmid, params), context));
+  }
+
+  updateConfig(
+    ref: GuestRef,
+    set: Record<string, string>,
+    remove: string[],
+    digest: string,
+    context: WriteContext = {},
+  ): Promise<WriteResult> {
+    return mapped(async () => {
+      await this.#client.updateConfig(ref.node, ref.type, ref.vmid, { set, delete: remove, digest }, this.#waitOptions(context));
+      return {};
+    });
+  }
+
+  resize(ref: GuestRef, disk: string, size: string, digest: string, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () =>
+      this.#task(ref.node, await this.#client.resizeDisk(ref.node, ref.type, ref.vmid, disk, size, digest), context),
+    );
+  }
+
+  moveDisk(ref: GuestRef, disk: string, storage: string, digest: string, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () =>
+      this.#task(ref.node, await this.#client.moveDisk(ref.node, ref.type, ref.vmid, disk, storage, { digest }), context),
+    );
+  }
+
+  async start(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+    try {
+      return await this.#task(ref.node, await this.#client.start(ref.node, ref.type, ref.vmid), context);
+    } catch (err) {
+      throw powerError(err, 'running');
+    }
+  }
+
+  async shutdown(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+    try {
+      return await this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid), context);
+    } catch (err) {
+      throw powerError(err, 'stopped');
+    }
+  }
+
+  async stop(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+    try {
+      return await this.#task(ref.node, await this.#client.stop(ref.node, ref.type, ref.vmid), context);
+    } catch (err) {
+      throw powerError(err, 'stopped');
+    }
+  }
+
+  destroy(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () =>
+      this.#task(ref.node, await this.#client.destroyGuest(ref.node, ref.type, ref.vmid, { purge: true }), context),
+    );
+  }
+
+  async #task(node: string, upid: string | null, context: WriteContext): Promise<WriteResult> {
     if (!upid) return {};
-    await this.#client.waitForTask(node, upid, this.#wait);
+    await this.#client.waitForTask(node, upid, this.#waitOptions(context));
     return { upid };
   }
 
-  async create(ref: GuestRef, params: Record<string, string>): Promise<WriteResult> {
-    return this.#task(ref.node, await this.#client.createGuest(ref.node, ref.type, ref.vmid, params));
+  /** The wait options of one call: its signal, and a heartbeat for a person watching a long task. */
+  #waitOptions(context: WriteContext): WaitOptions {
+    const { wait = {}, onSlowTask, slowTaskMs = 10_000 } = this.#options;
+    const options: WaitOptions = { ...wait };
+    if (context.signal) options.signal = context.signal;
+    if (!onSlowTask) return options;
+    const started = Date.now();
+    let next = slowTaskMs;
+    options.onProgress = (status) => {
+      wait.onProgress?.(status);
+      const elapsedMs = Date.now() - started;
+      if (status.status === 'running' && elapsedMs >= next) {
+        next = elapsedMs + slowTaskMs;
+        onSlowTask({ cluster: this.cluster, upid: status.upid, elapsedMs });
+      }
+    };
+    return options;
   }
+}
 
-  async updateConfig(ref: GuestRef, set: Record<string, string>, remove: string[], digest: string): Promise<WriteResult> {
-    await this.#client.updateConfig(ref.node, ref.type, ref.vmid, { set, delete: remove, digest }, this.#wait);
-    return {};
-  }
-
-  async resize(ref: GuestRef, disk: string, size: string, digest: string): Promise<WriteResult> {
-    return this.#task(ref.node, await this.#client.resizeDisk(ref.node, ref.type, ref.vmid, disk, size, digest));
-  }
-
-  async moveDisk(ref: GuestRef, disk: string, storage: string, digest: string): Promise<WriteResult> {
-    return this.#task(ref.node, await this.#client.moveDisk(ref.node, ref.type, ref.vmid, disk, storage, { digest }));
-  }
-
-  async start(ref: GuestRef): Promise<WriteResult> {
-    return this.#task(ref.node, await this.#client.start(ref.node, ref.type, ref.vmid));
-  }
-
-  async shutdown(ref: GuestRef): Promise<WriteResult> {
-    return this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid));
-  }
-
-  async stop(ref: GuestRef): Promise<WriteResult> {
-    return this.#task(ref.node, await this.#client.stop(ref.node, ref.type, ref.vmid));
-  }
-
-  async destroy(ref: GuestRef): Promise<WriteResult> {
-    const upid = await this.#client.destroyGuest(ref.node, ref.type, ref.vmid, { purge: true });
-    return this.#task(ref.node, upid);
+async function mapped<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw toPortError(err);
   }
 }

@@ -124,6 +124,22 @@ export class PveRunningError extends PveError {
   override name = 'PveRunningError';
 }
 
+/**
+ * A power change refused because the guest is already in that state: `VM 100 already running`
+ * (qemu-server `PVE/QemuServer.pm` `vm_start_nolock`), `CT 100 already running` / `CT 100 not
+ * running` (pve-container `PVE/API2/LXC/Status.pm` `vm_start`, `vm_stop`, `vm_shutdown`).
+ */
+export class PvePowerStateError extends PveError {
+  override name = 'PvePowerStateError';
+  /** The state the guest is in: true for `already running`, false for `not running`. */
+  readonly running: boolean;
+
+  constructor(message: string, init: PveErrorInit & { running: boolean }) {
+    super(message, init);
+    this.running = init.running;
+  }
+}
+
 /** 501: the method/path does not exist on this server (or a body was sent with GET/DELETE). */
 export class PveNotImplementedError extends PveError {
   override name = 'PveNotImplementedError';
@@ -250,6 +266,8 @@ export function classifyMessage(message: string, init: PveErrorInit, sent: SentC
   if (NOT_FOUND_RE.test(message)) return new PveNotFoundError(message, init);
   if (PROTECTED_RE.test(message)) return new PveProtectedError(message, init);
   if (RUNNING_RE.test(message)) return new PveRunningError(message, init);
+  if (ALREADY_RUNNING_RE.test(message)) return new PvePowerStateError(message, { ...init, running: true });
+  if (NOT_RUNNING_RE.test(message)) return new PvePowerStateError(message, { ...init, running: false });
   return undefined;
 }
 
@@ -267,6 +285,11 @@ const NOT_FOUND_RE = /Configuration file '[^']*' does not exist|\bno such task\b
 const PROTECTED_RE = /protection mode enabled/;
 // qemu destroy_vm / lxc destroy early checks.
 const RUNNING_RE = /\bVM \d+ is running - destroy failed|\bunable to destroy CT \d+ - container is running/;
+
+// Power changes to the state the guest is already in; the whole text, so "not running locally on
+// node …" (a migration parameter error) is not taken for one.
+const ALREADY_RUNNING_RE = /^(?:VM|CT) \d+ already running$/;
+const NOT_RUNNING_RE = /^(?:VM|CT) \d+ not running$/;
 
 function fromParameterErrors(message: string, raw: Record<string, unknown>, init: PveErrorInit): PveError {
   const errors: Record<string, string> = {};

@@ -4,6 +4,7 @@
  */
 import { classifyMessage, PveTaskFailedError, PveTaskTimeoutError, type PveErrorInit } from './errors.js';
 import type { TaskStatus } from './schema.js';
+import { sleep } from '../util/sleep.js';
 
 /** The fields encoded in a UPID (`UPID:node:pid:pstart:starttime:type:id:user:`). */
 export interface Upid {
@@ -45,15 +46,21 @@ export function isTaskSuccess(exitstatus: string | undefined): boolean {
 export interface WaitOptions {
   /** Cancels the wait (rejecting with the signal's reason); the task itself is not stopped. */
   signal?: AbortSignal;
-  /** Longest pause between polls (default 1000 ms); polling starts faster and backs off to it. */
+  /** Longest pause between polls (default 1000 ms), reached by doubling once the first second is over. */
   intervalMs?: number;
+  /** Pause between polls during the task's first second (default 25 ms, at most `intervalMs`). */
+  fastIntervalMs?: number;
   /** Give up after this long with `PveTaskTimeoutError` (default: wait indefinitely). */
   timeoutMs?: number;
   /** Called with every status read, running or stopped. */
   onProgress?: (status: TaskStatus) => void;
 }
 
-const FIRST_POLL_MS = 50;
+// Most tasks an apply starts (a config write, a start, a create) finish within a second: poll
+// them at a short steady interval, so a 200 ms task is seen done about 200 ms after it started
+// instead of at the next step of a backoff; after that second, back off to `intervalMs`.
+const FAST_POLL_MS = 25;
+const FAST_PHASE_MS = 1000;
 
 /**
  * Polls `read` until the task stops. Resolves with the final status on success; rejects with
@@ -67,17 +74,19 @@ export async function pollTask(
 ): Promise<TaskStatus> {
   const { signal, onProgress } = options;
   const maxInterval = Math.max(1, options.intervalMs ?? 1000);
-  const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
-  let delay = Math.min(FIRST_POLL_MS, maxInterval);
+  const fast = Math.max(1, Math.min(options.fastIntervalMs ?? FAST_POLL_MS, maxInterval));
+  const started = Date.now();
+  const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
+  let delay = fast;
 
   for (;;) {
-    signal?.throwIfAborted();
+    // The first read waits one short interval too: no task an apply starts is done at once.
+    await sleep(Math.max(0, Math.min(delay, deadline - Date.now())), signal);
     const status = await raceAbort(read(), signal);
     onProgress?.(status);
     if (status.status !== 'running') return settle(status, upid, init);
-    if (Date.now() + delay > deadline) throw new PveTaskTimeoutError(upid, options.timeoutMs ?? 0, init);
-    await sleep(delay, signal);
-    delay = Math.min(delay * 2, maxInterval);
+    if (Date.now() >= deadline) throw new PveTaskTimeoutError(upid, options.timeoutMs ?? 0, init);
+    if (Date.now() - started >= FAST_PHASE_MS) delay = Math.min(Math.max(delay * 2, fast), maxInterval);
   }
 }
 
@@ -86,25 +95,6 @@ function settle(status: TaskStatus, upid: string, init: PveErrorInit): TaskStatu
   const exitstatus = status.exitstatus ?? 'unexpected status';
   const cause = classifyMessage(exitstatus, { ...init, status: 0 });
   throw new PveTaskFailedError(upid, exitstatus, { ...init, cause });
-}
-
-/** Sleeps `ms`, rejecting with the signal's reason if it aborts first. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */

@@ -13,10 +13,10 @@ import {
   type PveErrorInit,
   type SentContext,
 } from './errors.js';
-import { Semaphore } from './limit.js';
+import { Semaphore } from '../util/semaphore.js';
 import { createRedactor, type Redactor } from './redact.js';
 import { Envelope } from './schema.js';
-import { sleep } from './task.js';
+import { sleep } from '../util/sleep.js';
 import { createConnector, TLS_VERIFY_CODES, TlsPinMismatch, type TlsPolicy } from './tls.js';
 
 /** The subset of a pino logger the client uses. */

@@ -1,8 +1,9 @@
 /** The small pieces under the client: semaphore, redaction, UPIDs and task exit statuses. */
 import { describe, expect, it } from 'vitest';
-import { Semaphore } from '../../src/pve/limit.js';
+import { Semaphore } from '../../src/util/semaphore.js';
 import { createRedactor } from '../../src/pve/redact.js';
-import { isTaskSuccess, parseUpid, sleep } from '../../src/pve/task.js';
+import { isTaskSuccess, parseUpid } from '../../src/pve/task.js';
+import { sleep } from '../../src/util/sleep.js';
 
 describe('Semaphore', () => {
   it('serves waiters in arrival order and never exceeds the limit', async () => {

@@ -1,0 +1,477 @@
+import type { ApplyStep, GuestApplyResult } from '../core/apply-result.js';
+import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
+import { compareWithReviewed, describe } from '../core/plan/compare-reviewed.js';
+import { planGuest } from '../core/plan/plan-guest.js';
+import {
+  AlreadyInPowerStateError,
+  DigestConflictError,
+  GuestNotFoundError,
+  LockedError,
+  portFailure,
+  TaskFailedError,
+  UnavailableError,
+  VmidTakenError,
+} from '../core/port-errors.js';
+import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
+import { type Clock, realClock } from '../util/sleep.js';
+
+/** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
+export type ApplyEvent =
+  | { type: 'guest-start'; guest: GuestPlan }
+  | { type: 'step'; guest: GuestPlan; step: ApplyStep }
+  | { type: 'waiting'; guest: GuestPlan; reason: string }
+  | { type: 'guest-done'; guest: GuestPlan; result: GuestApplyResult }
+  /** About a whole cluster, e.g. its listing failed and guests are read where the plan saw them. */
+  | { type: 'notice'; cluster: string; message: string };
+
+/** Releases a slot taken with {@link ApplyGuestOptions.acquireSlot}; safe to call twice. */
+export type ReleaseSlot = () => void;
+
+/** Options of {@link applyGuest}. */
+export interface ApplyGuestOptions {
+  /** How long a lock (or a task of someone else) is waited out before the guest is reported (default 10 minutes). */
+  lockWaitMs?: number;
+  /** First pause while waiting for a lock; doubles up to 15 s (default 1 s). */
+  lockPollMs?: number;
+  /** Digest rejections in a row before the guest is reported as a conflict (default 3). */
+  maxDigestConflicts?: number;
+  /**
+   * Stops the apply of this guest between steps, or while it waits (a lock, a slot's queue, a
+   * task: the task itself runs on). The result then says what was done; it is `retryable`.
+   */
+  signal?: AbortSignal;
+  onEvent?: (event: ApplyEvent) => void;
+  /** Time and sleeping; virtual in tests. Default: the wall clock. */
+  clock?: Clock;
+  /**
+   * Where the guest is, from a listing the caller already holds: the entry, or `null` when that
+   * listing does not have it. Left out, a guest the plan expects is first read on its planned
+   * node, and a guest the plan creates is looked up with {@link locate}.
+   */
+  listed?: ListedGuest | null;
+  /** Finds the guest in a fresh cluster listing. Default: one `listGuests()` request per call. */
+  locate?: (vmid: number) => Promise<ListedGuest | undefined>;
+  /**
+   * Takes the right to carry out one step on `node` (the per-cluster and per-node limits). The
+   * slot is held from the fresh read through the write and its task, and released whenever the
+   * guest waits for something else (a lock, someone's task), so waiting never blocks other guests.
+   * Default: no limit.
+   */
+  acquireSlot?: (node: string) => Promise<ReleaseSlot>;
+}
+
+const DEFAULT_LOCK_WAIT_MS = 600_000;
+const MAX_LOCK_POLL_MS = 15_000;
+/** Writes tried per guest (a digest retry, a relocation); waits are bounded by time instead. */
+const MAX_ATTEMPTS_PER_GUEST = 50;
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Ops that record a wait or a re-read, not a change. */
+const NON_WRITING_OPS: ReadonlySet<string> = new Set(['wait-lock', 'wait-task', 'digest-conflict', 'relocated', 'vmid-taken', 'vanished']);
+
+/** Ends a guest's job early with a result (conflict, failure). */
+class Finish {
+  constructor(
+    readonly status: GuestApplyResult['status'],
+    readonly error: string | undefined,
+    readonly retryable = false,
+  ) {}
+}
+
+class GuestJob {
+  readonly result: GuestApplyResult;
+  readonly #clock: Clock;
+  readonly #locate: (vmid: number) => Promise<ListedGuest | undefined>;
+  /** Where the guest is believed to be; undefined when it does not exist (as far as known). */
+  #where: ListedGuest | undefined;
+  /** Whether {@link #where} comes from a listing or a read rather than from the plan. */
+  #located: boolean;
+  /** The guest was seen on the cluster during this apply (listed, read, or created by it). */
+  #existed = false;
+  #createSent = false;
+  #destroyedByUs = false;
+  /** The reviewed create found the VMID taken: the guest that holds it is looked at instead. */
+  #takenAtCreate: string | undefined;
+  #digestConflicts = 0;
+  #busySince: number | undefined;
+  #busyDelay: number;
+  #lastOp = '';
+  #release: ReleaseSlot | undefined;
+  #slotNode: string | undefined;
+
+  constructor(
+    readonly plan: GuestPlan,
+    readonly writer: ClusterWriter,
+    readonly options: ApplyGuestOptions,
+  ) {
+    this.#clock = options.clock ?? realClock;
+    this.#busyDelay = options.lockPollMs ?? 1000;
+    this.#locate = options.locate ?? (async (vmid) => (await writer.listGuests()).find((l) => l.vmid === vmid));
+    if (options.listed !== undefined) {
+      this.#where = options.listed ?? undefined;
+      this.#located = true;
+      this.#existed = options.listed !== null;
+    } else {
+      // A guest the plan expects is read where the plan saw it (a migration since is found by
+      // a listing on the first "not found"); for a create the whole cluster must be asked.
+      this.#where = plan.action === 'create' ? undefined : { vmid: plan.vmid, type: plan.type, node: plan.node };
+      this.#located = false;
+    }
+    this.result = {
+      cluster: plan.cluster,
+      name: plan.name,
+      vmid: plan.vmid,
+      node: this.#where?.node ?? plan.node,
+      status: 'unchanged',
+      steps: [],
+    };
+  }
+
+  get #lockWaitMs(): number {
+    return this.options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS;
+  }
+
+  #emit(step: ApplyStep): void {
+    this.result.steps.push(step);
+    this.options.onEvent?.({ type: 'step', guest: this.plan, step });
+  }
+
+  get #wrote(): boolean {
+    return this.result.steps.some((s) => s.upid !== undefined || !NON_WRITING_OPS.has(s.op));
+  }
+
+  #ref(): GuestRef {
+    return { node: this.#where?.node ?? this.plan.node, type: this.plan.type, vmid: this.plan.vmid };
+  }
+
+  async #hold(node: string): Promise<void> {
+    if (!this.options.acquireSlot) return;
+    if (this.#release && this.#slotNode === node) return;
+    this.#releaseSlot();
+    const release = await this.options.acquireSlot(node);
+    if (this.options.signal?.aborted) {
+      release();
+      this.options.signal.throwIfAborted();
+    }
+    this.#release = release;
+    this.#slotNode = node;
+  }
+
+  #releaseSlot(): void {
+    this.#release?.();
+    this.#release = undefined;
+    this.#slotNode = undefined;
+  }
+
+  /** A fresh read of the guest and the tasks running on it; undefined when it does not exist. */
+  async #read(): Promise<{ observed: ObservedGuest; busy: string[] } | undefined> {
+    if (!this.#where && !this.#located) {
+      this.#where = await this.#locate(this.plan.vmid);
+      this.#located = true;
+    }
+    const where = this.#where;
+    if (!where) return undefined;
+    try {
+      return await this.#readAt(where);
+    } catch (err) {
+      if (!(err instanceof GuestNotFoundError)) throw err;
+    }
+    // Migrated or destroyed since it was last seen: find it again, once; a guest the listing
+    // places where it cannot be read is an error rather than a loop.
+    const found = await this.#locate(this.plan.vmid);
+    this.#located = true;
+    this.#where = found;
+    if (!found) return undefined;
+    if (found.node === where.node) {
+      throw new GuestNotFoundError(`guest ${this.plan.vmid} is listed on ${found.node} but its config cannot be read there`);
+    }
+    this.#emit({ op: 'relocated', detail: `found on ${found.node}` });
+    this.result.node = found.node;
+    return this.#readAt(found);
+  }
+
+  async #readAt(where: ListedGuest): Promise<{ observed: ObservedGuest; busy: string[] }> {
+    const ref: GuestRef = { node: where.node, type: where.type, vmid: where.vmid };
+    // Both in parallel: the task list costs no extra round trip before a write.
+    const [observed, busy] = await Promise.all([this.writer.readGuestForApply(ref), this.writer.activeTasks(ref)]);
+    this.#existed = true;
+    return { observed, busy };
+  }
+
+  /**
+   * Waits with backoff while the guest is busy (a lock, a task still running), holding no slot;
+   * false once the limit is reached. Locks are never cleared and tasks never stopped.
+   */
+  async #waitBusy(op: 'wait-lock' | 'wait-task', reason: string): Promise<boolean> {
+    const now = this.#clock.now();
+    this.#busySince ??= now;
+    const limit = this.#lockWaitMs;
+    if (now - this.#busySince >= limit) return false;
+    if (!this.result.steps.some((s) => s.op === op && s.detail?.startsWith(reason))) {
+      this.#emit({ op, detail: `${reason}; waiting up to ${Math.round(limit / 1000)} s` });
+    }
+    this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason });
+    this.#releaseSlot();
+    await this.#clock.sleep(Math.min(this.#busyDelay, limit - (now - this.#busySince)), this.options.signal);
+    this.#busyDelay = Math.min(this.#busyDelay * 2, MAX_LOCK_POLL_MS);
+    return true;
+  }
+
+  async #execute(op: Operation, observed: ObservedGuest | undefined): Promise<WriteResult> {
+    const ref = this.#ref();
+    const digest = observed?.digest ?? '';
+    const context = this.options.signal ? { signal: this.options.signal } : {};
+    switch (op.op) {
+      case 'create': {
+        this.#createSent = true;
+        const target = { ...ref, node: op.node };
+        const result = await this.writer.create(target, op.params, context);
+        this.#where = { vmid: ref.vmid, type: ref.type, node: op.node };
+        this.#located = true;
+        this.#existed = true;
+        this.result.node = op.node;
+        return result;
+      }
+      case 'config':
+        return this.writer.updateConfig(ref, op.set, op.delete, digest, context);
+      case 'resize':
+        return this.writer.resize(ref, op.disk, op.size, digest, context);
+      case 'move-disk':
+        return this.writer.moveDisk(ref, op.disk, op.storage, digest, context);
+      case 'start':
+        return this.writer.start(ref, context);
+      case 'shutdown':
+        return this.writer.shutdown(ref, context);
+      case 'stop':
+        return this.writer.stop(ref, context);
+      case 'destroy': {
+        const result = await this.writer.destroy(ref, context);
+        this.#destroyedByUs = true;
+        this.#where = undefined;
+        return result;
+      }
+    }
+  }
+
+  /** What the job decides when the guest is not there (any more). */
+  #absent(): Finish | undefined {
+    if (!this.#existed || this.#destroyedByUs) return undefined;
+    if (this.plan.action === 'destroy') {
+      // Someone else destroyed it: what the reviewed plan wanted, done by another hand.
+      this.#emit({ op: 'vanished', detail: `guest ${this.plan.vmid} was destroyed by someone else during the apply` });
+      return new Finish(this.#wrote ? 'applied' : 'unchanged', undefined);
+    }
+    return new Finish(
+      'conflict',
+      `guest ${this.plan.vmid} disappeared during apply (deleted or moved out of the cluster by someone else); it is not created again — re-plan to see the cluster as it is now`,
+    );
+  }
+
+  /**
+   * Re-reads, recomputes, checks the change is still the reviewed one, and carries out its first
+   * step — until nothing is left. Every step starts from a fresh read, so a run killed at any point
+   * and started again neither duplicates a guest nor repeats a write.
+   */
+  async #loop(): Promise<Finish> {
+    const { plan } = this;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS_PER_GUEST; ) {
+      this.options.signal?.throwIfAborted();
+      await this.#hold(this.#where?.node ?? plan.node);
+      const read = await this.#read();
+      if (read && this.options.acquireSlot && this.#slotNode !== read.observed.node) continue; // moved: take that node's slot
+      const observed = read?.observed;
+      if (!read) {
+        const finish = this.#absent();
+        if (finish) return finish;
+      }
+      const lock = observed?.current.lock;
+      if (lock === 'suspended' || lock === 'suspending') {
+        // A hibernated VM keeps this lock until someone resumes it: waiting cannot help.
+        return new Finish('failed', `locked (${lock}): the VM is hibernated; resume it, then apply again`);
+      }
+      if (lock) {
+        if (await this.#waitBusy('wait-lock', `locked (${lock})`)) continue;
+        return new Finish(
+          'failed',
+          `still locked (${lock}) after ${Math.round(this.#lockWaitMs / 1000)} s; locks are never cleared — retry once the ${lock} has finished`,
+        );
+      }
+      const now = planGuest({
+        cluster: plan.cluster,
+        vmid: plan.vmid,
+        spec: plan.target.spec,
+        ownerTag: plan.target.ownerTag,
+        prune: plan.target.prune,
+        listed: observed ? this.#where : undefined,
+        observed,
+      });
+      const conflicts = compareWithReviewed(plan, now);
+      if (conflicts.length > 0) {
+        this.result.conflict = conflicts;
+        if (this.#takenAtCreate !== undefined) {
+          return new Finish('conflict', `${this.#takenAtCreate}: the VMID was taken by someone else after review; nothing was changed`);
+        }
+        return new Finish(
+          'conflict',
+          `changed after review: ${conflicts.map((c) => c.key).join(', ')}; nothing more was written — re-plan with /pve plan`,
+        );
+      }
+      const op = now.operations[0];
+      if (!op) {
+        // Accepted but not in effect until a restart: say so instead of reporting it done.
+        const pending = now.pending.map((p) => p.key);
+        if (pending.length > 0) this.result.pending = pending;
+        if (this.#takenAtCreate !== undefined && !this.#wrote) {
+          this.#emit({ op: 'vmid-taken', detail: 'applied by another run: the guest is exactly what the reviewed plan creates' });
+        }
+        return new Finish(this.#wrote ? 'applied' : 'unchanged', undefined);
+      }
+      if (op.op === 'create' && this.#createSent) {
+        // Never a second create in one apply: the guest this run created is gone again.
+        return new Finish('conflict', `guest ${plan.vmid} disappeared during apply after it was created; it is not created again`);
+      }
+      const busy = read?.busy ?? [];
+      if (busy.length > 0) {
+        // An unfinished task on the guest (an interrupted run's start, a migration) would race
+        // this step; what it changes is seen by the next read.
+        const type = busy[0]?.split(':')[5] ?? 'task';
+        if (await this.#waitBusy('wait-task', `task ${type} still running`)) continue;
+        return new Finish(
+          'failed',
+          `a ${type} task on the guest is still running after ${Math.round(this.#lockWaitMs / 1000)} s: ${busy[0]}`,
+        );
+      }
+      const opKey = JSON.stringify(op);
+      if (opKey === this.#lastOp) {
+        return new Finish(
+          'failed',
+          `step had no effect: after "${describe(op)}" Proxmox still reports the old value; this is a perpetual diff`,
+        );
+      }
+      attempt += 1;
+      const finish = await this.#step(op, opKey, observed);
+      if (finish) return finish;
+    }
+    return new Finish('failed', `gave up after ${MAX_ATTEMPTS_PER_GUEST} steps`);
+  }
+
+  /** Carries out one operation; a Finish when the job must stop, undefined to go on. */
+  async #step(op: Operation, opKey: string, observed: ObservedGuest | undefined): Promise<Finish | undefined> {
+    const started = this.#clock.now();
+    try {
+      const result = await this.#execute(op, observed);
+      const step: ApplyStep = { op: op.op, detail: describe(op), ms: this.#clock.now() - started };
+      if (result.upid) step.upid = result.upid;
+      this.#emit(step);
+      this.#lastOp = opKey;
+      this.#digestConflicts = 0;
+      // Each wait (a lock, a task) gets the full budget, not what earlier waits left over.
+      this.#busySince = undefined;
+      this.#busyDelay = this.options.lockPollMs ?? 1000;
+      return undefined;
+    } catch (err) {
+      this.options.signal?.throwIfAborted();
+      if (portFailure(err, DigestConflictError)) {
+        this.#digestConflicts += 1;
+        this.#emit({ op: 'digest-conflict', detail: `the config changed between read and write (${this.#digestConflicts}); re-reading` });
+        if (this.#digestConflicts >= (this.options.maxDigestConflicts ?? 3)) {
+          return new Finish(
+            'conflict',
+            `the config digest moved ${this.#digestConflicts} times in a row while writing; someone else is writing this guest`,
+          );
+        }
+        return undefined;
+      }
+      if (op.op !== 'create' && portFailure(err, GuestNotFoundError)) {
+        // Migrated (or removed) between the read and the write: the next read finds it again.
+        this.#emit({ op: 'relocated', detail: `not on ${this.#where?.node ?? '?'} any more; looking it up again` });
+        this.#located = false;
+        return undefined;
+      }
+      const locked = portFailure(err, LockedError);
+      if (locked) {
+        if (await this.#waitBusy('wait-lock', `locked (${locked.lock ?? 'lock file'})`)) return undefined;
+        return new Finish('failed', message(err));
+      }
+      if (portFailure(err, AlreadyInPowerStateError)) {
+        // A start or stop from an earlier, interrupted run got there first: the state is
+        // reached, which is all this step wanted. The next read confirms it.
+        this.#emit({ op: op.op, detail: `${describe(op)}: ${message(err)}, nothing to do`, ms: this.#clock.now() - started });
+        this.#lastOp = opKey;
+        return undefined;
+      }
+      if (op.op === 'create' && portFailure(err, VmidTakenError)) {
+        // Someone holds the VMID now: another run of this plan, or a stranger. Look at the guest
+        // that holds it; the next read tells which (and a stranger's guest is a conflict).
+        this.#takenAtCreate = message(err);
+        this.#emit({ op: 'vmid-taken', detail: `${describe(op)}: ${message(err)}; looking at the guest that holds it` });
+        this.#where = undefined;
+        this.#located = false;
+        return undefined;
+      }
+      const failed: ApplyStep = { op: op.op, detail: `${describe(op)}: failed`, ms: this.#clock.now() - started };
+      const task = err instanceof TaskFailedError ? err : undefined;
+      if (task) failed.upid = task.upid;
+      this.#emit(failed);
+      if (err instanceof UnavailableError) {
+        const uncertain = err.writeUncertain ? '; the write may or may not have happened — the next run re-reads first' : '';
+        return new Finish('failed', `${message(err)}${uncertain}`, true);
+      }
+      return new Finish('failed', message(err));
+    }
+  }
+
+  async run(): Promise<GuestApplyResult> {
+    this.options.onEvent?.({ type: 'guest-start', guest: this.plan });
+    let finish: Finish;
+    try {
+      finish = await this.#loop();
+    } catch (err) {
+      if (this.options.signal?.aborted) {
+        finish = new Finish(
+          this.result.steps.length === 0 ? 'skipped' : 'failed',
+          `interrupted (${message(this.options.signal.reason)}) after ${this.result.steps.length} step(s); a task already started runs on — apply again to finish`,
+          true,
+        );
+      } else {
+        finish = new Finish('failed', message(err), err instanceof UnavailableError);
+      }
+    } finally {
+      this.#releaseSlot();
+    }
+    this.result.status = finish.status;
+    if (finish.error !== undefined) this.result.error = finish.error;
+    if (finish.retryable) this.result.retryable = true;
+    this.options.onEvent?.({ type: 'guest-done', guest: this.plan, result: this.result });
+    return this.result;
+  }
+}
+
+/**
+ * The result of a guest the plan carries out nothing for — no changes (`unchanged`), an orphan
+ * or a plan error (`skipped`) — or undefined when it has something to carry out.
+ */
+export function resultWithoutApply(plan: GuestPlan): GuestApplyResult | undefined {
+  const base = { cluster: plan.cluster, name: plan.name, vmid: plan.vmid, node: plan.node, steps: [] };
+  if (plan.action === 'noop') return { ...base, status: 'unchanged' };
+  if (plan.action === 'orphan') return { ...base, status: 'skipped', error: 'orphan: reported only' };
+  if (plan.action === 'error') return { ...base, status: 'skipped', error: plan.errors.join('; ') };
+  return undefined;
+}
+
+/**
+ * Applies one guest of a reviewed plan: re-reads it before every write, recomputes its change,
+ * checks that it is still the reviewed one, and carries it out step by step (digest on every
+ * config write, tasks awaited, locks waited out and never cleared). Resolves with the guest's
+ * result in every case — conflicts, failures and an abort are results, not exceptions.
+ *
+ * One writer per guest is the caller's duty (the CLI runs each guest once; the App's queue
+ * holds a per-guest lock). Guests without changes, orphans and plan errors are not touched
+ * (see {@link resultWithoutApply}).
+ */
+export async function applyGuest(plan: GuestPlan, writer: ClusterWriter, options: ApplyGuestOptions = {}): Promise<GuestApplyResult> {
+  return resultWithoutApply(plan) ?? new GuestJob(plan, writer, options).run();
+}
