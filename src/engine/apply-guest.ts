@@ -258,6 +258,13 @@ class GuestJob {
 
   /** What the job decides when the guest is not there (any more). */
   #absent(): Finish | undefined {
+    if (this.#takenAtCreate !== undefined && !this.#existed) {
+      // Proxmox says the VMID is in use, yet no listing shows it: a guest this token cannot see.
+      return new Finish(
+        'conflict',
+        `${this.#takenAtCreate}: the VMID is held by a guest this token cannot see (missing VM.Audit?); nothing was changed`,
+      );
+    }
     if (!this.#existed || this.#destroyedByUs) return undefined;
     if (this.plan.action === 'destroy') {
       // Someone else destroyed it: what the reviewed plan wanted, done by another hand.

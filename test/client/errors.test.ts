@@ -10,6 +10,7 @@ import {
   PveNotImplementedError,
   PveParameterError,
   PvePermissionError,
+  PvePowerStateError,
   PveProtectedError,
   PveRunningError,
   classifyMessage,
@@ -175,6 +176,10 @@ describe('classifyMessage', () => {
     ["CT 100 already exists on node 'x'", PveAlreadyExistsError, { vmid: 100, node: 'x' }],
     ["unable to create CT 100 - VM 100 already exists on node 'pve2'", PveAlreadyExistsError, { vmid: 100, node: 'pve2' }],
     ["unable to create VM 105 - VM 105 already exists on node 'pve'", PveAlreadyExistsError, { vmid: 105, node: 'pve' }],
+    // qemu-server PVE/QemuServer.pm vm_start_nolock; pve-container PVE/API2/LXC/Status.pm vm_start, vm_stop.
+    ['VM 100 already running', PvePowerStateError, { running: true }],
+    ['CT 101 already running', PvePowerStateError, { running: true }],
+    ['CT 101 not running', PvePowerStateError, { running: false }],
   ])('%s', (message, cls, fields) => {
     const err = classifyMessage(message, init);
     expect(err).toBeInstanceOf(cls);
@@ -183,6 +188,8 @@ describe('classifyMessage', () => {
 
   it('returns undefined for texts without a class', () => {
     expect(classifyMessage('VM quit/powerdown failed - got timeout', init)).toBeUndefined();
+    // A migration's parameter text, not a power state (qemu-server PVE/API2/Qemu.pm migrate_vm).
+    expect(classifyMessage("VM 100 not running locally on node 'pve-02'", init)).toBeUndefined();
   });
 });
 

@@ -314,6 +314,55 @@ describe('apply against the simulator', () => {
     expect(rawValue(estate.sims.lab, 100201, 'protection')).toBe('1');
   });
 
+  it('two concurrent applies of one plan both succeed: what the other run created is no collision', async () => {
+    const plan = await runPlan({ head: specs, readers: estate.readers });
+    const [first, second] = await Promise.all([executePlan(plan, estate.writers, fast), executePlan(plan, estate.writers, fast)]);
+    for (const result of [first, second]) {
+      const unhappy = result.guests.filter((g) => g.status === 'conflict' || g.status === 'failed');
+      expect(unhappy, JSON.stringify(unhappy, null, 2)).toEqual([]);
+    }
+    // Every create the second run found taken was this plan's own guest, and it says so.
+    const taken = [...first.guests, ...second.guests].filter((g) => g.steps.some((s) => s.op === 'vmid-taken'));
+    expect(taken.length).toBeGreaterThan(0);
+    for (const g of taken) expect(g.steps[0]?.detail).toMatch(/already exists on node .*; looking at the guest that holds it/);
+    for (const g of specs.guests.filter((x) => x.state === 'present')) {
+      expect(estate.sims[g.cluster as 'lab' | 'prod'].sim.getGuest(g.vmid), `${g.cluster}/${g.name}`).toBeDefined();
+    }
+    expect(planHasChanges(await runPlan({ head: specs, readers: estate.readers }))).toBe(false);
+  });
+
+  it('a guest deleted during the apply is reported, never created again', async () => {
+    await converge();
+    const head = withConfig(specs, 'build-01', 'lab', { memory: '12288' });
+    const plan = await runPlan({ head, base: specs, readers: estate.readers });
+    const client = new PveClient({ cluster: 'lab', url: estate.sims.lab.url, token: estate.sims.lab.token });
+    // Someone destroys the guest between the apply's read and its write.
+    const lab = new Proxy(estate.writers.lab!, {
+      get(target, prop) {
+        if (prop === 'updateConfig') {
+          return async (...args: Parameters<typeof target.updateConfig>) => {
+            await client.waitForTask('pve-02', await client.destroyGuest('pve-02', 'qemu', 100301, { purge: true }));
+            return target.updateConfig(...args);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    try {
+      const result = await executePlan(plan, { ...estate.writers, lab }, fast);
+      const build = result.guests.find((g) => g.name === 'build-01');
+      expect(build?.status).toBe('conflict');
+      expect(build?.error).toMatch(/^guest 100301 disappeared during apply/);
+      expect(estate.sims.lab.sim.getGuest(100301)).toBeUndefined();
+      expect(estate.sims.lab.sim.stats().requests.byRoute['POST /nodes/{node}/qemu'] ?? 0).toBe(
+        specs.guests.filter((g) => g.cluster === 'lab' && g.type === 'qemu' && g.state === 'present').length,
+      );
+    } finally {
+      await client.close();
+    }
+  });
+
   it('makes a create collision visible when someone took the VMID after the plan', async () => {
     const plan = await runPlan({ head: specs, readers: estate.readers });
     estate.sims.lab.sim.addGuest({ vmid: 100101, type: 'qemu', node: 'pve-02', config: { name: 'intruder', memory: '512' } });
