@@ -58,6 +58,7 @@ export async function connect(names: string[], mode: 'read' | 'write', io: Comma
       cwd: io.cwd,
       file,
       warn: (message) => note(io, `warning: ${message}`),
+      progress: (message) => note(io, message),
       logger: commandLogger(io),
     });
   } catch (err) {

@@ -31,6 +31,10 @@ export interface ClusterConnection {
   allowHostAccess: HostAccessRule[];
   /** Requests in flight to this cluster at most. */
   concurrency?: number;
+  /** How long one request may wait for its answer, in ms. */
+  timeoutMs?: number;
+  /** How long opening a connection (TCP and TLS) may take, in ms. */
+  connectTimeoutMs?: number;
 }
 
 /** What planning needs to know of a connection: its host-access policy and whether it is insecure. */
@@ -60,6 +64,10 @@ const ConnectionEntry = z.strictObject({
   allowHttp: z.boolean().optional(),
   allowHostAccess: z.array(z.enum(HOST_ACCESS_RULES, { error: `must be one of ${HOST_ACCESS_RULES.join(', ')}` })).optional(),
   concurrency: z.int().min(1).max(64).optional(),
+  /** Seconds. */
+  timeout: z.number().min(1).max(600).optional(),
+  /** Seconds. */
+  connectTimeout: z.number().min(1).max(120).optional(),
 });
 
 const ConnectionsFile = z.strictObject({ clusters: z.record(z.string().min(1), ConnectionEntry) });
@@ -119,6 +127,11 @@ async function readCa(path: string | undefined, baseDir: string, what: string): 
     }
   });
   return text;
+}
+
+function setTimeouts(connection: ClusterConnection, entry: { timeout?: number | undefined; connectTimeout?: number | undefined }): void {
+  if (entry.timeout !== undefined) connection.timeoutMs = Math.round(entry.timeout * 1000);
+  if (entry.connectTimeout !== undefined) connection.connectTimeoutMs = Math.round(entry.connectTimeout * 1000);
 }
 
 /** Refuses a plain `http://` URL unless the connection allows it explicitly. */
@@ -184,6 +197,7 @@ async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Prom
     if (ca !== undefined) connection.ca = ca;
     if (entry.fingerprint !== undefined) connection.fingerprint = entry.fingerprint;
     if (entry.concurrency !== undefined) connection.concurrency = entry.concurrency;
+    setTimeouts(connection, entry);
     result[name] = connection;
   }
   return result;
@@ -211,10 +225,15 @@ async function fromEnv(names: readonly string[], env: NodeJS.ProcessEnv, cwd: st
       insecure: flag(env[`${prefix}INSECURE`]),
       allowHttp: flag(env[`${prefix}ALLOW_HTTP`]),
       concurrency: env[`${prefix}CONCURRENCY`] ? Number(env[`${prefix}CONCURRENCY`]) : undefined,
+      timeout: env[`${prefix}TIMEOUT`] ? Number(env[`${prefix}TIMEOUT`]) : undefined,
+      connectTimeout: env[`${prefix}CONNECT_TIMEOUT`] ? Number(env[`${prefix}CONNECT_TIMEOUT`]) : undefined,
     });
     if (!entry.success) {
       const issue = entry.error.issues[0];
-      throw new ClusterConfigError(`${prefix}${String(issue?.path[0] ?? '').toUpperCase()}: ${issue?.message ?? 'invalid'}`);
+      const variable = String(issue?.path[0] ?? '')
+        .replace(/([a-z])([A-Z])/g, '$1_$2')
+        .toUpperCase();
+      throw new ClusterConfigError(`${prefix}${variable}: ${issue?.message ?? 'invalid'}`);
     }
     checkScheme(url, entry.data.allowHttp ?? false, `${prefix}URL`, `${prefix}ALLOW_HTTP=1`);
     const connection: ClusterConnection = {
@@ -230,6 +249,7 @@ async function fromEnv(names: readonly string[], env: NodeJS.ProcessEnv, cwd: st
     if (ca !== undefined) connection.ca = ca;
     if (entry.data.fingerprint) connection.fingerprint = entry.data.fingerprint;
     if (entry.data.concurrency) connection.concurrency = entry.data.concurrency;
+    setTimeouts(connection, entry.data);
     result[name] = connection;
   }
   return result;

@@ -32,6 +32,8 @@ export interface ConnectOptions {
   /** A connections file (`--clusters FILE` or `PVE_GITOPS_CLUSTERS`). */
   file?: string | undefined;
   warn?: (message: string) => void;
+  /** Lines for a person watching a request or task that takes more than a few seconds. */
+  progress?: (message: string) => void;
   logger?: PveLogger | undefined;
 }
 
@@ -47,5 +49,5 @@ export async function connectClusters(names: string[], mode: 'read' | 'write', o
   const missing = names.filter((n) => !connections[n]);
   if (missing.length > 0) throw new MissingConnectionError(missing);
   const wanted = Object.fromEntries(names.map((n) => [n, connections[n]!]));
-  return openClusters(wanted, mode, { warn: options.warn, logger: options.logger });
+  return openClusters(wanted, mode, { warn: options.warn, progress: options.progress, logger: options.logger });
 }

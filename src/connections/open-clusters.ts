@@ -9,11 +9,6 @@ import { PveClusterAdapter } from '../pve/cluster-adapter.js';
  */
 export const DEFAULT_CONCURRENCY = 16;
 
-/** A logger that can make per-cluster children (pino's shape). */
-interface ChildLogger extends PveLogger {
-  child(bindings: Record<string, unknown>): PveLogger;
-}
-
 /** Adapters for a set of clusters, closed together. */
 export interface OpenClusters {
   clusters: Record<string, PveClusterAdapter>;
@@ -24,19 +19,48 @@ export interface OpenClusters {
   close(): Promise<void>;
 }
 
+/** Options of {@link openClusters}. */
+export interface OpenClustersOptions {
+  /** Gets every client's request log lines (each carries its `cluster`). */
+  logger?: PveLogger;
+  warn?: (message: string) => void;
+  /**
+   * Lines for a person watching when something takes longer than a few seconds: a request that
+   * has not been answered, a task still running. At most one line per cluster every 5 seconds.
+   */
+  progress?: (message: string) => void;
+  /** After how long a request or task counts as slow, and how often it is reported (default 5 s). */
+  slowAfterMs?: number;
+}
+
+const SLOW_AFTER_MS = 5_000;
+
+/** At most one progress line per cluster per interval, however many requests are slow at once. */
+function throttled(progress: (message: string) => void, everyMs: number): (cluster: string, message: string) => void {
+  const last = new Map<string, number>();
+  return (cluster, message) => {
+    const now = Date.now();
+    if (now - (last.get(cluster) ?? -Infinity) < everyMs * 0.9) return;
+    last.set(cluster, now);
+    progress(message);
+  };
+}
+
 /**
  * Opens one client per cluster. `mode: 'read'` is for plans and drift: it uses the read-only
  * token when one is configured and the client refuses every write before any I/O, so the plan
- * path holds no writer (DESIGN §6).
+ * path holds no writer.
  */
 export function openClusters(
   connections: Readonly<Record<string, ClusterConnection>>,
   mode: 'read' | 'write',
-  options: { logger?: PveLogger; warn?: (message: string) => void } = {},
+  options: OpenClustersOptions = {},
 ): OpenClusters {
   const clients: Record<string, PveClient> = {};
   const clusters: Record<string, PveClusterAdapter> = {};
   const access: Record<string, ClusterAccess> = {};
+  const slowAfterMs = options.slowAfterMs ?? SLOW_AFTER_MS;
+  const progress = options.progress ? throttled(options.progress, slowAfterMs) : undefined;
   for (const connection of Object.values(connections)) {
     access[connection.name] = clusterAccess(connection);
     if (access[connection.name]?.insecure === 'http') {
@@ -52,12 +76,27 @@ export function openClusters(
       fingerprint: connection.fingerprint,
       insecure: connection.insecure,
       concurrency: connection.concurrency ?? DEFAULT_CONCURRENCY,
+      timeoutMs: connection.timeoutMs,
+      connectTimeoutMs: connection.connectTimeoutMs,
       readOnly: mode === 'read',
-      logger:
-        options.logger && 'child' in options.logger ? (options.logger as ChildLogger).child({ cluster: connection.name }) : options.logger,
+      slowRequestMs: slowAfterMs,
+      // The client puts `cluster` on every line itself: no child logger binding it a second time.
+      logger: options.logger,
+      onSlowRequest: progress
+        ? (e) =>
+            progress(
+              e.cluster,
+              `${e.cluster}: waiting for an answer to ${e.method} ${e.path} for ${Math.round(e.elapsedMs / 1000)} s (gives up after ${Math.round(e.timeoutMs / 1000)} s)`,
+            )
+        : undefined,
     });
     clients[connection.name] = client;
-    clusters[connection.name] = new PveClusterAdapter(client);
+    clusters[connection.name] = new PveClusterAdapter(client, {
+      slowTaskMs: slowAfterMs,
+      onSlowTask: progress
+        ? (e) => progress(e.cluster, `${e.cluster}: task ${e.upid} still running after ${Math.round(e.elapsedMs / 1000)} s`)
+        : undefined,
+    });
   }
   return {
     clusters,

@@ -24,11 +24,11 @@ import {
 } from './schema.js';
 import { observedFromPending } from './observed-guest.js';
 import { pollTask, type WaitOptions } from './task.js';
-import { PveTransport, type HttpMethod, type PveLogger, type PveParams } from './transport.js';
+import { PveTransport, type HttpMethod, type PveLogger, type PveParams, type SlowRequest } from './transport.js';
 
 export type { PveNode, PveVersion, PendingEntry, TaskListEntry, TaskLogLine, TaskStatus } from './schema.js';
 export type { WaitOptions } from './task.js';
-export type { HttpMethod, PveLogger, PveParams } from './transport.js';
+export type { HttpMethod, PveLogger, PveParams, SlowRequest } from './transport.js';
 
 /** How to reach and trust one cluster. */
 export interface PveClientOptions {
@@ -44,8 +44,16 @@ export interface PveClientOptions {
   fingerprint?: string;
   /** Explicit opt-out of TLS verification (the caller logs it). */
   insecure?: boolean;
-  /** Per request, from first byte to last (default 30 s). */
+  /**
+   * How long one request may wait for its whole answer (default 30 s). A request that times out
+   * is not repeated: the error comes after this long at most (plus the connect timeout).
+   */
   timeoutMs?: number;
+  /** How long a new connection (TCP and TLS handshake) may take (default 10 s, at most `timeoutMs`). */
+  connectTimeoutMs?: number;
+  /** Called every `slowRequestMs` (default 5 s) while a request waits for its answer. */
+  onSlowRequest?: (event: SlowRequest) => void;
+  slowRequestMs?: number;
   /** Requests in flight to this cluster at most (default 8). */
   concurrency?: number;
   /** Extra attempts for reads on transient failures (default 3); writes are never retried. */

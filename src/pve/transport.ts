@@ -30,12 +30,31 @@ export type PveParams = Record<string, string | number | boolean | readonly stri
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
+/** A request that has waited `elapsedMs` for its answer, reported for a person watching. */
+export interface SlowRequest {
+  cluster: string;
+  method: HttpMethod;
+  path: string;
+  elapsedMs: number;
+  /** When the request gives up. */
+  timeoutMs: number;
+}
+
+/** Default time for the TCP connection and TLS handshake of one connection. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** Default time one request may wait for its whole answer. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_SLOW_REQUEST_MS = 5_000;
+
 /** Settings of a transport; see `PveClientOptions` for their meaning and defaults. */
 export interface TransportOptions extends TlsPolicy {
   cluster: string;
   url: string;
   token: string;
   timeoutMs?: number;
+  connectTimeoutMs?: number;
+  slowRequestMs?: number;
+  onSlowRequest?: (event: SlowRequest) => void;
   concurrency?: number;
   retries?: number;
   retryDelayMs?: number;
@@ -79,6 +98,8 @@ export class PveTransport {
   readonly #pool: Pool;
   readonly #limit: Semaphore;
   readonly #timeoutMs: number;
+  readonly #slowRequestMs: number;
+  readonly #onSlowRequest: ((event: SlowRequest) => void) | undefined;
   readonly #retries: number;
   readonly #retryDelayMs: number;
   readonly #log: PveLogger;
@@ -101,7 +122,10 @@ export class PveTransport {
     this.readOnly = options.readOnly ?? false;
     this.#token = options.token;
     this.#redact = createRedactor(options.token);
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#slowRequestMs = options.slowRequestMs ?? DEFAULT_SLOW_REQUEST_MS;
+    this.#onSlowRequest = options.onSlowRequest;
+    const connectTimeoutMs = options.connectTimeoutMs ?? Math.min(DEFAULT_CONNECT_TIMEOUT_MS, this.#timeoutMs);
     this.#retries = options.retries ?? 3;
     this.#retryDelayMs = options.retryDelayMs ?? 250;
     this.#log = options.logger ?? NO_LOGGER;
@@ -112,7 +136,7 @@ export class PveTransport {
       pipelining: 1,
       headersTimeout: this.#timeoutMs,
       bodyTimeout: this.#timeoutMs,
-      connect: createConnector({ ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure }, this.#timeoutMs),
+      connect: createConnector({ ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure }, connectTimeoutMs),
     });
   }
 
@@ -175,6 +199,7 @@ export class PveTransport {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new RequestTimeout()), this.#timeoutMs);
     const started = Date.now();
+    const slow = this.#watchSlow(method, path, started);
     try {
       const response = await this.#pool.request({
         method,
@@ -195,7 +220,19 @@ export class PveTransport {
       throw this.#transportError(err, method, path, controller.signal.reason instanceof RequestTimeout);
     } finally {
       clearTimeout(timer);
+      if (slow) clearInterval(slow);
     }
+  }
+
+  /** Reports a request still unanswered every `slowRequestMs`, so a hung cluster is visible. */
+  #watchSlow(method: HttpMethod, path: string, started: number): NodeJS.Timeout | undefined {
+    const report = this.#onSlowRequest;
+    if (!report || this.#slowRequestMs >= this.#timeoutMs) return undefined;
+    const timer = setInterval(() => {
+      report({ cluster: this.cluster, method, path, elapsedMs: Date.now() - started, timeoutMs: this.#timeoutMs });
+    }, this.#slowRequestMs);
+    timer.unref();
+    return timer;
   }
 
   #parseEnvelope(method: string, path: string, status: number, text: string): Envelope {
@@ -231,9 +268,14 @@ export class PveTransport {
   }
 }
 
-/** Whether a failed read is worth repeating: transport failures and gateway statuses, never Proxmox's answers. */
+// A cluster that did not answer (or connect) within its timeout is not asked again at once: a
+// second attempt would double the wait of a person watching, for a server that is hung or
+// overloaded. Quick failures (refused, reset, a gateway error) are retried.
+const TIMEOUT_CODES: ReadonlySet<string> = new Set(['TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether a failed read is worth repeating: quick transport failures and gateway statuses, never Proxmox's answers. */
 function isRetryableRead(err: unknown): boolean {
-  if (err instanceof PveTransportError) return err.retryable;
+  if (err instanceof PveTransportError) return err.retryable && !TIMEOUT_CODES.has(err.code ?? '');
   if (err instanceof PveTlsError || !(err instanceof PveError)) return false;
   if (err.status === 500) return err.constructor === PveError && err.message === TRANSIENT_500_MESSAGE;
   return TRANSIENT_STATUSES.has(err.status);

@@ -2,11 +2,12 @@ import { mkdtemp, readFile, rm, writeFile, cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import type { CommandIO } from '../../src/commands/types.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import { startTinyServer } from '../client/helpers/tiny-server.js';
 import { SPECS_EXAMPLE } from '../engine/helpers.js';
 
 interface Run {
@@ -36,7 +37,8 @@ let lab: RunningSimulator;
 let prod: RunningSimulator;
 let env: NodeJS.ProcessEnv;
 
-beforeAll(async () => {
+// Every test gets its own simulated clusters and directory: none depends on what another left.
+beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-cli-'));
   lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5 });
   prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
@@ -51,7 +53,7 @@ beforeAll(async () => {
   };
 });
 
-afterAll(async () => {
+afterEach(async () => {
   await lab.close();
   await prod.close();
   await rm(dir, { recursive: true, force: true });
@@ -136,8 +138,10 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
   });
 
   it('does not apply a stored plan with errors', async () => {
+    const good = join(dir, 'plan.json');
+    expect((await cli(['plan', '--specs', SPECS_EXAMPLE, '--save', good], env)).code).toBe(2);
     const saved = join(dir, 'bad-plan.json');
-    const plan = parsePlanJson(await readFile(join(dir, 'plan.json'), 'utf8'));
+    const plan = parsePlanJson(await readFile(good, 'utf8'));
     plan.errors.push({ cluster: 'lab', message: 'the cluster listing is empty' });
     await writeFile(saved, JSON.stringify(plan));
     const before = lab.sim.stats().writes.total;
@@ -162,9 +166,8 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
       `clusters:\n  lab:\n    url: ${lab.url}\n    allowHttp: true\n    tokenEnv: LAB_TOKEN\n  prod:\n    url: ${prod.url}\n    allowHttp: true\n    token: "${prod.auditToken}"\n`,
     );
     const run = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], { LAB_TOKEN: lab.auditToken });
-    // The operator's cpulimit from the previous test is still there: one update to revert it.
     expect(run.code).toBe(2);
-    expect(run.stdout).toMatch(/Plan: 0 to create, 1 to update, 0 to destroy\./);
+    expect(run.stdout).toMatch(/Plan: 11 to create, 0 to update, 0 to destroy\./);
     const missing = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], {});
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/cluster lab token: environment variable LAB_TOKEN is not set/);
@@ -177,7 +180,21 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     expect(requests.length).toBeGreaterThan(2);
     expect(requests[0]).toMatchObject({ name: 'pve-gitops', method: 'GET', path: '/cluster/resources', status: 200 });
     expect(new Set(requests.map((r) => r.cluster))).toEqual(new Set(['lab', 'prod']));
+    // Each line names its cluster once (JSON.parse keeps only the last of repeated keys).
+    for (const line of lines) expect(line.match(/"cluster":/g) ?? [], line).toHaveLength(line.includes('"cluster"') ? 1 : 0);
     expect(run.stderr).not.toContain(lab.auditToken.split('=')[1]);
+  });
+
+  it('gives up on a cluster that does not answer after PVE_CLUSTER_<NAME>_TIMEOUT seconds', async () => {
+    const silent = await startTinyServer(() => undefined); // accepts, never answers
+    try {
+      const run = await cli(['plan', '--specs', SPECS_EXAMPLE], { ...env, PVE_CLUSTER_LAB_URL: silent.url, PVE_CLUSTER_LAB_TIMEOUT: '1' });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/cluster 'lab' could not be read: GET \/cluster\/resources timed out after 1000 ms/);
+      expect(silent.requests).toHaveLength(1);
+    } finally {
+      await silent.close();
+    }
   });
 
   it('fails a plan whose token is wrong, without printing the token', async () => {

@@ -3,9 +3,10 @@
  * concurrency, request encoding, reason-phrase fallback and token redaction. Proxmox semantics
  * (error texts, tasks) are covered against the simulator in sim.test.ts.
  */
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PveClient, type PveClientOptions } from '../../src/pve/client.js';
+import { PveClient, type PveClientOptions, type SlowRequest } from '../../src/pve/client.js';
 import {
   PveAlreadyExistsError,
   PveError,
@@ -67,16 +68,18 @@ describe('reads are retried on transient failures', () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it('retries a read that timed out', async () => {
+  it('does not repeat a read that timed out: one timeout is the longest wait', async () => {
     const { server, client } = await setup(
       (_req, res, _body, n) => {
         if (n === 0) return; // never answers
         sendJson(res, 200, { data: [] });
       },
-      { timeoutMs: 300, retries: 1 },
+      { timeoutMs: 300, retries: 3 },
     );
-    await expect(client.nodes()).resolves.toEqual([]);
-    expect(server.requests).toHaveLength(2);
+    const err = await client.nodes().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PveTransportError);
+    expect(err).toMatchObject({ code: 'TIMEOUT', retryable: true, message: 'GET /nodes timed out after 300 ms' });
+    expect(server.requests).toHaveLength(1);
   });
 
   it('reports a refused connection as retryable and not sent', async () => {
@@ -122,13 +125,44 @@ describe('writes are never retried', () => {
 });
 
 describe('timeouts', () => {
-  it('a read that never answers fails with a TIMEOUT transport error after the retries', async () => {
-    const { server, client } = await setup(() => undefined, { timeoutMs: 150, retries: 1 });
+  it('a connection that never completes its TLS handshake fails after the connect timeout, once', async () => {
+    // A TCP server that accepts and never speaks: the TLS handshake hangs.
+    const sockets = new Set<Socket>();
+    const server = createNetServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const { port } = server.address() as AddressInfo;
+    const client = new PveClient({ cluster: 'lab', url: `https://127.0.0.1:${port}`, token: TOKEN, connectTimeoutMs: 200, retries: 3 });
+    cleanups.push(() => client.close());
     const err = await client.version().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PveTransportError);
-    expect((err as PveTransportError).code).toBe('TIMEOUT');
-    expect((err as PveTransportError).retryable).toBe(true);
-    expect(server.requests).toHaveLength(2);
+    expect(err).toMatchObject({ code: 'UND_ERR_CONNECT_TIMEOUT', retryable: true });
+    expect((err as Error).message).toMatch(/the request was not sent/);
+    expect(sockets.size).toBe(1);
+  });
+
+  it('reports a request that waits for its answer longer than slowRequestMs, then completes it', async () => {
+    const slow: SlowRequest[] = [];
+    let answer: (() => void) | undefined;
+    const reported = new Promise<void>((resolve) => (answer = resolve));
+    const { client } = await setup(
+      async (_req, res) => {
+        await reported;
+        sendJson(res, 200, { data: [] });
+      },
+      {
+        slowRequestMs: 20,
+        onSlowRequest: (event) => {
+          slow.push(event);
+          answer?.();
+        },
+      },
+    );
+    await expect(client.nodes()).resolves.toEqual([]);
+    expect(slow[0]).toMatchObject({ cluster: 'lab', method: 'GET', path: '/nodes', timeoutMs: 30_000 });
   });
 });
 
