@@ -101,6 +101,8 @@ class GuestJob {
   #lastOp = '';
   #release: ReleaseSlot | undefined;
   #slotNode: string | undefined;
+  /** The last write was the last planned step: the next read only confirms, and needs no slot. */
+  #confirming = false;
 
   constructor(
     readonly plan: GuestPlan,
@@ -286,9 +288,9 @@ class GuestJob {
     const { plan } = this;
     for (let attempt = 0; attempt < MAX_ATTEMPTS_PER_GUEST; ) {
       this.options.signal?.throwIfAborted();
-      await this.#hold(this.#where?.node ?? plan.node);
+      if (!this.#confirming) await this.#hold(this.#where?.node ?? plan.node);
       const read = await this.#read();
-      if (read && this.options.acquireSlot && this.#slotNode !== read.observed.node) continue; // moved: take that node's slot
+      if (read && this.#release && this.#slotNode !== read.observed.node) continue; // moved: take that node's slot
       const observed = read?.observed;
       if (!read) {
         const finish = this.#absent();
@@ -336,6 +338,11 @@ class GuestJob {
         }
         return new Finish(this.#wrote ? 'applied' : 'unchanged', undefined);
       }
+      if (this.#confirming) {
+        // More to do than planned (a step that needs another): take a slot and read again first.
+        this.#confirming = false;
+        continue;
+      }
       if (op.op === 'create' && this.#createSent) {
         // Never a second create in one apply: the guest this run created is gone again.
         return new Finish('conflict', `guest ${plan.vmid} disappeared during apply after it was created; it is not created again`);
@@ -361,6 +368,11 @@ class GuestJob {
       attempt += 1;
       const finish = await this.#step(op, opKey, observed);
       if (finish) return finish;
+      if (now.operations.length === 1 && this.#lastOp === opKey) {
+        // That was the last step: the read that confirms it holds no slot another guest could use.
+        this.#releaseSlot();
+        this.#confirming = true;
+      }
     }
     return new Finish('failed', `gave up after ${MAX_ATTEMPTS_PER_GUEST} steps`);
   }

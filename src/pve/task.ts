@@ -79,9 +79,12 @@ export async function pollTask(
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
   let delay = fast;
 
+  let sent = Date.now();
   for (;;) {
-    // The first read waits one short interval too: no task an apply starts is done at once.
-    await sleep(Math.max(0, Math.min(delay, deadline - Date.now())), signal);
+    // The first read waits one short interval too: no task an apply starts is done at once. The
+    // interval counts from the previous read's start, so a slow round trip does not add to it.
+    await sleep(Math.max(0, Math.min(sent + delay, deadline) - Date.now()), signal);
+    sent = Date.now();
     const status = await raceAbort(read(), signal);
     onProgress?.(status);
     if (status.status !== 'running') return settle(status, upid, init);

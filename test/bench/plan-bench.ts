@@ -7,7 +7,7 @@
  *     as the baseline (it has no notion of scope, so it reads the whole estate for any change).
  * The simulator runs in its own process so the figures are the planner's alone.
  *
- * Usage: node --import tsx test/bench/plan-bench.ts [--sizes 100,1000,10000] [--latency-ms 20]
+ * Usage: node --import tsx test/bench/plan-bench.ts [--sizes 100,1000,10000] [--latency-ms 20] [--concurrency 16]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,8 +26,11 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '100,1000,10000' },
     'latency-ms': { type: 'string', default: '20' },
     'naive-limit': { type: 'string', default: '1000' },
+    /** Requests in flight to the cluster (the connection's concurrency setting). */
+    concurrency: { type: 'string', default: '16' },
   },
 });
+const concurrency = Number(values.concurrency);
 const sizes = values.sizes.split(',').map(Number);
 const latencyMs = Number(values['latency-ms']);
 const naiveLimit = Number(values['naive-limit']);
@@ -190,14 +193,16 @@ function row(cells: (string | number)[]): string {
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-bench-'));
-  process.stdout.write(`plan benchmark: ${latencyMs} ms latency per request, simulator in its own process, Node ${process.version}\n\n`);
+  process.stdout.write(
+    `plan benchmark: ${latencyMs} ms latency per request, ${concurrency} requests in flight, simulator in its own process, Node ${process.version}\n\n`,
+  );
   process.stdout.write(`${row(['guests', 'scenario', 'time', 'requests', 'peak heap', 'target'])}\n`);
   try {
     for (const n of sizes) {
       const fixturePath = join(dir, `estate-${n}.json`);
       await writeFile(fixturePath, JSON.stringify(fixture(n)));
       const sim = await startSim(fixturePath);
-      const client = new PveClient({ cluster: 'bench', url: sim.url, token: sim.auditToken, readOnly: true, concurrency: 16 });
+      const client = new PveClient({ cluster: 'bench', url: sim.url, token: sim.auditToken, readOnly: true, concurrency });
       const readers = { bench: new PveClusterAdapter(client) };
       try {
         const baseGuests = Array.from({ length: n }, (_, i) => guestSpec(i));
@@ -206,7 +211,7 @@ async function main(): Promise<void> {
         const head: SpecSet = { clusters: [cluster], guests: baseGuests.map((g, i) => (touched.has(i) ? guestSpec(i, '4096') : g)) };
 
         await resetStats(sim.url);
-        const pr = await measure(() => runPlan({ head, base, readers, concurrency: 16 }));
+        const pr = await measure(() => runPlan({ head, base, readers }));
         const prRequests = await simStats(sim.url);
         const prOk = pr.result.summary.update === 10 && pr.ms < 500 && prRequests <= 12;
         process.stdout.write(
@@ -214,7 +219,7 @@ async function main(): Promise<void> {
         );
 
         await resetStats(sim.url);
-        const drift = await measure(() => runDrift({ head: base, readers, concurrency: 16 }));
+        const drift = await measure(() => runDrift({ head: base, readers }));
         const driftRequests = await simStats(sim.url);
         const driftOk = drift.ms < 2000;
         process.stdout.write(

@@ -72,6 +72,8 @@ export interface MemoryClusterOptions {
   taskMs?: number;
   /** Keys a running guest only takes at its next start (they go to pending). Default none. */
   pendingKeys?: string[];
+  /** How long a guest read takes, in virtual ms (default 0). */
+  readMs?: number;
 }
 
 /** A cluster in memory that implements the writer port. */
@@ -90,6 +92,10 @@ export class MemoryCluster implements ClusterWriter {
   maxConcurrentWrites = 0;
   /** Most writes (tasks included) in progress at once in the whole cluster. */
   maxClusterWrites = 0;
+  /** Most guest reads in progress at once. */
+  maxConcurrentReads = 0;
+  #reads = 0;
+  readonly #readMs: number;
   #clusterWrites = 0;
   readonly #pendingKeys: Set<string>;
   readonly #failures: { op: MemoryOp; vmid: number | undefined; error: Error }[] = [];
@@ -103,6 +109,7 @@ export class MemoryCluster implements ClusterWriter {
     this.clock = options.clock;
     this.taskMs = options.taskMs ?? 200;
     this.#pendingKeys = new Set(options.pendingKeys ?? []);
+    this.#readMs = options.readMs ?? 0;
   }
 
   /** Adds a guest as it would be after a create; `name` and the `pve-gitops` tag by default. */
@@ -175,6 +182,15 @@ export class MemoryCluster implements ClusterWriter {
 
   async readGuestForApply(ref: GuestRef): Promise<ObservedGuest> {
     this.#enter('readGuest', ref);
+    if (this.#readMs > 0) {
+      this.#reads += 1;
+      this.maxConcurrentReads = Math.max(this.maxConcurrentReads, this.#reads);
+      try {
+        await this.clock.sleep(this.#readMs);
+      } finally {
+        this.#reads -= 1;
+      }
+    }
     const guest = this.#at(ref);
     const observed: ObservedGuest = {
       vmid: guest.vmid,
