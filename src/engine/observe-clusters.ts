@@ -44,9 +44,9 @@ async function readFollowingMigration(
 }
 
 /**
- * Reads what a plan needs and nothing more (DESIGN §3): one listing per cluster in scope, then
- * one `…/pending` read per guest in scope that exists — plus, for clusters planned in full, every
- * guest carrying the owner tag (orphans). Failures are recorded, not thrown, so the plan can say
+ * Reads what a plan needs and nothing more, so its cost grows with the change, not the estate:
+ * one listing per cluster in scope, then one `…/pending` read per guest in scope that exists —
+ * plus, for clusters planned in full, every guest carrying the owner tag (orphans). Failures are recorded, not thrown, so the plan can say
  * which cluster or guest could not be read.
  */
 export async function observeClusters(

@@ -24,7 +24,7 @@ export async function runPlan(input: RunPlanInput): Promise<Plan> {
 }
 
 /**
- * The drift report (DESIGN §7): every owned guest of every cluster read against the specs, with
+ * The drift report: every owned guest of every cluster read against the specs, with
  * the specs as their own base, so every difference is drift. It never writes.
  */
 export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan> {
