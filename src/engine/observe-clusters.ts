@@ -94,6 +94,7 @@ export async function observeClusters(
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
       const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
+      const bounded = (fn: () => Promise<void>): Promise<void> => (limit ? limit.run(fn) : fn());
       // One fresh listing, shared, for guests that migrated between the listing and their read.
       let relisted: Promise<Map<number, ListedGuest>> | undefined;
       const relist = (): Promise<Map<number, ListedGuest>> =>
@@ -119,7 +120,7 @@ export async function observeClusters(
       cluster.unlisted = {};
       await Promise.all(
         [...unlisted].map((vmid) =>
-          limit.run(async () => {
+          bounded(async () => {
             try {
               cluster.unlisted![vmid] = await reader.vmidExists(vmid);
             } catch (err) {
@@ -138,7 +139,7 @@ export async function observeClusters(
         read += 1;
         options.onProgress?.({ cluster: name, read, total: wanted.length });
       };
-      await Promise.all(wanted.map((listed) => (limit ? limit.run(() => readOne(listed)) : readOne(listed))));
+      await Promise.all(wanted.map((listed) => bounded(() => readOne(listed))));
       state.clusters[name] = cluster;
     }),
   );

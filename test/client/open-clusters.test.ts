@@ -19,7 +19,17 @@ describe('openClusters', () => {
     cleanups.push(() => server.close());
     const lines: string[] = [];
     const open = openClusters(
-      { lab: { name: 'lab', url: server.url, token: 'gitops@pve!plan=secret-1234', insecure: false, timeoutMs: 1_000 } },
+      {
+        lab: {
+          name: 'lab',
+          url: server.url,
+          token: 'gitops@pve!plan=secret-1234',
+          insecure: false,
+          allowHttp: true,
+          allowHostAccess: [],
+          timeoutMs: 1_000,
+        },
+      },
       'read',
       { progress: (line) => lines.push(line), slowAfterMs: 50 },
     );
@@ -36,10 +46,14 @@ describe('openClusters', () => {
     cleanups.push(() => sim.close());
     sim.sim.addGuest({ vmid: 100, type: 'qemu', node: 'pve-01', config: { name: 'slow', memory: 512 } });
     const lines: string[] = [];
-    const open = openClusters({ lab: { name: 'lab', url: sim.url, token: sim.token, insecure: false } }, 'write', {
-      progress: (line) => lines.push(line),
-      slowAfterMs: 50,
-    });
+    const open = openClusters(
+      { lab: { name: 'lab', url: sim.url, token: sim.token, insecure: false, allowHttp: true, allowHostAccess: [] } },
+      'write',
+      {
+        progress: (line) => lines.push(line),
+        slowAfterMs: 50,
+      },
+    );
     cleanups.push(() => open.close());
     await open.clusters.lab!.start({ node: 'pve-01', type: 'qemu', vmid: 100 });
     expect(lines[0]).toMatch(/^lab: task UPID:pve-01:[^ ]*:qmstart:100:[^ ]* still running after \d+ s$/);

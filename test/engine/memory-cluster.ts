@@ -36,6 +36,7 @@ export interface MemoryGuest {
 export type MemoryOp =
   | 'listGuests'
   | 'listNodes'
+  | 'vmidExists'
   | 'readGuest'
   | 'activeTasks'
   | 'create'
@@ -169,6 +170,12 @@ export class MemoryCluster implements ClusterWriter {
       if (g.config.lock !== undefined) listed.lock = g.config.lock;
       return listed;
     });
+  }
+
+  /** Whether the VMID is in use, as the cluster's VMID list says (every guest counts here). */
+  async vmidExists(vmid: number): Promise<boolean> {
+    this.#enter('vmidExists', { node: '', type: 'qemu', vmid });
+    return this.guests.has(vmid);
   }
 
   async listNodes(): Promise<string[]> {
