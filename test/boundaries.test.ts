@@ -1,0 +1,138 @@
+/**
+ * The architecture as a test: every import of every source file, read with TypeScript's own
+ * parser, checked against the rules between folders that the README's layout table states.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Project-relative source file → what it imports: project files (relative paths) and packages. */
+type ImportGraph = Map<string, { files: string[]; packages: string[] }>;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') && !entry.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+function readGraph(): ImportGraph {
+  const graph: ImportGraph = new Map();
+  for (const file of sourceFiles('src')) {
+    const info = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true);
+    const files: string[] = [];
+    const packages: string[] = [];
+    for (const { fileName } of info.importedFiles) {
+      if (fileName.startsWith('.')) files.push(relative(ROOT, resolve(ROOT, dirname(file), fileName)).replace(/\.js$/, '.ts'));
+      else
+        packages.push(
+          fileName.startsWith('node:')
+            ? fileName
+            : fileName
+                .split('/')
+                .slice(0, fileName.startsWith('@') ? 2 : 1)
+                .join('/'),
+        );
+    }
+    graph.set(file.split('\\').join('/'), { files, packages });
+  }
+  return graph;
+}
+
+/** Everything a file reaches through imports, itself excluded. */
+function reachable(graph: ImportGraph, start: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [...(graph.get(start)?.files ?? [])];
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    stack.push(...(graph.get(next)?.files ?? []));
+  }
+  return seen;
+}
+
+const IO_MODULES = [
+  'fs',
+  'net',
+  'http',
+  'https',
+  'tls',
+  'dgram',
+  'child_process',
+  'worker_threads',
+  'cluster',
+  'undici',
+  'pino',
+  'probot',
+  'bullmq',
+  'ioredis',
+  'tar-stream',
+];
+const isIo = (pkg: string): boolean => IO_MODULES.includes(pkg.replace(/^node:/, '').split('/')[0] ?? '');
+const under = (file: string, dir: string): boolean => file.startsWith(`${dir}/`) || file === `${dir}.ts`;
+const WEBHOOK_SIDE = (file: string): boolean => file === 'src/github/app.ts' || under(file, 'src/github/handlers');
+const TALKS_TO_PROXMOX = ['src/pve', 'src/engine', 'src/connections'];
+
+/** Every broken rule, as `file: why`. */
+function violations(graph: ImportGraph): string[] {
+  const found: string[] = [];
+  for (const [file, { files, packages }] of graph) {
+    if (under(file, 'src/core')) {
+      for (const pkg of packages.filter(isIo)) found.push(`${file}: the core does no I/O, but imports ${pkg}`);
+      for (const f of files.filter((f) => !under(f, 'src/core'))) found.push(`${file}: the core imports only the core, not ${f}`);
+    }
+    if (under(file, 'src/pve')) {
+      for (const f of files) {
+        for (const dir of ['src/engine', 'src/commands', 'src/cli', 'src/github', 'src/queue', 'src/server']) {
+          if (under(f, dir)) found.push(`${file}: the Proxmox adapter must not import ${f}`);
+        }
+      }
+    }
+    if (!under(file, 'src/commands') && file !== 'src/cli.ts') {
+      for (const f of files.filter((f) => under(f, 'src/commands'))) found.push(`${file}: only the CLI entry imports commands, not ${f}`);
+    }
+    if (under(file, 'src/engine')) {
+      for (const f of reachable(graph, file)) if (under(f, 'src/pve')) found.push(`${file}: the engine reaches ${f}; use the ports`);
+    }
+    if (WEBHOOK_SIDE(file)) {
+      for (const f of reachable(graph, file)) {
+        if (TALKS_TO_PROXMOX.some((dir) => under(f, dir))) found.push(`${file}: webhook handlers only enqueue, but reach ${f}`);
+      }
+      for (const pkg of [...reachable(graph, file)].flatMap((f) => graph.get(f)?.packages ?? [])) {
+        if (pkg === 'undici') found.push(`${file}: webhook handlers reach undici (Proxmox's HTTP client)`);
+      }
+    }
+  }
+  return [...new Set(found)].sort();
+}
+
+describe('import boundaries', () => {
+  it('reads a real graph (the check is not vacuous)', () => {
+    const graph = readGraph();
+    expect(graph.size).toBeGreaterThan(50);
+    expect(graph.get('src/cli.ts')?.files.some((f) => under(f, 'src/commands'))).toBe(true);
+  });
+
+  it('holds for every source file', () => {
+    expect(violations(readGraph())).toEqual([]);
+  });
+
+  it.each([
+    ['the core importing node:fs', 'src/core/x.ts', { files: [], packages: ['node:fs'] }, 'the core does no I/O'],
+    ['the core importing the engine', 'src/core/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'the core imports only'],
+    ['the adapter importing the engine', 'src/pve/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'adapter must not'],
+    ['the queue importing a command', 'src/queue/x.ts', { files: ['src/commands/plan.ts'], packages: [] }, 'only the CLI entry'],
+    ['the engine importing the client', 'src/engine/x.ts', { files: ['src/pve/client.ts'], packages: [] }, 'the engine reaches'],
+    ['a webhook handler reaching Proxmox', 'src/github/handlers/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'only enqueue'],
+  ])('fails on a deliberate violation: %s', (_what, file, imports, message) => {
+    const graph = readGraph();
+    graph.set(file, imports);
+    expect(violations(graph).some((v) => v.startsWith(`${file}:`) && v.includes(message))).toBe(true);
+  });
+});
