@@ -18,4 +18,6 @@ COPY app.yml ./
 COPY specs-example ./specs-example
 USER node
 ENTRYPOINT ["node", "dist/bin.js"]
-CMD ["--help"]
+# The GitHub App (webhooks and workers in one process; `serve --role web|worker` runs one of them).
+EXPOSE 3000
+CMD ["serve"]

@@ -6,6 +6,7 @@ import { demoCommand } from './commands/demo.js';
 import { driftCommand } from './commands/drift.js';
 import { planCommand } from './commands/plan.js';
 import { schemaCommand } from './commands/schema.js';
+import { serveCommand } from './commands/serve.js';
 import { simCommand } from './commands/sim.js';
 import type { Command, CommandIO } from './commands/types.js';
 import { validateCommand } from './commands/validate.js';
@@ -20,6 +21,7 @@ export const COMMANDS: readonly Command[] = [
   driftCommand,
   schemaCommand,
   simCommand,
+  serveCommand,
 ];
 
 function version(): string {

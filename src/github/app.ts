@@ -1,0 +1,126 @@
+/**
+ * The Probot app: thin webhook handlers that filter, record the pull request's newest head and
+ * enqueue — in milliseconds, one or two Redis round trips. They never talk to Proxmox, never read
+ * the specs and never write to GitHub; permission checks, planning and posting happen in the
+ * worker (`src/queue/plan-worker.ts`). A handler that cannot enqueue throws: Probot answers 500
+ * and GitHub's redelivery can try again. Every other event the App receives is answered 200 and
+ * ignored (Probot does that for events without a handler).
+ */
+import type { ApplicationFunction, Context, Probot } from 'probot';
+import type { JobProducer } from '../queue/enqueue.js';
+import type { PlanReason, RepoRef } from '../queue/schema.js';
+import { parseCommands } from './chat-ops.js';
+import { PLAN_CHECK_NAME } from './check-names.js';
+
+/** What the handlers need: the producer, and the App's own id to recognise its check runs. */
+export interface AppDeps {
+  producer: JobProducer;
+  appId: number;
+}
+
+interface PayloadRepo {
+  id: number;
+  name: string;
+  owner: { login: string };
+}
+
+function repoRef(repository: PayloadRepo): RepoRef {
+  return { id: repository.id, owner: repository.owner.login, name: repository.name };
+}
+
+/** Pull request events that plan the head. */
+const PLAN_EVENTS = ['pull_request.opened', 'pull_request.synchronize', 'pull_request.reopened', 'pull_request.ready_for_review'] as const;
+
+async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS)[number]>): Promise<void> {
+  const { payload } = context;
+  const installationId = payload.installation?.id;
+  if (installationId === undefined) return;
+  const pr = payload.pull_request;
+  const repo = repoRef(payload.repository);
+  const newest = await deps.producer.recordHead(repo.id, pr.number, pr.head.sha, pr.updated_at);
+  if (!newest) {
+    context.log.info({ pr: pr.number, head: pr.head.sha }, 'a newer head of this pull request is known: not planned');
+    return;
+  }
+  const jobId = await deps.producer.enqueue({
+    kind: 'plan',
+    installationId,
+    repo,
+    deliveryId: context.id,
+    pr: pr.number,
+    headSha: pr.head.sha,
+    baseSha: pr.base.sha,
+    draft: pr.draft === true,
+    reason: payload.action as PlanReason,
+  });
+  context.log.info({ pr: pr.number, head: pr.head.sha, jobId }, 'plan enqueued');
+}
+
+async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request.closed'>): Promise<void> {
+  const { payload } = context;
+  const installationId = payload.installation?.id;
+  if (installationId === undefined) return;
+  const pr = payload.pull_request;
+  await deps.producer.enqueue({
+    kind: 'closed',
+    installationId,
+    repo: repoRef(payload.repository),
+    deliveryId: context.id,
+    pr: pr.number,
+    merged: pr.merged === true,
+    headSha: pr.head.sha,
+    ...(pr.merged === true && pr.merge_commit_sha ? { mergeSha: pr.merge_commit_sha } : {}),
+  });
+}
+
+async function onIssueComment(deps: AppDeps, context: Context<'issue_comment.created'>): Promise<void> {
+  const { payload } = context;
+  const installationId = payload.installation?.id;
+  // Comments on issues, and comments by bots (the App's own replies included), are not commands.
+  if (installationId === undefined || !payload.issue.pull_request) return;
+  if (payload.comment.user?.type === 'Bot' || payload.sender.type === 'Bot') return;
+  const [command] = parseCommands(payload.comment.body ?? '');
+  if (!command) return;
+  const jobId = await deps.producer.enqueue({
+    kind: 'command',
+    installationId,
+    repo: repoRef(payload.repository),
+    deliveryId: context.id,
+    pr: payload.issue.number,
+    commentId: payload.comment.id,
+    author: payload.comment.user?.login ?? payload.sender.login,
+    command: command.name,
+    args: command.args,
+  });
+  context.log.info({ pr: payload.issue.number, command: command.name, jobId }, 'command enqueued');
+}
+
+async function onCheckRunRerequested(deps: AppDeps, context: Context<'check_run.rerequested'>): Promise<void> {
+  const { payload } = context;
+  const installationId = payload.installation?.id;
+  const run = payload.check_run;
+  if (installationId === undefined || run.name !== PLAN_CHECK_NAME || run.app?.id !== deps.appId) return;
+  // The App writes the pull request number into external_id: check runs of pull requests from
+  // forks list no pull requests.
+  const pr = Number.parseInt(run.external_id ?? '', 10) || run.pull_requests[0]?.number;
+  if (pr === undefined || !(pr > 0)) return;
+  await deps.producer.enqueue({
+    kind: 'rerun',
+    installationId,
+    repo: repoRef(payload.repository),
+    deliveryId: context.id,
+    pr,
+    checkRunId: run.id,
+    headSha: run.head_sha,
+  });
+}
+
+/** The App: registers its webhook handlers on a Probot instance. The one default export of the project. */
+export default function createApp(deps: AppDeps): ApplicationFunction {
+  return (app: Probot) => {
+    app.on([...PLAN_EVENTS], (context) => onPullRequest(deps, context));
+    app.on('pull_request.closed', (context) => onPullRequestClosed(deps, context));
+    app.on('issue_comment.created', (context) => onIssueComment(deps, context));
+    app.on('check_run.rerequested', (context) => onCheckRunRerequested(deps, context));
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * Queue names and job payloads. A job carries identifiers only — repository, pull request,
+ * commits, the delivery it came from — never a token, a payload or spec text: job data sits in
+ * Redis for a day and shows in every queue dashboard. Workers parse it back with these schemas,
+ * so a job written by another version is refused with a clear error instead of half-run.
+ */
+import { z } from 'zod';
+
+/** Queue names, without the Redis prefix. */
+export const QUEUE_NAMES = {
+  /** Everything about one pull request's plan: pushes, `/pve` commands, re-runs, closing. */
+  plan: 'plan',
+} as const;
+
+/** A full 40-hex git commit SHA. */
+export const CommitSha = z.string().regex(/^[0-9a-f]{40}$/, 'a 40-hex commit SHA');
+
+/** A repository: its id keys the App's state (stable across renames), owner and name address the API. */
+export const RepoRef = z.strictObject({
+  id: z.int().positive(),
+  owner: z.string().min(1).max(100),
+  name: z.string().min(1).max(100),
+});
+export type RepoRef = z.infer<typeof RepoRef>;
+
+const common = {
+  installationId: z.int().positive(),
+  repo: RepoRef,
+  /** `X-GitHub-Delivery` of the webhook that caused the job: its job id, and the thread through the logs. */
+  deliveryId: z.string().min(1).max(100),
+};
+
+/** Why a plan runs; shown in logs and the check run. */
+export const PlanReason = z.enum(['opened', 'synchronize', 'reopened', 'ready_for_review', 'command', 'rerequested']);
+export type PlanReason = z.infer<typeof PlanReason>;
+
+/** Plan the pull request's head against its base. */
+export const PlanJobData = z.strictObject({
+  kind: z.literal('plan'),
+  ...common,
+  pr: z.int().positive(),
+  headSha: CommitSha,
+  baseSha: CommitSha,
+  draft: z.boolean(),
+  reason: PlanReason,
+});
+export type PlanJobData = z.infer<typeof PlanJobData>;
+
+/** A `/pve <command>` comment; the worker checks the author's permission before anything else. */
+export const CommandJobData = z.strictObject({
+  kind: z.literal('command'),
+  ...common,
+  pr: z.int().positive(),
+  commentId: z.int().positive(),
+  author: z.string().min(1).max(100),
+  /** The word after `/pve`, lower-cased (`plan`, `help`, or anything else someone typed). */
+  command: z.string().min(1).max(40),
+  args: z.array(z.string().max(100)).max(10),
+});
+export type CommandJobData = z.infer<typeof CommandJobData>;
+
+/** GitHub's "Re-run" on our check run: plan the pull request the check run was made for, again. */
+export const RerunJobData = z.strictObject({
+  kind: z.literal('rerun'),
+  ...common,
+  pr: z.int().positive(),
+  checkRunId: z.int().positive(),
+  headSha: CommitSha,
+});
+export type RerunJobData = z.infer<typeof RerunJobData>;
+
+/** A pull request was closed (merged or not): its plans no longer race with other pull requests. */
+export const ClosedJobData = z.strictObject({
+  kind: z.literal('closed'),
+  ...common,
+  pr: z.int().positive(),
+  merged: z.boolean(),
+  headSha: CommitSha,
+  /** The merge commit, when merged. */
+  mergeSha: CommitSha.optional(),
+});
+export type ClosedJobData = z.infer<typeof ClosedJobData>;
+
+/** Any job of the plan queue. */
+export const PlanQueueJob = z.discriminatedUnion('kind', [PlanJobData, CommandJobData, RerunJobData, ClosedJobData]);
+export type PlanQueueJob = z.infer<typeof PlanQueueJob>;
+
+/**
+ * The BullMQ job id of a delivery's job: BullMQ ignores an add whose id it still keeps, so a
+ * delivery GitHub sends again (same `X-GitHub-Delivery`) is not run twice. Ids may not contain
+ * `:` nor be plain integers, so the kind goes first and anything unusual in the id is replaced.
+ */
+export function deliveryJobId(kind: PlanQueueJob['kind'], deliveryId: string): string {
+  return `${kind}-${deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+}

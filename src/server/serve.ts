@@ -1,0 +1,222 @@
+/**
+ * The App's composition root: the one place that constructs Redis connections, the Probot
+ * instance, queues, workers and the HTTP server, and closes them again. `role` decides what runs
+ * in this process — `web` answers webhooks and enqueues, `worker` runs jobs, `all` both — so the
+ * two scale out as separate replicas sharing one Redis.
+ */
+import type { AddressInfo } from 'node:net';
+import { Queue, Worker } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import { createNodeMiddleware, Probot } from 'probot';
+import createApp from '../github/app.js';
+import { createLogger } from '../logger.js';
+import { PlanQueueProducer } from '../queue/enqueue.js';
+import { statePrefix } from '../queue/keys.js';
+import { NewestHeads } from '../queue/newest-head.js';
+import { createPlanProcessor } from '../queue/plan-worker.js';
+import { QUEUE_NAMES } from '../queue/schema.js';
+import type { ServerConfig, ServerRole } from './config.js';
+import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
+
+/** Options of {@link startServer}. */
+export interface StartServerOptions {
+  config: ServerConfig;
+  role?: ServerRole;
+  /** The process logger; default a JSON logger on stderr at the configured level. */
+  logger?: Logger;
+  /** More `GET` routes on the HTTP server (by path). */
+  routes?: Readonly<Record<string, HttpRoute>>;
+}
+
+/** A started App process. */
+export interface RunningServer {
+  /** `http://host:port` the process listens on. */
+  url: string;
+  role: ServerRole;
+  logger: Logger;
+  readiness(): Promise<Readiness>;
+  /**
+   * Stops taking webhooks (readiness fails at once), lets running jobs finish for up to the
+   * configured shutdown timeout and hands back the rest (another worker picks them up), then
+   * closes Redis. Idempotent; every step is attempted.
+   */
+  close(): Promise<void>;
+}
+
+/** The App could not start (Redis unreachable, port taken); the message says which and why. */
+export class ServerStartError extends Error {
+  override name = 'ServerStartError';
+}
+
+/** Redis options for connections whose commands must fail fast rather than queue while Redis is down. */
+const FAIL_FAST: RedisOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 5000, lazyConnect: true };
+
+/** Resolves `promise`, or undefined after `ms` (the timer does not hold the process). */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    timer.unref();
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+async function connectRedis(url: string, options: RedisOptions, what: string): Promise<Redis> {
+  const redis = new Redis(url, { ...options, lazyConnect: true });
+  // ioredis reports connection trouble as events; readiness reports it, the log need not repeat it per retry.
+  let lastError: Error | undefined;
+  redis.on('error', (error: Error) => (lastError = error));
+  try {
+    await redis.connect();
+  } catch (error) {
+    redis.disconnect();
+    // ioredis messages name host and port, never the password of the URL.
+    throw new ServerStartError(`cannot connect to Redis (REDIS_URL) for ${what}: ${(lastError ?? (error as Error)).message}`);
+  }
+  return redis;
+}
+
+/** Starts the App in this process. */
+export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const { config } = options;
+  const role = options.role ?? 'all';
+  const web = role !== 'worker';
+  const worker = role !== 'web';
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const prefix = config.redisPrefix;
+  const closers: { what: string; close: () => Promise<unknown> }[] = [];
+  let stopping = false;
+
+  const closeAll = async (): Promise<void> => {
+    for (const { what, close } of closers.reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        logger.warn({ err: error, what }, 'closing failed');
+      }
+    }
+    closers.length = 0;
+  };
+
+  try {
+    // The connection handlers and readiness use: fails fast, so a webhook arriving while Redis is
+    // down is answered 500 at once (GitHub redelivers) instead of waiting for a reconnect.
+    const redis = await connectRedis(config.redisUrl, FAIL_FAST, 'the App state');
+    closers.push({ what: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
+    const heads = new NewestHeads(redis, statePrefix(prefix));
+
+    const probot = new Probot({
+      appId: config.appId,
+      privateKey: config.privateKey,
+      // A worker-only process receives no webhooks; Probot wants a secret all the same.
+      secret: config.webhookSecret ?? 'worker-process-receives-no-webhooks',
+      baseUrl: config.githubBaseUrl,
+      log: logger.child({ name: 'probot' }),
+    });
+
+    const workers: Worker[] = [];
+    if (worker) {
+      // BullMQ's workers block on Redis and need commands that wait out a reconnect.
+      const workerRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'the workers');
+      closers.push({ what: 'worker redis', close: () => workerRedis.quit().catch(() => workerRedis.disconnect()) });
+      const planWorker = new Worker(QUEUE_NAMES.plan, createPlanProcessor({ logger, heads }), {
+        connection: workerRedis,
+        prefix,
+        concurrency: config.workerConcurrency,
+      });
+      planWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+      planWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
+      workers.push(planWorker);
+      closers.push({
+        what: 'workers',
+        close: async () => {
+          const closed = await within(
+            Promise.all(workers.map((w) => w.close())).then(() => true),
+            config.shutdownTimeoutMs,
+          );
+          if (!closed) {
+            logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'jobs still running at the shutdown timeout: handed back to the queue');
+            await Promise.all(workers.map((w) => w.close(true)));
+          }
+        },
+      });
+    }
+
+    let webhooks: ((req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => Promise<boolean>) | undefined;
+    if (web) {
+      const queue = new Queue(QUEUE_NAMES.plan, { connection: redis, prefix });
+      queue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
+      closers.push({ what: 'queue', close: () => queue.close() });
+      const producer = new PlanQueueProducer(queue, heads);
+      const middleware = await createNodeMiddleware(createApp({ producer, appId: config.appId }), {
+        probot,
+        webhooksPath: config.webhookPath,
+      });
+      webhooks = (req, res) => middleware(req, res) as Promise<boolean>;
+    }
+
+    const readiness = async (): Promise<Readiness> => {
+      const problems: string[] = [];
+      if (stopping) problems.push('shutting down');
+      const pong = await within(
+        redis.ping().catch(() => undefined),
+        1000,
+      );
+      if (pong !== 'PONG') problems.push('Redis unreachable');
+      if (workers.some((w) => !w.isRunning())) problems.push('workers not running');
+      return { ready: problems.length === 0, problems };
+    };
+
+    const server = createHttpServer({
+      webhooks,
+      webhookPath: config.webhookPath,
+      readiness,
+      routes: options.routes,
+      onError: (error) => logger.error({ err: error }, 'request failed'),
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (error) =>
+        reject(new ServerStartError(`cannot listen on ${config.host ?? '*'}:${config.port}: ${error.message}`)),
+      );
+      server.listen(config.port, config.host, () => resolve());
+    });
+    // First to close: no new webhooks while the rest shuts down.
+    closers.push({
+      what: 'http',
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        }),
+    });
+    const address = server.address() as AddressInfo;
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const url = `http://${host === '[::]' || host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
+    logger.info({ url, role, webhookPath: web ? config.webhookPath : undefined }, 'pve-gitops App serving');
+
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      role,
+      logger,
+      readiness,
+      close() {
+        stopping = true;
+        closing ??= closeAll().then(() => logger.info('pve-gitops App stopped'));
+        return closing;
+      },
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * GitHub's REST API, as a test double at the HTTP level (node:http), served under `/api/v3` as
+ * GitHub Enterprise Server does — the App reaches it through GHE_HOST/GHE_PROTOCOL like any
+ * GitHub-compatible API. Each test declares the requests it expects (method, path, optional body
+ * matcher, response); any other request is answered 404 and FAILS the test at `verify()`, and so
+ * does an expectation left unused. Like renovate's `test/http-mock.ts`, but over a real socket, so
+ * Octokit, its plugins and Probot's auth run unchanged.
+ *
+ * The double is also the App's identity: it generates the App's RSA key pair and id, and serves
+ * `POST /app/installations/{id}/access_tokens` itself — only for a JWT signed with that key and
+ * naming that App id — handing out installation tokens it then requires on every other request.
+ */
+import { createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isDeepStrictEqual } from 'node:util';
+
+/** A request the double received. */
+export interface RecordedRequest {
+  method: string;
+  /** Path below `/api/v3`, without the query. */
+  path: string;
+  query: Record<string, string>;
+  headers: IncomingMessage['headers'];
+  /** Parsed JSON body, or the raw text when it is not JSON; undefined without a body. */
+  body: unknown;
+}
+
+/** What the double answers. */
+export interface Reply {
+  status?: number;
+  /** Sent as JSON. */
+  json?: unknown;
+  /** Sent as is (with `contentType`). */
+  raw?: Buffer | string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** One expected request. */
+export interface Expectation {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  /** Path below `/api/v3` (no query): exact, or a pattern. */
+  path: string | RegExp;
+  /** Query parameters that must be present with these values. */
+  query?: Record<string, string>;
+  /**
+   * Body check: a function (return false or throw to refuse the match), or an object every
+   * listed field of which must deep-equal the body's.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: bodies are JSON the matcher reaches into
+  body?: ((body: any) => boolean | undefined) | Record<string, unknown>;
+  reply: Reply | ((request: RecordedRequest) => Reply);
+  /** How many requests this expectation takes (default 1). */
+  times?: number;
+}
+
+/** A declared expectation: `done` resolves with the requests once it was used `times` times. */
+export interface ExpectationHandle {
+  done: Promise<RecordedRequest[]>;
+  readonly requests: RecordedRequest[];
+}
+
+interface Pending extends Expectation {
+  used: RecordedRequest[];
+  resolve: (requests: RecordedRequest[]) => void;
+}
+
+/** The App as the double knows it: its id and the key GitHub would have generated for it. */
+export interface AppIdentity {
+  id: number;
+  privateKeyPem: string;
+  publicKey: KeyObject;
+}
+
+function decodeJwtPart(part: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+}
+
+/** The GitHub API test double. */
+export class GitHubDouble {
+  readonly requests: RecordedRequest[] = [];
+  readonly unexpected: RecordedRequest[] = [];
+  /** Problems with authentication (a bad JWT, a request without a valid installation token). */
+  readonly authProblems: string[] = [];
+  /** Installation tokens handed out, by token → installation id. */
+  readonly tokens = new Map<string, number>();
+  private readonly expectations: Pending[] = [];
+
+  private constructor(
+    private readonly server: Server,
+    readonly app: AppIdentity,
+    readonly url: string,
+  ) {}
+
+  /** Starts the double on a free loopback port, with a fresh App identity. */
+  static async start(options: { appId?: number } = {}): Promise<GitHubDouble> {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const app: AppIdentity = {
+      id: options.appId ?? 100000 + randomBytes(2).readUInt16BE(0),
+      privateKeyPem: privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+      publicKey,
+    };
+    let double: GitHubDouble | undefined;
+    const server = createServer((req, res) => {
+      void double?.handle(req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    double = new GitHubDouble(server, app, `http://127.0.0.1:${port}`);
+    return double;
+  }
+
+  /** `host:port`, for GHE_HOST. */
+  get host(): string {
+    return new URL(this.url).host;
+  }
+
+  /** Declares an expected request. */
+  expect(expectation: Expectation): ExpectationHandle {
+    let resolve: (requests: RecordedRequest[]) => void = () => {};
+    const done = new Promise<RecordedRequest[]>((r) => (resolve = r));
+    const pending: Pending = { ...expectation, used: [], resolve };
+    this.expectations.push(pending);
+    return { done, requests: pending.used };
+  }
+
+  /** Requests other than the installation token exchange, in order, as `METHOD path`. */
+  calls(): string[] {
+    return this.requests.filter((r) => !r.path.startsWith('/app/installations/')).map((r) => `${r.method} ${r.path}`);
+  }
+
+  /** Throws when a request was not expected, an expectation is unused, or authentication was wrong. */
+  verify(): void {
+    const problems: string[] = [];
+    for (const r of this.unexpected)
+      problems.push(`unexpected request ${r.method} ${r.path} ${JSON.stringify(r.body ?? '').slice(0, 300)}`);
+    for (const e of this.expectations) {
+      const times = e.times ?? 1;
+      if (e.used.length < times) problems.push(`expected ${e.method} ${String(e.path)} ${times} time(s), got ${e.used.length}`);
+    }
+    problems.push(...this.authProblems);
+    if (problems.length > 0) throw new Error(`GitHub test double:\n  ${problems.join('\n  ')}`);
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    let body: unknown;
+    if (text !== '') {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+    }
+    const url = new URL(req.url ?? '/', this.url);
+    const path = url.pathname.startsWith('/api/v3') ? url.pathname.slice('/api/v3'.length) : url.pathname;
+    const request: RecordedRequest = {
+      method: req.method ?? 'GET',
+      path,
+      query: Object.fromEntries(url.searchParams),
+      headers: req.headers,
+      body,
+    };
+    this.requests.push(request);
+
+    const tokenMatch = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path);
+    if (request.method === 'POST' && tokenMatch) return this.issueToken(req, res, Number(tokenMatch[1]));
+    this.checkInstallationToken(request);
+
+    const expectation = this.expectations.find((e) => e.used.length < (e.times ?? 1) && this.matches(e, request));
+    if (!expectation) {
+      this.unexpected.push(request);
+      return this.send(res, { status: 404, json: { message: `unexpected request to the GitHub test double: ${request.method} ${path}` } });
+    }
+    expectation.used.push(request);
+    const reply = typeof expectation.reply === 'function' ? expectation.reply(request) : expectation.reply;
+    this.send(res, reply);
+    if (expectation.used.length === (expectation.times ?? 1)) expectation.resolve([...expectation.used]);
+  }
+
+  private matches(e: Expectation, r: RecordedRequest): boolean {
+    if (e.method !== r.method) return false;
+    if (typeof e.path === 'string' ? e.path !== r.path : !e.path.test(r.path)) return false;
+    for (const [key, value] of Object.entries(e.query ?? {})) if (r.query[key] !== value) return false;
+    if (e.body === undefined) return true;
+    if (typeof e.body === 'function') {
+      try {
+        return e.body(r.body) !== false;
+      } catch {
+        return false;
+      }
+    }
+    if (typeof r.body !== 'object' || r.body === null) return false;
+    const actual = r.body as Record<string, unknown>;
+    return Object.entries(e.body).every(([key, value]) => isDeepStrictEqual(actual[key], value));
+  }
+
+  /** Probot asks for an installation token with a JWT signed by the App's key (RS256, `iss` = App id). */
+  private issueToken(req: IncomingMessage, res: ServerResponse, installationId: number): void {
+    const auth = req.headers.authorization ?? '';
+    const jwt = /^bearer (.+)$/i.exec(auth)?.[1] ?? '';
+    const [header, payload, signature] = jwt.split('.');
+    let problem: string | undefined;
+    try {
+      if (!header || !payload || !signature) throw new Error('not a JWT');
+      const verifier = createVerify('RSA-SHA256');
+      verifier.update(`${header}.${payload}`);
+      if (!verifier.verify(this.app.publicKey, Buffer.from(signature, 'base64url'))) throw new Error('signature does not verify');
+      if (decodeJwtPart(header).alg !== 'RS256') throw new Error('not RS256');
+      if (String(decodeJwtPart(payload).iss) !== String(this.app.id)) throw new Error('iss is not the App id');
+    } catch (error) {
+      problem = `installation token requested with a bad JWT: ${(error as Error).message}`;
+    }
+    if (problem) {
+      this.authProblems.push(problem);
+      this.send(res, { status: 401, json: { message: 'A JSON web token could not be decoded' } });
+      return;
+    }
+    const token = `ghs_${randomBytes(18).toString('hex')}`;
+    this.tokens.set(token, installationId);
+    this.send(res, {
+      status: 201,
+      json: {
+        token,
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+        permissions: { checks: 'write', contents: 'read', metadata: 'read', pull_requests: 'write' },
+        repository_selection: 'all',
+      },
+    });
+  }
+
+  /** Every API request must carry an installation token the double handed out. */
+  private checkInstallationToken(request: RecordedRequest): void {
+    const auth = String(request.headers.authorization ?? '');
+    const token = /^token (.+)$/i.exec(auth)?.[1];
+    if (token === undefined || !this.tokens.has(token)) {
+      this.authProblems.push(`${request.method} ${request.path} without an installation token the double issued`);
+    }
+  }
+
+  private send(res: ServerResponse, reply: Reply): void {
+    const status = reply.status ?? 200;
+    const headers: Record<string, string> = { ...reply.headers };
+    let payload: Buffer | string = '';
+    if (reply.json !== undefined) {
+      payload = JSON.stringify(reply.json);
+      headers['content-type'] = 'application/json; charset=utf-8';
+    } else if (reply.raw !== undefined) {
+      payload = reply.raw;
+      headers['content-type'] = reply.contentType ?? 'application/octet-stream';
+    }
+    headers['content-length'] = String(Buffer.byteLength(payload));
+    res.writeHead(status, headers);
+    res.end(payload);
+  }
+}

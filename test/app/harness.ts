@@ -1,0 +1,155 @@
+/**
+ * Starts and stops the App for a test: configuration from an environment like an operator's
+ * (through `loadServerConfig`, so the config path is exercised too), the GitHub test double as
+ * GitHub Enterprise (GHE_HOST/GHE_PROTOCOL=http), the real Redis of the test run under a key
+ * prefix of its own (so tests stand alone and in any order), logs captured in memory.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { type Job, Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { createLogger } from '../../src/logger.js';
+import { deliveryJobId, type PlanQueueJob, QUEUE_NAMES } from '../../src/queue/schema.js';
+import { loadServerConfig, type ServerConfig, type ServerRole } from '../../src/server/config.js';
+import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { type DeliverOptions, type DeliveryResult, deliver } from './deliveries.js';
+import type { GitHubDouble } from './github-double.js';
+
+/** Options of {@link startTestApp}. */
+export interface TestAppOptions {
+  github: GitHubDouble;
+  /** The Redis of the test run: `inject('redisUrl')`. */
+  redisUrl: string;
+  role?: ServerRole;
+  /** More environment (cluster connections, WORKER_CONCURRENCY…); `undefined` removes a default. */
+  env?: Record<string, string | undefined>;
+  /** Default debug, so a failing test's logs say everything. */
+  logLevel?: string;
+}
+
+/** A running App under test. */
+export interface TestApp {
+  url: string;
+  config: ServerConfig;
+  env: Record<string, string>;
+  /** The Redis key prefix of this App (queues and state). */
+  prefix: string;
+  webhookSecret: string;
+  server: RunningServer;
+  /** Everything the App logged, as JSON lines. */
+  logs(): string;
+  /** Sends a delivery signed with the App's secret (unless `secret` says otherwise). */
+  deliver(options: Omit<DeliverOptions, 'secret'> & { secret?: string | null }): Promise<DeliveryResult>;
+  /** The plan-queue job of a delivery, if one was enqueued. */
+  job(kind: PlanQueueJob['kind'], deliveryId: string): Promise<Job | undefined>;
+  /** Every plan-queue job in any state. */
+  jobs(): Promise<Job[]>;
+  /** Resolves once the delivery's job completed (rejects when it failed for good). */
+  jobDone(kind: PlanQueueJob['kind'], deliveryId: string): Promise<void>;
+  /** Every key under the App's prefix with its value (strings, hashes, lists, sets), for leak checks. */
+  redisDump(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The environment an operator would set for the App against `github` (for spawned processes too). */
+export function appEnvironment(
+  github: GitHubDouble,
+  redisUrl: string,
+  extra: Record<string, string | undefined> = {},
+): { env: Record<string, string>; prefix: string; webhookSecret: string } {
+  const prefix = `t-${randomBytes(6).toString('hex')}`;
+  const webhookSecret = `whsec-${randomBytes(16).toString('hex')}`;
+  const env: Record<string, string | undefined> = {
+    APP_ID: String(github.app.id),
+    PRIVATE_KEY: github.app.privateKeyPem,
+    WEBHOOK_SECRET: webhookSecret,
+    GHE_HOST: github.host,
+    GHE_PROTOCOL: 'http',
+    REDIS_URL: redisUrl,
+    REDIS_PREFIX: prefix,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'debug',
+    SHUTDOWN_TIMEOUT: '10',
+    ...extra,
+  };
+  const clean = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  return { env: clean, prefix: clean.REDIS_PREFIX ?? prefix, webhookSecret: clean.WEBHOOK_SECRET ?? webhookSecret };
+}
+
+/** Starts the App in this process with the given role (default `all`). */
+export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
+  const role = options.role ?? 'all';
+  const { env, prefix, webhookSecret } = appEnvironment(options.github, options.redisUrl, {
+    LOG_LEVEL: options.logLevel ?? 'debug',
+    ...options.env,
+  });
+  const loaded = await loadServerConfig(env, { cwd: process.cwd(), role });
+  if (!loaded.ok) throw new Error(`test App configuration:\n${loaded.problems.join('\n')}`);
+  let logText = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logText += chunk.toString();
+      callback();
+    },
+  });
+  const logger = createLogger({ level: loaded.config.logLevel, stream });
+  const server = await startServer({ config: loaded.config, role, logger });
+
+  const inspect = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  const queue = new Queue(QUEUE_NAMES.plan, { connection: inspect, prefix });
+  let events: QueueEvents | undefined;
+  const queueEvents = async (): Promise<QueueEvents> => {
+    if (!events) {
+      events = new QueueEvents(QUEUE_NAMES.plan, { connection: { url: options.redisUrl }, prefix });
+      await events.waitUntilReady();
+    }
+    return events;
+  };
+
+  return {
+    url: server.url,
+    config: loaded.config,
+    env,
+    prefix,
+    webhookSecret,
+    server,
+    logs: () => logText,
+    deliver: (delivery) => deliver(server.url, { ...delivery, secret: delivery.secret === undefined ? webhookSecret : delivery.secret }),
+    job: async (kind, deliveryId) => (await queue.getJob(deliveryJobId(kind, deliveryId))) ?? undefined,
+    jobs: () => queue.getJobs(['active', 'waiting', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children']),
+    async jobDone(kind, deliveryId) {
+      const events = await queueEvents();
+      const job = await queue.getJob(deliveryJobId(kind, deliveryId));
+      if (!job) throw new Error(`no ${kind} job for delivery ${deliveryId}`);
+      await job.waitUntilFinished(events);
+    },
+    async redisDump() {
+      const keys = await inspect.keys(`${prefix}:*`);
+      const parts: string[] = [];
+      for (const key of keys.sort()) {
+        const type = await inspect.type(key);
+        let value: unknown;
+        if (type === 'string') value = await inspect.get(key);
+        else if (type === 'hash') value = await inspect.hgetall(key);
+        else if (type === 'list') value = await inspect.lrange(key, 0, -1);
+        else if (type === 'set') value = await inspect.smembers(key);
+        else if (type === 'zset') value = await inspect.zrange(key, 0, -1);
+        else if (type === 'stream') value = await inspect.xrange(key, '-', '+');
+        parts.push(`${key} ${JSON.stringify(value)}`);
+      }
+      return parts.join('\n');
+    },
+    async close() {
+      await server.close();
+      await events?.close();
+      await queue.close();
+      inspect.disconnect();
+    },
+  };
+}
+
+/** A fresh delivery id, as GitHub makes them. */
+export function newDeliveryId(): string {
+  return randomUUID();
+}
