@@ -1,27 +1,146 @@
 /**
- * The plan queue's worker: runs the jobs webhook handlers enqueued. Job data is parsed back with
- * the queue's schemas first, so a malformed job fails with a clear error instead of half-running.
+ * The plan queue's worker: runs the jobs webhook handlers enqueued — plans of pushes, `/pve`
+ * commands, GitHub's "Re-run" button, closed pull requests. Job data is parsed back with the
+ * queue's schemas first, so a malformed job fails with a clear error instead of half-running.
+ * Each job gets the installation's own Octokit (Probot's, with its throttling and retry plugins).
  */
 import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { ProbotOctokit } from 'probot';
+import { helpText } from '../github/chat-ops.js';
+import { commandPermission } from '../github/permissions.js';
+import type { CommitSpecsCache } from './commit-specs.js';
 import type { NewestHeads } from './newest-head.js';
-import { PlanQueueJob } from './schema.js';
+import { type PlanContext, type PlanTarget, planPullRequest } from './plan-pr.js';
+import type { PlanStore } from './plan-store.js';
+import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from './schema.js';
 
 /** What the plan worker needs; constructed by the composition root (`src/server/serve.ts`). */
 export interface PlanWorkerDeps {
   logger: Logger;
+  redis: Redis;
   heads: NewestHeads;
+  store: PlanStore;
+  specs: CommitSpecsCache;
+  /** The installation's Octokit (`probot.auth(installationId)`). */
+  github: (installationId: number) => Promise<ProbotOctokit>;
+  connections: PlanContext['connections'];
+  /**
+   * `/pve` commands beyond `plan` and `help`, by name (merge-to-apply adds `apply`, the drift
+   * report `drift`). Called after the author's permission was checked and the comment reacted to.
+   */
+  commands?: Readonly<Record<string, CommandHandler>>;
+}
+
+/** Runs one accepted `/pve` command. */
+export type CommandHandler = (job: CommandJobData, ctx: CommandContext) => Promise<void>;
+
+/** What a command handler gets: the plan context and a way to answer on the pull request. */
+export interface CommandContext extends PlanContext {
+  reply(body: string): Promise<void>;
+  /** Plans the pull request's current head again (what `/pve plan` does). */
+  replan(reason: PlanReason): Promise<void>;
+}
+
+/** Reactions the App answers comments with. */
+type Reaction = '+1' | 'eyes' | 'confused';
+
+async function react(octokit: ProbotOctokit, job: CommandJobData, content: Reaction): Promise<void> {
+  await octokit.rest.reactions.createForIssueComment({ owner: job.repo.owner, repo: job.repo.name, comment_id: job.commentId, content });
+}
+
+/**
+ * Plans the pull request's current head as GitHub reports it now (for commands and re-runs, whose
+ * payloads do not carry it): records it as the newest head, then plans it. A closed pull request
+ * is not planned.
+ */
+async function planCurrentHead(ctx: PlanContext, job: CommandJobData | RerunJobData, reason: PlanReason): Promise<'closed' | 'planned'> {
+  const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
+  if (pr.state !== 'open') return 'closed';
+  await ctx.heads.record(job.repo.id, job.pr, pr.head.sha, pr.updated_at);
+  const target: PlanTarget = { repo: job.repo, pr: job.pr, headSha: pr.head.sha, baseSha: pr.base.sha, draft: pr.draft === true, reason };
+  await planPullRequest(ctx, target);
+  return 'planned';
+}
+
+async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJobData): Promise<void> {
+  const reply = async (body: string): Promise<void> => {
+    await ctx.octokit.rest.issues.createComment({ owner: job.repo.owner, repo: job.repo.name, issue_number: job.pr, body });
+  };
+  if (job.command === 'help') {
+    await reply(helpText());
+    return;
+  }
+  const permission = await commandPermission(ctx.octokit, job.repo, job.author);
+  if (!permission.allowed) {
+    ctx.logger.info({ author: job.author, role: permission.role }, 'command refused: not a writer');
+    await reply(
+      `@${job.author} \`/pve ${job.command.replace(/[^\w-]/g, '')}\` was not run: pve-gitops commands need write, maintain or admin ` +
+        `permission on this repository, and GitHub reports **${permission.role}** for you.`,
+    );
+    return;
+  }
+  const extra = deps.commands?.[job.command];
+  if (job.command !== 'plan' && !extra) {
+    await reply(helpText(job.command));
+    return;
+  }
+  // Accepted: say so at once, before the work that may take a while.
+  await react(ctx.octokit, job, 'eyes');
+  const commandContext: CommandContext = {
+    ...ctx,
+    reply,
+    replan: async (reason) => {
+      if ((await planCurrentHead(ctx, job, reason)) === 'closed') await reply('This pull request is closed: it is not planned any more.');
+    },
+  };
+  if (extra) await extra(job, commandContext);
+  else await commandContext.replan('command');
+}
+
+async function closed(ctx: PlanContext, job: ClosedJobData): Promise<void> {
+  // A closed pull request no longer races with the others for its guests.
+  await ctx.store.removeTouched(job.repo.id, job.pr);
 }
 
 /** The processor BullMQ calls for each plan-queue job. */
 export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise<void> {
   return async (job) => {
     const data = PlanQueueJob.parse(job.data);
-    const log = deps.logger.child({ job: job.id, delivery: data.deliveryId, kind: data.kind, pr: data.pr });
+    const logger = deps.logger.child({
+      job: job.id,
+      delivery: data.deliveryId,
+      kind: data.kind,
+      repo: `${data.repo.owner}/${data.repo.name}`,
+      pr: data.pr,
+    });
     if (data.kind === 'plan' && !(await deps.heads.isNewest(data.repo.id, data.pr, data.headSha))) {
-      log.info({ head: data.headSha }, 'a newer head of this pull request is known: not planned');
+      logger.info({ head: data.headSha }, 'a newer head of this pull request is known: not planned');
       return;
     }
-    log.info('job received');
+    const ctx: PlanContext = {
+      logger,
+      octokit: await deps.github(data.installationId),
+      redis: deps.redis,
+      heads: deps.heads,
+      store: deps.store,
+      specs: deps.specs,
+      connections: deps.connections,
+    };
+    switch (data.kind) {
+      case 'plan':
+        await planPullRequest(ctx, data);
+        return;
+      case 'rerun':
+        if ((await planCurrentHead(ctx, data, 'rerequested')) === 'closed') logger.info('re-run of a closed pull request: not planned');
+        return;
+      case 'command':
+        await runCommand(deps, ctx, data);
+        return;
+      case 'closed':
+        await closed(ctx, data);
+        return;
+    }
   };
 }

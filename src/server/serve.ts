@@ -14,7 +14,9 @@ import { createLogger } from '../logger.js';
 import { PlanQueueProducer } from '../queue/enqueue.js';
 import { statePrefix } from '../queue/keys.js';
 import { NewestHeads } from '../queue/newest-head.js';
+import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { createPlanProcessor } from '../queue/plan-worker.js';
+import { PlanStore } from '../queue/plan-store.js';
 import { QUEUE_NAMES } from '../queue/schema.js';
 import type { ServerConfig, ServerRole } from './config.js';
 import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
@@ -128,7 +130,22 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // BullMQ's workers block on Redis and need commands that wait out a reconnect.
       const workerRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'the workers');
       closers.push({ what: 'worker redis', close: () => workerRedis.quit().catch(() => workerRedis.disconnect()) });
-      const planWorker = new Worker(QUEUE_NAMES.plan, createPlanProcessor({ logger, heads }), {
+      // Jobs' own state reads and writes wait out a short Redis hiccup instead of failing the job.
+      const jobRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 3 }, 'the jobs');
+      closers.push({ what: 'job redis', close: () => jobRedis.quit().catch(() => jobRedis.disconnect()) });
+      const state = statePrefix(prefix);
+      const processor = createPlanProcessor({
+        logger,
+        redis: jobRedis,
+        heads: new NewestHeads(jobRedis, state),
+        store: new PlanStore(jobRedis, state),
+        specs: new CommitSpecsCache({
+          onWorkerFailure: (error) => logger.warn({ err: error }, 'parsing specs in the main thread instead of a worker thread'),
+        }),
+        github: (installationId) => probot.auth(installationId),
+        connections: config.connections,
+      });
+      const planWorker = new Worker(QUEUE_NAMES.plan, processor, {
         connection: workerRedis,
         prefix,
         concurrency: config.workerConcurrency,

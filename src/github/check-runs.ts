@@ -1,0 +1,104 @@
+/**
+ * Check runs: created in progress on a commit, completed with a conclusion, a short summary and
+ * annotations on the YAML lines of errors. GitHub takes at most 50 annotations per request and
+ * appends those of each update to the run's list, so they go in batches of 50: every batch but the
+ * last while the run is in progress, the last with the conclusion, so a completed run has them all.
+ */
+import type { ProbotOctokit } from 'probot';
+
+/** GitHub's limit of annotations per create or update request. */
+export const ANNOTATIONS_PER_REQUEST = 50;
+
+/** Most annotations sent for one run; the summary says when more were left out. */
+export const MAX_ANNOTATIONS = 500;
+
+/** GitHub's limits on output text (characters). */
+const MAX_SUMMARY = 65_535;
+const MAX_TITLE = 255;
+const MAX_MESSAGE = 64 * 1024 - 1;
+
+/** One annotation, on a file of the repository. */
+export interface Annotation {
+  path: string;
+  start_line: number;
+  end_line: number;
+  annotation_level: 'notice' | 'warning' | 'failure';
+  message: string;
+  title?: string;
+}
+
+/** A check run's result. */
+export interface CheckResult {
+  conclusion: 'success' | 'failure' | 'neutral' | 'skipped' | 'cancelled';
+  title: string;
+  summary: string;
+  annotations?: readonly Annotation[];
+}
+
+/** The commit and repository of a check run. */
+export interface CheckTarget {
+  owner: string;
+  repo: string;
+  headSha: string;
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** Creates an in-progress check run; `externalId` comes back with GitHub's "Re-run". Resolves with its id. */
+export async function startCheckRun(
+  octokit: ProbotOctokit,
+  target: CheckTarget,
+  run: { name: string; externalId: string; title: string; summary: string },
+): Promise<{ id: number; url: string }> {
+  const created = await octokit.rest.checks.create({
+    owner: target.owner,
+    repo: target.repo,
+    head_sha: target.headSha,
+    name: run.name,
+    external_id: run.externalId,
+    status: 'in_progress',
+    started_at: new Date().toISOString(),
+    output: { title: clip(run.title, MAX_TITLE), summary: clip(run.summary, MAX_SUMMARY) },
+  });
+  return { id: created.data.id, url: created.data.html_url ?? '' };
+}
+
+/**
+ * Completes a check run with its result: annotations in batches of {@link ANNOTATIONS_PER_REQUEST}
+ * (at most {@link MAX_ANNOTATIONS}), the last batch with the conclusion. Resolves with the number
+ * of requests made.
+ */
+export async function completeCheckRun(
+  octokit: ProbotOctokit,
+  target: CheckTarget,
+  checkRunId: number,
+  result: CheckResult,
+): Promise<number> {
+  const all = (result.annotations ?? []).slice(0, MAX_ANNOTATIONS).map((a) => ({ ...a, message: clip(a.message, MAX_MESSAGE) }));
+  const left = (result.annotations?.length ?? 0) - all.length;
+  const summary = clip(left > 0 ? `${result.summary}\n\n_${left} more annotations were left out._` : result.summary, MAX_SUMMARY);
+  const output = { title: clip(result.title, MAX_TITLE), summary };
+  const batches: (typeof all)[] = [];
+  for (let i = 0; i < all.length; i += ANNOTATIONS_PER_REQUEST) batches.push(all.slice(i, i + ANNOTATIONS_PER_REQUEST));
+  const last = batches.pop() ?? [];
+  for (const batch of batches) {
+    await octokit.rest.checks.update({
+      owner: target.owner,
+      repo: target.repo,
+      check_run_id: checkRunId,
+      output: { ...output, annotations: batch },
+    });
+  }
+  await octokit.rest.checks.update({
+    owner: target.owner,
+    repo: target.repo,
+    check_run_id: checkRunId,
+    status: 'completed',
+    conclusion: result.conclusion,
+    completed_at: new Date().toISOString(),
+    output: last.length > 0 ? { ...output, annotations: last } : output,
+  });
+  return batches.length + 1;
+}

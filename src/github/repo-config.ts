@@ -1,0 +1,68 @@
+/**
+ * `.github/pve-gitops.yml`: what a spec repository tells the App about itself. It is read at the
+ * pull request's BASE commit, never the head, so a pull request cannot point the App at other
+ * files; it holds no connection or credential (those are the server's). Unknown keys are errors,
+ * like in spec documents, so a misspelt key is not silently ignored.
+ */
+import { posix } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+/** Where the App looks for its config in a repository; `.yaml` is accepted too. */
+export const REPO_CONFIG_PATHS = ['.github/pve-gitops.yml', '.github/pve-gitops.yaml'] as const;
+
+/** A spec root: a relative path inside the repository, without `..`. */
+const SpecRoot = z
+  .string()
+  .max(200)
+  .refine((path) => !posix.isAbsolute(path) && !posix.normalize(path).split('/').includes('..'), {
+    message: 'must be a path inside the repository (relative, without ..)',
+  });
+
+/** The file's schema. */
+export const RepoConfig = z.strictObject({
+  /** The spec root, relative to the repository root; default the root itself. */
+  specs: SpecRoot.optional(),
+});
+export type RepoConfig = z.infer<typeof RepoConfig>;
+
+/** The config file is unusable; the message names the file and the problem. */
+export class RepoConfigError extends Error {
+  override name = 'RepoConfigError';
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(`${path}: ${message}`);
+  }
+}
+
+/** The spec root as a normal repository path: `''` for the root, else `dir/sub` (no leading `./`, no trailing `/`). */
+export function normaliseSpecRoot(path: string | undefined): string {
+  if (path === undefined) return '';
+  const normal = posix
+    .normalize(path.trim())
+    .replace(/^\.\/?/, '')
+    .replace(/\/+$/, '');
+  return normal === '.' ? '' : normal;
+}
+
+/** Parses the config file's text; an absent file (undefined) is the default config. */
+export function parseRepoConfig(path: string, text: string | undefined): RepoConfig & { specRoot: string } {
+  if (text === undefined || text.trim() === '') return { specRoot: '' };
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { maxAliasCount: 100 });
+  } catch (error) {
+    throw new RepoConfigError(path, `not valid YAML: ${(error as Error).message.split('\n')[0]}`);
+  }
+  const parsed = RepoConfig.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
+    const what =
+      issue?.code === 'unrecognized_keys' ? `unknown key ${issue.keys.join(', ')} (known: specs)` : (issue?.message ?? 'invalid');
+    throw new RepoConfigError(path, `${where}${what}`);
+  }
+  return { ...parsed.data, specRoot: normaliseSpecRoot(parsed.data.specs) };
+}

@@ -1,0 +1,98 @@
+/**
+ * The specs of a commit, read from its archive and loaded — once: a commit never changes, so what
+ * was loaded for it is kept (in this worker's memory) and reused by every plan against it. The base
+ * branch's commit is shared by every pull request on it, so after the first plan a push costs one
+ * archive download (its head) and one load; a re-plan of the same head (`/pve plan`, "Re-run")
+ * costs neither. Concurrent plans of one commit share one read.
+ *
+ * Loading goes through {@link loadCommitSpecFiles}, the one call into spec loading, so a
+ * content-addressed parse cache (a file's blob SHA as its identity) plugs in at one place.
+ */
+import type { ProbotOctokit } from 'probot';
+import type { LoadedSpecs, SpecFile } from '../core/spec/load-specs.js';
+import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS, readRepoArchive } from '../github/read-archive.js';
+import { baseSpecFiles, headSpecFiles, specFileFilter } from '../github/spec-repo.js';
+import { loadSpecFiles } from '../spec-files/load-spec-files.js';
+import type { RepoRef } from './schema.js';
+
+/** One commit's specs, loaded. */
+export interface CommitSpecs {
+  sha: string;
+  /** Spec root in the repository (`''`: the root). */
+  specRoot: string;
+  fileCount: number;
+  loaded: LoadedSpecs;
+}
+
+/** Loads spec files (parsing big repositories on worker threads); the one place the App parses specs. */
+export function loadCommitSpecFiles(files: readonly SpecFile[], onWorkerFailure?: (error: Error) => void): Promise<LoadedSpecs> {
+  return loadSpecFiles(files, onWorkerFailure ? { onWorkerFailure } : {});
+}
+
+/** Options of {@link CommitSpecsCache}. */
+export interface CommitSpecsOptions {
+  /** Commits kept; each holds a whole loaded spec set (tens of MB for 10,000 guests). Default 6. */
+  maxEntries?: number;
+  limits?: ArchiveLimits;
+  onWorkerFailure?: (error: Error) => void;
+}
+
+/** Loaded specs by commit, least recently used dropped first. */
+export class CommitSpecsCache {
+  private readonly entries = new Map<string, Promise<CommitSpecs>>();
+  private readonly maxEntries: number;
+  private readonly limits: ArchiveLimits;
+
+  /** Archives downloaded so far (for measurements). */
+  downloads = 0;
+
+  constructor(private readonly options: CommitSpecsOptions = {}) {
+    this.maxEntries = options.maxEntries ?? 6;
+    this.limits = options.limits ?? DEFAULT_ARCHIVE_LIMITS;
+  }
+
+  /**
+   * The base commit's specs: its `.github/pve-gitops.yml` decides the spec root. Throws
+   * `ArchiveError` or `RepoConfigError` when the commit cannot be used.
+   */
+  base(octokit: ProbotOctokit, repo: RepoRef, sha: string): Promise<CommitSpecs> {
+    return this.once(`${repo.id}:${sha}:base`, async () => {
+      this.downloads += 1;
+      const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(undefined), this.limits);
+      const { specRoot, files } = baseSpecFiles(contents);
+      return { sha, specRoot, fileCount: files.length, loaded: await loadCommitSpecFiles(files, this.options.onWorkerFailure) };
+    });
+  }
+
+  /** The head commit's specs under the base's spec root. Throws `ArchiveError` when the commit cannot be used. */
+  head(octokit: ProbotOctokit, repo: RepoRef, sha: string, specRoot: string): Promise<CommitSpecs> {
+    return this.once(`${repo.id}:${sha}:root=${specRoot}`, async () => {
+      this.downloads += 1;
+      const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(specRoot), this.limits);
+      const { files } = headSpecFiles(contents, specRoot);
+      return { sha, specRoot, fileCount: files.length, loaded: await loadCommitSpecFiles(files, this.options.onWorkerFailure) };
+    });
+  }
+
+  private once(key: string, load: () => Promise<CommitSpecs>): Promise<CommitSpecs> {
+    const cached = this.entries.get(key);
+    if (cached) {
+      // Most recently used goes last.
+      this.entries.delete(key);
+      this.entries.set(key, cached);
+      return cached;
+    }
+    const loading = load();
+    this.entries.set(key, loading);
+    // A failure is not kept: the next plan tries again (GitHub may have been down).
+    loading.catch(() => {
+      if (this.entries.get(key) === loading) this.entries.delete(key);
+    });
+    while (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.entries.delete(oldest);
+    }
+    return loading;
+  }
+}
