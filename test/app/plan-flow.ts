@@ -4,6 +4,12 @@
  * created or edited). Tests compose them to declare exactly what a plan may ask of GitHub.
  */
 import type { ExpectationHandle, GitHubDouble, RecordedRequest } from './github-double.js';
+
+/** The `body` field of the JSON body of the first request an expectation took. */
+async function sentBody(handle: ExpectationHandle): Promise<string> {
+  const [request] = await handle.done;
+  return String((request?.body as { body?: string } | undefined)?.body);
+}
 import type { TestRepo } from './deliveries.js';
 import { type RepoFiles, tarball } from './spec-repo.js';
 
@@ -84,7 +90,7 @@ export function expectNewComment(
     body: (body: { body?: string }) => body.body?.startsWith('<!-- pve-gitops:plan -->'),
     reply: { status: 201, json: { id } },
   });
-  return { listed, created, body: async () => ((await created.done)[0]?.body as { body: string }).body };
+  return { listed, created, body: () => sentBody(created) };
 }
 
 /** Expects the plan comment `id` to be edited once. */
@@ -99,7 +105,7 @@ export function expectCommentEdit(
     body: (body: { body?: string }) => body.body?.startsWith('<!-- pve-gitops:plan -->'),
     reply: { json: { id } },
   });
-  return { edited, body: async () => ((await edited.done)[0]?.body as { body: string }).body };
+  return { edited, body: () => sentBody(edited) };
 }
 
 /** Expects a reply comment (not the plan) on the pull request. */
@@ -115,5 +121,5 @@ export function expectReply(
     body: (body: { body?: string }) => matcher.test(body.body ?? '') && !body.body?.startsWith('<!--'),
     reply: { status: 201, json: { id: 9_000_000 + pr } },
   });
-  return { created, body: async () => ((await created.done)[0]?.body as { body: string }).body };
+  return { created, body: () => sentBody(created) };
 }
