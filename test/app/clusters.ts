@@ -27,6 +27,8 @@ export async function startClusters(
       env[`${prefix}URL`] = sim.url;
       env[`${prefix}TOKEN`] = sim.token;
       env[`${prefix}READ_TOKEN`] = sim.auditToken;
+      // The simulators serve plain http on loopback; production refuses that unless allowed.
+      env[`${prefix}ALLOW_HTTP`] = '1';
     }
   } catch (error) {
     await Promise.allSettled(Object.values(sims).map((sim) => sim.close()));
