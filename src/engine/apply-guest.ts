@@ -1,6 +1,7 @@
 import type { ApplyStep, GuestApplyResult } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
-import { compareWithReviewed, describe } from '../core/plan/compare-reviewed.js';
+import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
+import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
 import {
   AlreadyInPowerStateError,
@@ -362,7 +363,7 @@ class GuestJob {
       if (opKey === this.#lastOp) {
         return new Finish(
           'failed',
-          `step had no effect: after "${describe(op)}" Proxmox still reports the old value; this is a perpetual diff`,
+          `step had no effect: after "${summariseOperation(op)}" Proxmox still reports the old value; this is a perpetual diff`,
         );
       }
       attempt += 1;
@@ -382,7 +383,7 @@ class GuestJob {
     const started = this.#clock.now();
     try {
       const result = await this.#execute(op, observed);
-      const step: ApplyStep = { op: op.op, detail: describe(op), ms: this.#clock.now() - started };
+      const step: ApplyStep = { op: op.op, detail: summariseOperation(op), ms: this.#clock.now() - started };
       if (result.upid) step.upid = result.upid;
       this.#emit(step);
       this.#lastOp = opKey;
@@ -418,7 +419,7 @@ class GuestJob {
       if (portFailure(err, AlreadyInPowerStateError)) {
         // A start or stop from an earlier, interrupted run got there first: the state is
         // reached, which is all this step wanted. The next read confirms it.
-        this.#emit({ op: op.op, detail: `${describe(op)}: ${message(err)}, nothing to do`, ms: this.#clock.now() - started });
+        this.#emit({ op: op.op, detail: `${summariseOperation(op)}: ${message(err)}, nothing to do`, ms: this.#clock.now() - started });
         this.#lastOp = opKey;
         return undefined;
       }
@@ -426,12 +427,12 @@ class GuestJob {
         // Someone holds the VMID now: another run of this plan, or a stranger. Look at the guest
         // that holds it; the next read tells which (and a stranger's guest is a conflict).
         this.#takenAtCreate = message(err);
-        this.#emit({ op: 'vmid-taken', detail: `${describe(op)}: ${message(err)}; looking at the guest that holds it` });
+        this.#emit({ op: 'vmid-taken', detail: `${summariseOperation(op)}: ${message(err)}; looking at the guest that holds it` });
         this.#where = undefined;
         this.#located = false;
         return undefined;
       }
-      const failed: ApplyStep = { op: op.op, detail: `${describe(op)}: failed`, ms: this.#clock.now() - started };
+      const failed: ApplyStep = { op: op.op, detail: `${summariseOperation(op)}: failed`, ms: this.#clock.now() - started };
       const task = err instanceof TaskFailedError ? err : undefined;
       if (task) failed.upid = task.upid;
       this.#emit(failed);

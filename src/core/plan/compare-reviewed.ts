@@ -1,29 +1,11 @@
 import type { ApplyConflict } from '../apply-result.js';
 import type { GuestPlan, Operation } from '../model.js';
+import { sameOperation, summariseOperation } from '../operations.js';
 
 type ConfigOp = Extract<Operation, { op: 'config' }>;
 
 function configOf(plan: GuestPlan): ConfigOp | undefined {
   return plan.operations.find((o): o is ConfigOp => o.op === 'config');
-}
-
-function sameOperation(a: Operation, b: Operation): boolean {
-  switch (a.op) {
-    case 'resize':
-      return b.op === 'resize' && a.disk === b.disk && a.size === b.size && a.from === b.from;
-    case 'move-disk':
-      return b.op === 'move-disk' && a.disk === b.disk && a.storage === b.storage && a.from === b.from;
-    case 'create':
-      return b.op === 'create' && JSON.stringify(sorted(a.params)) === JSON.stringify(sorted(b.params));
-    case 'config':
-      return b.op === 'config';
-    default:
-      return a.op === b.op;
-  }
-}
-
-function sorted(record: Record<string, string>): [string, string][] {
-  return Object.entries(record).sort(([x], [y]) => x.localeCompare(y));
 }
 
 function change(from: string | undefined, to: string | undefined): { from?: string; to?: string } {
@@ -72,28 +54,10 @@ export function compareWithReviewed(reviewed: GuestPlan, now: GuestPlan): ApplyC
       const reviewedOp = reviewed.operations.find((r) => r.op === op.op && (!('disk' in op) || ('disk' in r && r.disk === op.disk)));
       conflicts.push({
         key,
-        reviewed: change(undefined, reviewedOp ? describe(reviewedOp) : undefined),
-        now: change(undefined, describe(op)),
+        reviewed: change(undefined, reviewedOp ? summariseOperation(reviewedOp) : undefined),
+        now: change(undefined, summariseOperation(op)),
       });
     }
   }
   return conflicts;
-}
-
-/** One line describing an operation, for results and conflicts. */
-export function describe(op: Operation): string {
-  switch (op.op) {
-    case 'create':
-      return `create on ${op.node}`;
-    case 'config': {
-      const parts = [...Object.keys(op.set).map((k) => `set ${k}`), ...op.delete.map((k) => `delete ${k}`)];
-      return parts.join(', ');
-    }
-    case 'resize':
-      return `resize ${op.disk} ${op.from ? `${op.from} → ` : ''}${op.size}`;
-    case 'move-disk':
-      return `move ${op.disk} ${op.from ? `${op.from} → ` : ''}${op.storage}`;
-    default:
-      return op.op;
-  }
 }

@@ -2,7 +2,7 @@
  * Words, signs and ordering shared by every plan renderer, so the comment, the terminal and the
  * check run describe a guest the same way.
  */
-import type { GuestAction, GuestPlan, HostAccessItem, Impact, InsecureTransport, Operation } from '../model.js';
+import type { GuestAction, GuestPlan, HostAccessItem, Impact, InsecureTransport } from '../model.js';
 import { severityRank } from '../plan/impact.js';
 
 /** Label per action as a reader sees it. */
@@ -101,34 +101,4 @@ export function compareByName(
 /** `1 error`, `2 errors`. */
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {
   return `${count} ${count === 1 ? singular : pluralForm}`;
-}
-
-/**
- * One line for a planned operation, with values passed through `value` (code spans for
- * markdown, terminal-safe text for the CLI); undefined for the config write, whose keys the
- * change table shows.
- */
-export function describeOperation(
-  op: Operation,
-  value: (text: string) => string,
-  emphasise: (text: string) => string = (text) => text,
-): string | undefined {
-  switch (op.op) {
-    case 'create':
-      return `create on node ${value(op.node)}`;
-    case 'config':
-      return undefined;
-    case 'resize':
-      return `resize ${value(op.disk)} from ${value(op.from)} to ${value(op.size)} (grows only)`;
-    case 'move-disk':
-      return `move ${value(op.disk)} from storage ${value(op.from)} to ${value(op.storage)}`;
-    case 'start':
-      return 'start';
-    case 'shutdown':
-      return 'shut down (clean)';
-    case 'stop':
-      return 'stop (hard)';
-    case 'destroy':
-      return emphasise('destroy the guest and its disks');
-  }
 }

@@ -3,6 +3,7 @@
  * folded in `<details>`, most severe first. Whatever the estate size the body stays under the size
  * budget: details that do not fit are left out whole, least severe first, and the comment says so.
  */
+import { describeOperation } from '../operations.js';
 import type { DriftItem, GuestPlan, KeyChange, Operation, PendingItem, Plan } from '../model.js';
 import {
   assertMarker,
@@ -24,7 +25,6 @@ import {
   compareByName,
   compareGuests,
   describeHostAccess,
-  describeOperation,
   guestImpact,
   INSECURE_LABEL,
   plural,
@@ -248,7 +248,7 @@ function renderChanges(changes: readonly KeyChange[]): string {
 
 function renderOperations(operations: readonly Operation[]): string {
   const steps = operations
-    .map((op) => describeOperation(op, codeSpan, (text) => `**${text}**`))
+    .map((op) => describeOperation(op, { value: codeSpan, emphasise: (text) => `**${text}**` }))
     .filter((step): step is string => step !== undefined);
   if (steps.length === 0) return '';
   return `**Operations**, in order:\n\n${steps.map((step, i) => `${i + 1}. ${step}`).join('\n')}\n\n`;

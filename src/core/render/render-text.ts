@@ -2,6 +2,7 @@
  * The plan for a terminal, in the manner of `terraform plan`: a sign and an action per guest, its
  * key changes indented underneath, then drift and pending sections and a one-line total.
  */
+import { describeOperation } from '../operations.js';
 import type { GuestAction, GuestPlan, KeyChange, Plan } from '../model.js';
 import { countPlan, hasChanges, type PlanCounts } from './plan-counts.js';
 import {
@@ -11,7 +12,6 @@ import {
   compareByName,
   compareGuests,
   describeHostAccess,
-  describeOperation,
   guestImpact,
   INSECURE_LABEL,
   plural,
@@ -101,7 +101,7 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
   for (const error of guest.errors) lines.push(`${INDENT}${paint('! error:', 'red', 'bold')} ${terminalSafe(error, 2_000)}`);
   for (const change of guest.changes) lines.push(`${INDENT}${renderChange(change, paint)}`);
   for (const op of guest.operations) {
-    const text = describeOperation(op, (v) => terminalSafe(v));
+    const text = describeOperation(op, { value: (v) => terminalSafe(v) });
     if (text !== undefined) lines.push(`${INDENT}${paint('>', 'cyan')} ${text}`);
   }
   for (const warning of guest.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
