@@ -1,7 +1,8 @@
 /**
- * API-token authentication and the two roles the simulator knows (API-FACTS §2):
- * `admin` (everything a privilege-separated-off root token may do) and `audit` (PVEAuditor:
- * reads only). Either may be limited to a set of VMIDs; guests outside it are invisible.
+ * API-token authentication and the two roles the simulator knows (docs/proxmox-behaviour.md,
+ * "Tokens and privileges"): `admin` (everything a root token without privilege separation may
+ * do) and `audit` (PVEAuditor: reads only). Either may be limited to a set of VMIDs; guests
+ * outside it are invisible.
  */
 
 /** A configured API token. */
@@ -84,12 +85,44 @@ export class TokenRegistry {
   }
 }
 
-/** Whether the principal holds any privilege on `/vms/<vmid>`. */
+/** Privileges of the PVEAuditor role (pve-access-control `AccessControl.pm`, `create_roles`: every `audit` privilege). */
+const AUDIT_PRIVILEGES: ReadonlySet<string> = new Set([
+  'Datastore.Audit',
+  'Mapping.Audit',
+  'Pool.Audit',
+  'SDN.Audit',
+  'Sys.Audit',
+  'VM.Audit',
+  'VM.GuestAgent.Audit',
+]);
+
+/**
+ * Whether the principal holds `privilege` on an ACL path, in the simulator's model of roles:
+ * `admin` holds every privilege (a root token without privilege separation), `audit` those of
+ * PVEAuditor. A token with `vmids` holds its role's privileges on `/vms/<vmid>` of those guests
+ * only, and nothing on any other path (no `/storage`, `/pool`, `/nodes` or `/`). Neither is ever
+ * `root@pam`: checks that compare the user name with `root@pam` fail for every token.
+ */
+export function hasPrivilege(principal: Principal, path: string, privilege: string): boolean {
+  const { role, vmids } = principal.token;
+  if (vmids !== undefined) {
+    const m = /^\/vms\/(\d+)$/.exec(path);
+    if (!m || !vmids.has(Number(m[1]))) return false;
+  }
+  return role === 'admin' || AUDIT_PRIVILEGES.has(privilege);
+}
+
+/** `check_any`: at least one of the privileges on the path. */
+export function hasAnyPrivilege(principal: Principal, path: string, privileges: readonly string[]): boolean {
+  return privileges.some((p) => hasPrivilege(principal, path, p));
+}
+
+/** Whether the principal holds any privilege on `/vms/<vmid>` (what `VM.Audit` filtering needs). */
 export function canSeeGuest(principal: Principal, vmid: number): boolean {
-  return principal.token.vmids === undefined || principal.token.vmids.has(vmid);
+  return hasPrivilege(principal, `/vms/${vmid}`, 'VM.Audit');
 }
 
 /** Whether the principal may change `/vms/<vmid>` (admin role and in scope). */
 export function canWriteGuest(principal: Principal, vmid: number): boolean {
-  return principal.token.role === 'admin' && canSeeGuest(principal, vmid);
+  return hasPrivilege(principal, `/vms/${vmid}`, 'VM.Allocate');
 }

@@ -150,7 +150,7 @@ function configUpdate(ctx: RequestContext): ConfigUpdate {
  */
 export function updateQemuConfig(async: boolean) {
   return (ctx: RequestContext): HandlerResult | Promise<HandlerResult> => {
-    const prepared = prepareQemuUpdate(configUpdate(ctx), { isRoot: false });
+    const prepared = prepareQemuUpdate(configUpdate(ctx), { principal: ctx.principal }, vmid(ctx));
     const guest = pathGuest(ctx, 'qemu');
     checkQemuConfig(guest, prepared.digest, prepared.skiplock);
     if (!async) {
@@ -201,10 +201,10 @@ async function waitInBackground(task: SimTask, seconds: number, vmid: number): P
 
 /** `PUT /nodes/{node}/lxc/{vmid}/config` (synchronous only, lock before digest). */
 export function updateLxcConfig(ctx: RequestContext): HandlerResult {
-  const prepared = prepareLxcUpdate(configUpdate(ctx));
+  const prepared = prepareLxcUpdate(configUpdate(ctx), { principal: ctx.principal });
   const guest = pathGuest(ctx, 'lxc');
   checkLxcConfig(guest, prepared.digest);
-  checkLxcUpdateLists(prepared);
+  checkLxcUpdateLists(prepared, guest);
   const outcome = applyLxcUpdate(ctx.sim, guest, prepared);
   if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
   return { data: null };

@@ -103,6 +103,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     authFailureDelayMs: options.authFailureDelayMs ?? 0,
     nextId: fixture?.nextId ?? { lower: 100, upper: 1_000_000 },
     ...(fixture?.storages ? { storages: fixture.storages } : {}),
+    ...(fixture?.files
+      ? { files: fixture.files.map((f) => ({ volid: f.volid, size: f.size ?? 0, ctime: f.ctime ?? 1_735_689_600 })) }
+      : {}),
     ...(fixture?.pools ? { pools: fixture.pools } : {}),
   });
   if (options.rrdLagMs) sim.setRrdLag(options.rrdLagMs);

@@ -61,11 +61,6 @@ function modify(privilege: string): PermissionCheck {
   };
 }
 
-/** Create checks VM.Allocate on the VMID or the pool and raises a bare permission error. */
-const allocateNew: PermissionCheck = (principal, params) => {
-  if (!canWriteGuest(principal, vmidOf(params))) throw new PermissionError();
-};
-
 function route(method: Route['method'], path: string, permission: PermissionCheck, handler: Handler, write = false): Route {
   return { method, path, key: `${method} ${path}`, segments: path.split('/').filter(Boolean), permission, write, handler };
 }
@@ -85,7 +80,7 @@ export const ROUTES: Route[] = [
   route('GET', '/nodes/{node}/tasks/{upid}/log', anyone, getTaskLog),
 
   route('GET', Q, anyone, listGuests('qemu')),
-  route('POST', Q, allocateNew, createQemu, true),
+  route('POST', Q, anyone, createQemu, true),
   route('GET', `${Q}/{vmid}/config`, audit(), getConfig('qemu')),
   route('PUT', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(false), true),
   route('POST', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(true), true),
@@ -99,7 +94,7 @@ export const ROUTES: Route[] = [
   route('DELETE', `${Q}/{vmid}`, modify('VM.Allocate'), destroyQemu, true),
 
   route('GET', L, anyone, listGuests('lxc')),
-  route('POST', L, allocateNew, createLxc, true),
+  route('POST', L, anyone, createLxc, true),
   route('GET', `${L}/{vmid}/config`, audit(), getConfig('lxc')),
   route('PUT', `${L}/{vmid}/config`, modify(LXC_CONFIG_PRIVS), updateLxcConfig, true),
   route('GET', `${L}/{vmid}/pending`, audit(), getPending('lxc')),
