@@ -12,7 +12,6 @@ import { splitTokenId } from './auth.js';
 import { loadFixtureFile, parseFixture, type ParsedSimFixture, type SimFixture } from './fixture.js';
 import { createSimServer } from './server.js';
 import { Simulator } from './simulator.js';
-import { generateTls } from './tls.js';
 
 export { Simulator } from './simulator.js';
 export type { FailureSettings, OperatorEdit, SimGuestDefinition, SimGuestInfo } from './simulator.js';
@@ -132,7 +131,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   let tlsInfo: { caFile: string; caPem: string; fingerprint: string } | undefined;
   let server;
   if (options.tls) {
-    const material = generateTls(options.host ? [options.host] : []);
+    // Loaded on demand: the X.509 library is only needed when serving https.
+    const { generateTls } = await import('./tls.js');
+    const material = await generateTls(options.host ? [options.host] : []);
     tlsDir = await mkdtemp(join(tmpdir(), 'pve-sim-tls-'));
     const caFile = join(tlsDir, 'pve-root-ca.pem');
     await writeFile(caFile, material.caPem, { mode: 0o644 });
