@@ -152,7 +152,7 @@ export function updateQemuConfig(async: boolean) {
   return (ctx: RequestContext): HandlerResult | Promise<HandlerResult> => {
     const prepared = prepareQemuUpdate(configUpdate(ctx), { principal: ctx.principal }, vmid(ctx));
     const guest = pathGuest(ctx, 'qemu');
-    checkQemuConfig(guest, prepared.digest, prepared.skiplock);
+    checkQemuConfig(guest, prepared.digest, prepared.skiplock, prepared.set);
     if (!async) {
       const outcome = applyQemuUpdate(ctx.sim, guest, prepared);
       if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
@@ -164,7 +164,7 @@ export function updateQemuConfig(async: boolean) {
     const task = ctx.startTask(guest.node, 'qmconfig', String(guest.vmid), (log) => {
       log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
       const current = pathGuest(ctx, 'qemu');
-      checkQemuConfig(current, prepared.digest, prepared.skiplock);
+      checkQemuConfig(current, prepared.digest, prepared.skiplock, prepared.set);
       const outcome = applyQemuUpdate(ctx.sim, current, prepared);
       for (const warning of outcome.warnings) log.warn(warning);
       const errors = outcome.errors;

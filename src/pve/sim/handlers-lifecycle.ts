@@ -76,7 +76,6 @@ const ROOT_ONLY_POWER = [
   'skiplock',
   'migratedfrom',
   'stateuri',
-  'machine',
   'targetstorage',
   'force-cpu',
   'migration_type',
@@ -405,26 +404,34 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
     const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
     const taskType = `${type === 'qemu' ? 'qm' : 'vz'}${action}`;
     if (type === 'lxc') {
-      const guest = pathGuest(ctx, 'lxc');
-      if (action === 'start' && guest.running) throw new DieError(`CT ${vmid} already running\n`);
-      if (action !== 'start' && !guest.running) throw new DieError(`CT ${vmid} not running\n`);
+      // `check_running` asks the node, before any config is loaded: a container that does not
+      // exist here is simply not running.
+      const here = ctx.sim.guests.get(vmid);
+      const running = here?.type === 'lxc' && here.node === node && here.running;
+      if (action === 'start' && running) throw new DieError(`CT ${vmid} already running\n`);
+      if (action !== 'start' && !running) throw new DieError(`CT ${vmid} not running\n`);
     }
     const task = ctx.startTask(node, taskType, String(vmid), (log) => {
-      // qemu forks before even loading the config: a missing VM fails in the task.
+      // The worker loads the config: a missing guest fails in the task.
       const guest = ctx.sim.guests.get(vmid);
       if (!guest || guest.type !== type || guest.node !== node) {
         throw new TaskFailure(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
       }
-      if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
       if (action === 'start') {
-        if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
+        // Template first, then the lock (a suspended VM or a mounted CT may start), then running.
         if (perlTrue(guest.main.get('template'))) {
           throw new TaskFailure(`you can't start a ${type === 'qemu' ? 'vm' : 'CT'} if it's a template`);
         }
+        // qemu: a running VM whose backup holds the lock is resumed, which is no error.
+        if (type === 'qemu' && guest.lock === 'backup' && guest.running) return;
+        const exempt = type === 'qemu' ? 'suspended' : 'mounted';
+        if (guest.lock && guest.lock !== exempt) throw new TaskFailure(`${label} is locked (${guest.lock})`);
+        if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
         applyAllPending(ctx.sim, guest);
         guest.setRunning(true);
         return;
       }
+      if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
       if (!guest.running) return; // stopping a stopped VM is fine
       if (type === 'qemu' && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
       // qemu applies pending changes in vm_stop_cleanup; containers only when starting.
@@ -501,7 +508,7 @@ export function resizeLxc(ctx: RequestContext): HandlerResult {
   const current = ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
   const target = newSize(current, param(ctx, 'size'));
   if (target < current) throw new DieError('unable to shrink disk size\n');
-  if (target === current) return { data: null };
+  if (target === current) throw new DieError('disk is already at specified size\n');
   const task = ctx.startTask(guest.node, 'resize', String(guest.vmid), (log) => {
     log.log(
       `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,

@@ -170,10 +170,28 @@ export function printLxcNet(value: string): string {
   return printPropertyString(format, net);
 }
 
-/** `$load_and_check_config`: digest before lock for qemu (API-FACTS §5.2). */
-export function checkQemuConfig(guest: Guest, digest: string | undefined, skiplock: boolean): void {
+/** `get_current_memory`: the `current` of a memory property string, 512 when unset. */
+function currentMemory(value: string | undefined): number {
+  const m = /^(?:current=)?(\d+)/.exec(value ?? '');
+  return m ? Number(m[1]) : 512;
+}
+
+/**
+ * `$load_and_check_config` (qemu-server `API2/Qemu.pm`): digest before lock, then a balloon
+ * target above the memory it would have.
+ */
+export function checkQemuConfig(guest: Guest, digest: string | undefined, skiplock: boolean, set?: ReadonlyMap<string, string>): void {
   if (digest && digest !== guest.digest) throw new DieError('checksum mismatch (file change by other user?)\n');
   if (!skiplock && guest.lock) throw new DieError(`VM is locked (${guest.lock})\n`);
+  const memoryParam = set?.get('memory');
+  const balloonParam = set?.get('balloon');
+  if (perlTrue(memoryParam) || balloonParam !== undefined) {
+    const memory = currentMemory(
+      (perlTrue(memoryParam) ? memoryParam : undefined) ?? guest.pending.get('memory') ?? guest.main.get('memory'),
+    );
+    const balloon = Number(balloonParam ?? guest.pending.get('balloon') ?? guest.main.get('balloon') ?? 0);
+    if (balloon && balloon > memory) throw new DieError('balloon value too large (must be smaller than assigned memory)\n');
+  }
 }
 
 /** `check_lock` then `assert_if_modified` for containers (API-FACTS §5.4). */
