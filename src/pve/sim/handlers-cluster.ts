@@ -3,7 +3,7 @@
  * task status/log of `/nodes/{node}/tasks/{upid}` (API-FACTS §7.3, §9, §10, §12).
  */
 import { splitList } from '../../core/proxmox-params.js';
-import { canSeeGuest, hasAnyPrivilege, hasPrivilege } from './auth.js';
+import { canSeeGuest, hasPrivilege } from './auth.js';
 import { param, type HandlerResult, type RequestContext } from './context.js';
 import { DieError, ParamError, PermissionError } from './errors.js';
 import type { Guest } from './guest.js';
@@ -38,11 +38,22 @@ function nodeEntry(node: string, index: number): Record<string, unknown> {
   };
 }
 
+/**
+ * `extract_node_stats`: without Sys.Audit on the node only its id, name, type, status and level
+ * (pve-manager `API2Tools.pm`).
+ */
+function auditedNodeEntry(ctx: RequestContext, node: string, index: number): Record<string, unknown> {
+  const entry = nodeEntry(node, index);
+  if (hasPrivilege(ctx.principal, `/nodes/${node}`, 'Sys.Audit')) return entry;
+  const { id, type, status, level } = entry;
+  return { id, node, type, status, level };
+}
+
 /** `GET /nodes`. */
 export function getNodes(ctx: RequestContext): HandlerResult {
   return {
     data: ctx.sim.nodes.map((node, i) => ({
-      ...nodeEntry(node, i),
+      ...auditedNodeEntry(ctx, node, i),
       ssl_fingerprint: 'AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89',
     })),
   };
@@ -127,9 +138,9 @@ function resourceJson(guest: Guest, lagMs: number): string {
 }
 
 /**
- * `GET /cluster/resources`: guests the principal may audit (with `pool` where it holds
- * Pool.Audit), nodes, and per node the storages it holds Datastore.Audit or
- * Datastore.AllocateSpace on.
+ * `GET /cluster/resources`: pools it holds Pool.Audit on, guests it may audit (with `pool` where
+ * it holds Pool.Audit), nodes (statistics only with Sys.Audit), and per node the storages it
+ * holds Datastore.Audit on.
  */
 export function getClusterResources(ctx: RequestContext): HandlerResult {
   const type = ctx.params.type;
@@ -151,13 +162,13 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
   }
   if (type === undefined || type === 'node') {
     ctx.sim.nodes.forEach((node, i) => {
-      parts.push(JSON.stringify({ ...nodeEntry(node, i), 'cgroup-mode': 2 }));
+      parts.push(JSON.stringify({ ...auditedNodeEntry(ctx, node, i), 'cgroup-mode': 2 }));
     });
   }
   if (type === undefined || type === 'storage') {
     for (const node of ctx.sim.nodes) {
       for (const id of ctx.sim.volumes.storageIds()) {
-        if (!hasAnyPrivilege(ctx.principal, `/storage/${id}`, ['Datastore.Audit', 'Datastore.AllocateSpace'])) continue;
+        if (!hasPrivilege(ctx.principal, `/storage/${id}`, 'Datastore.Audit')) continue;
         const storage = ctx.sim.volumes.storage(id) as SimStorage;
         parts.push(
           JSON.stringify({

@@ -170,10 +170,11 @@ export function updateQemuConfig(async: boolean) {
       const errors = outcome.errors;
       if (Object.keys(errors).length > 0) {
         // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
+        // `PVE::Exception::stringify`: the code and message, then one `<param>: <error>` line each.
         throw new Error(
           `400 Parameter verification failed.\n${Object.entries(errors)
-            .map(([k, v]) => `${k}: ${v}`)
-            .join('\n')}`,
+            .map(([k, v]) => `${k}: ${v}\n`)
+            .join('')}`,
         );
       }
     });

@@ -435,6 +435,14 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
   const warnings: string[] = [];
   writeIfChanged(guest, () => {
     const modified = new Set<string>();
+    // The boot order in effect: a deleted device leaves it, a new CD-ROM drive joins it, each as
+    // a pending `boot` (the check for a deleted `bootorder` can never match: no such option).
+    let bootorder = splitList(/(?:^|,)order=([^,]*)/.exec(guest.main.get('boot') ?? '')?.[1] ?? '');
+    const setBootorder = (devices: string[]): void => {
+      bootorder = devices;
+      if (devices.length > 0) guest.pending.set('boot', `order=${devices.join(';')}`);
+      modified.add('boot');
+    };
     for (const opt of update.revert) {
       if (guest.pending.has(opt)) {
         modified.add(opt);
@@ -455,6 +463,7 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
       if (update.principal) checkQemuUpdateDevice(update.principal, guest.vmid, opt, undefined, value);
       const pendingValue = guest.pending.get(opt);
       guest.pending.delete(opt);
+      if (bootorder.includes(opt)) setBootorder(bootorder.filter((d) => d !== opt));
       if (/^unused\d+$/.test(opt)) {
         checkProtection(guest, `can't remove unused disk '${value}'`);
         env.volumes.free(value);
@@ -479,14 +488,29 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
       if (guest.pending.get(opt) === value) continue;
       if (update.principal) checkQemuUpdateDevice(update.principal, guest.vmid, opt, value, guest.main.get(opt));
       assertQemuWritable(opt, value);
+      let appendToBoot = false;
       if (isQemuDrive(opt)) {
         const previous = guest.pending.get(opt);
         value = createQemuDisk(env, guest, opt, value);
         if (previous !== undefined) registerUnusedDrive(env, guest, opt, previous);
+        const drive = parseOption('qemu', opt, value);
+        appendToBoot = bootorder.length > 0 && drive !== undefined && isCdrom(drive) && !isCloudinit(drive) && !bootorder.includes(opt);
       } else if (opt === 'tags') {
         value = normaliseTags(value);
+      } else if (opt === 'boot') {
+        const order = /(?:^|,)order=([^,]*)/.exec(value)?.[1];
+        if (order !== undefined) {
+          const devices = splitList(order);
+          for (const dev of devices) {
+            const exists = guest.main.has(dev) || guest.pending.has(dev) || update.set.has(dev);
+            if (!exists || update.deletes.includes(dev)) throw new DieError(`invalid bootorder: device '${dev}' does not exist'\n`);
+          }
+          value = `order=${devices.join(';')}`;
+          if (guest.main.has('bootdisk')) addToPendingDelete(guest, 'bootdisk', false);
+        }
       }
       guest.pending.set(opt, value);
+      if (appendToBoot) setBootorder([...bootorder, opt]);
       removeFromPendingDelete(guest, opt);
     }
     cleanupPending(guest);
