@@ -47,18 +47,20 @@ describe('containers are unprivileged unless the spec says otherwise', () => {
     ['the spec says unprivileged: false', '  unprivileged: false\n', undefined],
   ])('%s: created as Proxmox writes it, then no changes and no drift', async (_name, line, written) => {
     const set = specs(line);
-    const plan = await runPlan({ head: set, readers: estate.readers });
+    // A privileged container reaches the host: the server's policy has to allow it.
+    const access = { lab: { allowHostAccess: ['privileged' as const] } };
+    const plan = await runPlan({ head: set, readers: estate.readers, access });
     expect(plan.errors).toEqual([]);
     const result = await executePlan(plan, estate.writers, { lockPollMs: 20 });
     expect(result.guests.map((g) => g.status)).toEqual(['applied']);
     expect(rawValue(estate.sims.lab, 100201, 'unprivileged')).toBe(written);
 
-    const again = await runPlan({ head: set, readers: estate.readers });
+    const again = await runPlan({ head: set, readers: estate.readers, access });
     expect(again.guests.map((g) => ({ action: g.action, changes: g.changes, errors: g.errors }))).toEqual([
       { action: 'noop', changes: [], errors: [] },
     ]);
     expect(planHasChanges(again)).toBe(false);
-    const drift = await runDrift({ head: set, readers: estate.readers });
+    const drift = await runDrift({ head: set, readers: estate.readers, access });
     expect(drift.guests.flatMap((g) => g.drift)).toEqual([]);
   });
 });

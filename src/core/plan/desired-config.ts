@@ -1,6 +1,6 @@
 import { isServerManaged } from '../config-options.js';
-import { encodeSshKeys, isOwnedOnlyWhenSet } from '../key-rules.js';
-import type { GuestSpec } from '../model.js';
+import { encodeSshKeys, isOwnedOnlyWhenSet, valueWhenAbsent } from '../key-rules.js';
+import type { GuestSpec, GuestType } from '../model.js';
 import { normaliseTags } from '../property-string.js';
 
 /**
@@ -16,19 +16,9 @@ export function isOwnedKey(spec: GuestSpec, key: string): boolean {
   return true;
 }
 
-/**
- * Options Proxmox leaves out of the config file when they hold their default, though a spec may
- * name the default explicitly: a container created with `unprivileged=0` has no `unprivileged`
- * line (pve-container `API2/LXC.pm`, `create_vm`, writes it only when true).
- */
-const DEFAULT_WHEN_ABSENT: Record<GuestType, Record<string, string>> = {
-  qemu: {},
-  lxc: { unprivileged: '0' },
-};
-
-/** The guest's value of `key` as a spec would compare it: the config's, or the default it implies. */
+/** The guest's value of `key` as a spec would compare it: the config's, or the default its absence means. */
 export function observedValue(type: GuestType, key: string, effective: Readonly<Record<string, string>>): string | undefined {
-  return effective[key] ?? DEFAULT_WHEN_ABSENT[type][key];
+  return effective[key] ?? valueWhenAbsent(type, key);
 }
 
 /** True when a guest's raw tag string carries the owner tag. */
