@@ -61,7 +61,7 @@ beforeEach(async () => {
         { volid: 'local:iso/debian.iso', size: 4096 },
       ],
       pools: [{ poolid: 'web', comment: 'Web servers', vmids: [100] }],
-      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100] }],
+      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100], guestsOnly: true }],
       guests: [
         { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
         { vmid: 101, type: 'qemu', node: 'pve-01', config: VM_101 },

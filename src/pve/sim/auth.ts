@@ -11,8 +11,10 @@ export interface SimToken {
   id: string;
   secret: string;
   role: 'admin' | 'audit';
-  /** When set, the token only has privileges on these guests. */
+  /** When set, the token has VM privileges on these guests only. */
   vmids?: ReadonlySet<number>;
+  /** With `vmids`: no privileges outside those guests at all (no `/`, `/storage`, `/pool`, `/nodes`). */
+  guestsOnly?: boolean;
 }
 
 /** Who a request runs as. */
@@ -85,8 +87,47 @@ export class TokenRegistry {
   }
 }
 
-/** Privileges of the PVEAuditor role (pve-access-control `AccessControl.pm`, `create_roles`: every `audit` privilege). */
-const AUDIT_PRIVILEGES: ReadonlySet<string> = new Set([
+/** Privileges of the Administrator role that matter to guests and storages (`$privgroups`). */
+const ADMIN_PRIVILEGES: readonly string[] = [
+  'Datastore.Allocate',
+  'Datastore.AllocateSpace',
+  'Datastore.AllocateTemplate',
+  'Datastore.Audit',
+  'Mapping.Audit',
+  'Mapping.Modify',
+  'Mapping.Use',
+  'Permissions.Modify',
+  'Pool.Allocate',
+  'Pool.Audit',
+  'SDN.Allocate',
+  'SDN.Audit',
+  'SDN.Use',
+  'Sys.Audit',
+  'Sys.Console',
+  'Sys.Modify',
+  'Sys.PowerMgmt',
+  'Sys.Syslog',
+  'VM.Allocate',
+  'VM.Audit',
+  'VM.Backup',
+  'VM.Clone',
+  'VM.Config.CDROM',
+  'VM.Config.CPU',
+  'VM.Config.Cloudinit',
+  'VM.Config.Disk',
+  'VM.Config.HWType',
+  'VM.Config.Memory',
+  'VM.Config.Network',
+  'VM.Config.Options',
+  'VM.Console',
+  'VM.Migrate',
+  'VM.PowerMgmt',
+  'VM.Snapshot',
+  'VM.Snapshot.Rollback',
+];
+
+/** PVEAuditor: every `audit` privilege of `$privgroups` (pve-access-control `AccessControl.pm`, `create_roles`). */
+const AUDIT_PRIVILEGES: readonly string[] = [
   'Datastore.Audit',
   'Mapping.Audit',
   'Pool.Audit',
@@ -94,22 +135,28 @@ const AUDIT_PRIVILEGES: ReadonlySet<string> = new Set([
   'Sys.Audit',
   'VM.Audit',
   'VM.GuestAgent.Audit',
-]);
+];
 
 /**
- * Whether the principal holds `privilege` on an ACL path, in the simulator's model of roles:
- * `admin` holds every privilege (a root token without privilege separation), `audit` those of
- * PVEAuditor. A token with `vmids` holds its role's privileges on `/vms/<vmid>` of those guests
- * only, and nothing on any other path (no `/storage`, `/pool`, `/nodes` or `/`). Neither is ever
- * `root@pam`: checks that compare the user name with `root@pam` fail for every token.
+ * `permissions($user, $path)`: the privileges a token holds on an ACL path, in the simulator's
+ * model (docs/proxmox-behaviour.md, "Tokens and privileges"). `admin` is Administrator (every
+ * privilege, like a root token without privilege separation), `audit` is PVEAuditor. A token with
+ * `vmids` holds its role's VM privileges on `/vms/<vmid>` of those guests only and the rest of its
+ * role on every other path; with `guestsOnly` it holds nothing outside those guests (an ACL on
+ * the guests alone). No token is ever `root@pam`: checks comparing the user with `root@pam` fail.
  */
+export function privilegesOn(token: SimToken, path: string): readonly string[] {
+  const role = token.role === 'admin' ? ADMIN_PRIVILEGES : AUDIT_PRIVILEGES;
+  if (token.vmids === undefined) return role;
+  const vm = /^\/vms\/(\d+)$/.exec(path);
+  if (vm) return token.vmids.has(Number(vm[1])) ? role : [];
+  if (token.guestsOnly || path === '/vms' || path.startsWith('/vms/')) return [];
+  return role.filter((p) => !p.startsWith('VM.'));
+}
+
+/** `check` for one privilege: whether the principal holds it on the path. */
 export function hasPrivilege(principal: Principal, path: string, privilege: string): boolean {
-  const { role, vmids } = principal.token;
-  if (vmids !== undefined) {
-    const m = /^\/vms\/(\d+)$/.exec(path);
-    if (!m || !vmids.has(Number(m[1]))) return false;
-  }
-  return role === 'admin' || AUDIT_PRIVILEGES.has(privilege);
+  return privilegesOn(principal.token, path).includes(privilege);
 }
 
 /** `check_any`: at least one of the privileges on the path. */

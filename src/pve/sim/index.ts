@@ -111,7 +111,13 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   sim.tokens.add({ ...admin, role: 'admin' });
   sim.tokens.add({ ...auditor, role: 'audit' });
   for (const t of fixture?.tokens ?? []) {
-    sim.tokens.add({ id: t.id, secret: t.secret, role: t.role, ...(t.vmids ? { vmids: new Set(t.vmids) } : {}) });
+    sim.tokens.add({
+      id: t.id,
+      secret: t.secret,
+      role: t.role,
+      ...(t.vmids ? { vmids: new Set(t.vmids) } : {}),
+      ...(t.guestsOnly ? { guestsOnly: true } : {}),
+    });
   }
   for (const guest of fixture?.guests ?? []) {
     if (!nodes.includes(guest.node)) {

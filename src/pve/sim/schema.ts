@@ -28,6 +28,7 @@ export const SimFixtureToken = z.strictObject({
   secret: z.string().min(1),
   role: z.string().pipe(z.enum(['admin', 'audit'])),
   vmids: z.array(z.number().int()).optional(),
+  guestsOnly: z.boolean().optional(),
 });
 export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
 
