@@ -368,6 +368,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return http('DELETE', '/nodes/pve-01/lxc/201');
   },
   'LDS-2': () => http('DELETE', '/nodes/pve-02/lxc/200'),
+  'LDS-3': async () => {
+    sim.sim.operatorEdit(201, { set: { protection: 1 } });
+    void sim.sim.holdLock(201, 'backup', 60_000);
+    return http('DELETE', '/nodes/pve-01/lxc/201');
+  },
+  'LDS-4': () => task('DELETE', '/nodes/pve-02/lxc/200?force=1'),
 
   'STO-1': async () => ({
     data: Object.fromEntries(

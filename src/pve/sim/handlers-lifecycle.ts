@@ -358,19 +358,19 @@ export function destroyQemu(ctx: RequestContext): HandlerResult {
   return { data: task.upid };
 }
 
-/** `DELETE /nodes/{node}/lxc/{vmid}`: lock, protection and running are all synchronous. */
+/** `DELETE /nodes/{node}/lxc/{vmid}`: protection, lock and running are all synchronous, in that order. */
 export function destroyLxc(ctx: RequestContext): HandlerResult {
   const guest = pathGuest(ctx, 'lxc');
   const vmid = guest.vmid;
-  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   if (perlTrue(guest.main.get('protection'))) throw new DieError(`can't remove CT ${vmid} - protection mode enabled\n`);
+  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   const force = flag(ctx, 'force');
   if (guest.running && !force) throw new DieError(`unable to destroy CT ${vmid} - container is running\n`);
   const task = ctx.startTask(guest.node, 'vzdestroy', String(vmid), (log) => {
     if (ctx.sim.guests.get(vmid) !== guest)
       throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
     if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
-    if (guest.running) log.log(`stopping CT ${vmid}`);
+    if (guest.running) log.warn(`forced to stop CT ${vmid} before destroying!`);
     for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
     ctx.sim.deleteGuest(vmid);
   });
