@@ -5,8 +5,10 @@ import { paramSchema, parsePropertyStringWithSchema } from './proxmox-params.js'
 /**
  * Which config changes a running guest takes at once and which wait in `[PENDING]` for a restart:
  * qemu-server's `vmconfig_hotplug_pending` and pve-container's `vmconfig_hotplug_pending`
- * (API-FACTS §5.3, §5.4). One module, used by the simulator to behave like Proxmox and by the
- * planner to label changes, so the two can never disagree.
+ * (docs/proxmox-behaviour.md, "Hotplug"). One module, used by the simulator to behave like
+ * Proxmox and by the planner to label changes; because they share it, neither can catch a wrong
+ * rule, so test/sim/hotplug-oracle.test.ts checks both against expectations written from
+ * Proxmox's code.
  */
 
 /** A running guest takes the change now. */
@@ -58,26 +60,21 @@ export const LXC_FASTPLUG: ReadonlySet<string> = new Set([
 /** Container options hot-plugged through cgroups or the network setup. */
 const LXC_LIVE = new Set(['cpulimit', 'cpuunits', 'memory', 'swap']);
 
-/** Drive options a running VM cannot change in place. */
-const DISK_COLD_KEYS = [
-  'aio',
-  'discard',
-  'iothread',
-  'queues',
-  'cache',
-  'detect_zeroes',
-  'serial',
-  'ssd',
-  'ro',
-  'wwn',
-  'product',
-  'vendor',
-  'format',
-  'scsiblock',
-  'snapshot',
-  'werror',
-  'rerror',
-];
+/**
+ * Drive options a running VM cannot change in place (`vmconfig_update_disk` skips these); any
+ * other option of the same volume is written to the config at once.
+ */
+const DISK_COLD_KEYS = ['aio', 'discard', 'iothread', 'queues', 'product', 'cache', 'ssd', 'vendor', 'ro'];
+
+/** Agent options `vmconfig_update_agent` applies to a running VM. */
+const AGENT_LIVE_KEYS = new Set(['fstrim_cloned_disks']);
+
+/** USB hot-plug needs the `usb` feature and a guest OS that copes: Linux 2.6+ or Windows 8+. */
+function usbHotplug(features: ReadonlySet<string>, ostype: string | undefined): boolean {
+  if (!features.has('usb') || ostype === undefined) return false;
+  const windows = /^win(\d+)$/.exec(ostype);
+  return ostype === 'l26' || (windows !== null && Number(windows[1]) > 7);
+}
 /** NIC options that need the `network` hotplug feature (an unplug and plug). */
 const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
 
@@ -152,7 +149,8 @@ export function qemuHotplugSet(opt: string, value: string, config: ConfigLookup)
     const now = hotplug ?? '';
     return /memory|cpu/.test(value) || /memory|cpu/.test(now) ? PENDING : LIVE;
   }
-  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? LIVE : PENDING;
+  if (opt === 'tablet') return features.has('usb') ? LIVE : PENDING;
+  if (/^usb\d+$/.test(opt)) return usbHotplug(features, config('ostype')) ? LIVE : PENDING;
   if (opt === 'vcpus') return features.has('cpu') ? LIVE : PENDING;
   if (opt === 'balloon') {
     const oldOn = current === undefined || perlTrue(current);
@@ -176,7 +174,8 @@ export function qemuHotplugSet(opt: string, value: string, config: ConfigLookup)
       if (isCdrom(old)) return LIVE;
       if (drive.file !== old.file) {
         if (!features.has('disk')) return PENDING;
-        return unplugRefusal(opt, config) ?? LIVE;
+        // ide and sata devices cannot be unplugged (`vm_deviceunplug`).
+        return unplugRefusal(opt, config) ?? (/^(ide|sata)\d+$/.test(opt) ? { error: `can't unplug device '${opt}'\n` } : LIVE);
       }
       return DISK_COLD_KEYS.some((k) => drive[k] !== old[k]) ? PENDING : LIVE;
     }
@@ -185,9 +184,12 @@ export function qemuHotplugSet(opt: string, value: string, config: ConfigLookup)
   if (opt === 'memory') return features.has('memory') ? LIVE : PENDING;
   if (opt === 'cpuunits' || opt === 'cpulimit') return LIVE;
   if (opt === 'agent') {
+    // No agent configured yet, or any option but fstrim_cloned_disks changed: after a restart.
+    if (!perlTrue(current)) return PENDING;
     const a = parseOption('qemu', 'agent', current);
     const b = parseOption('qemu', 'agent', value);
-    return a.enabled !== b.enabled || a.type !== b.type ? PENDING : LIVE;
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    return [...keys].some((k) => !AGENT_LIVE_KEYS.has(k) && a[k] !== b[k]) ? PENDING : LIVE;
   }
   return PENDING;
 }
@@ -198,13 +200,14 @@ export function qemuHotplugDelete(opt: string, config: ConfigLookup): HotplugVer
   const hotplug = config('hotplug');
   if (opt === 'hotplug') return /(cpu|memory)/.test(hotplug ?? '') ? PENDING : LIVE;
   const features = hotplugFeatures(hotplug);
-  if (opt === 'tablet' || /^usb\d+$/.test(opt)) return features.has('usb') ? LIVE : PENDING;
+  if (opt === 'tablet') return features.has('usb') ? LIVE : PENDING;
+  if (/^usb\d+$/.test(opt)) return usbHotplug(features, config('ostype')) ? LIVE : PENDING;
   if (opt === 'vcpus') return features.has('cpu') ? LIVE : PENDING;
   if (opt === 'balloon') return current === '0' ? PENDING : LIVE;
   if (isQemuFastplug(opt)) return LIVE;
   if (/^net\d+$/.test(opt)) return features.has('network') ? LIVE : PENDING;
   if (isQemuDrive(opt)) {
-    if (!features.has('disk') || /^(ide|sata)\d+$/.test(opt)) return PENDING;
+    if (!features.has('disk') || /^(ide|sata)\d+$|^efidisk0$|^tpmstate0$/.test(opt)) return PENDING;
     return unplugRefusal(opt, config) ?? LIVE;
   }
   if (opt === 'memory') return features.has('memory') ? LIVE : PENDING;
@@ -212,15 +215,15 @@ export function qemuHotplugDelete(opt: string, config: ConfigLookup): HotplugVer
   return PENDING;
 }
 
-/** Setting `opt` on a running container; a mount point is hot-plugged only where none was. */
+/** Setting `opt` on a running container; a mount point or device is hot-plugged only where none was. */
 export function lxcHotplugSet(opt: string, current: string | undefined): HotplugVerdict {
-  if (LXC_FASTPLUG.has(opt) || LXC_LIVE.has(opt) || /^(net|dev)\d+$/.test(opt)) return LIVE;
-  if (/^mp\d+$/.test(opt)) return current === undefined ? LIVE : PENDING;
+  if (LXC_FASTPLUG.has(opt) || LXC_LIVE.has(opt) || /^net\d+$/.test(opt)) return LIVE;
+  if (/^(mp|dev)\d+$/.test(opt)) return current === undefined ? LIVE : PENDING;
   return PENDING;
 }
 
-/** Deleting `opt` from a running container. */
+/** Deleting `opt` from a running container; only `net0`–`net9` are unplugged (`^net(\d)$`). */
 export function lxcHotplugDelete(opt: string): HotplugVerdict {
-  const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d+$/.test(opt);
+  const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d$/.test(opt);
   return live ? LIVE : PENDING;
 }

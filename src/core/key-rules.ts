@@ -41,6 +41,21 @@ export function isOwnedOnlyWhenSet(type: GuestType, key: string): boolean {
   return OWNED_WHEN_SET[type].has(key);
 }
 
+/**
+ * Options Proxmox leaves out of the config file when they hold their default, though a spec may
+ * name the default explicitly: a container created with `unprivileged=0` has no `unprivileged`
+ * line (pve-container `API2/LXC.pm`, `create_vm`, writes it only when true).
+ */
+const DEFAULT_WHEN_ABSENT: Record<GuestType, Readonly<Record<string, string>>> = {
+  qemu: {},
+  lxc: { unprivileged: '0' },
+};
+
+/** The value a missing config line stands for, when a spec may name it. */
+export function valueWhenAbsent(type: GuestType, key: string): string | undefined {
+  return Object.hasOwn(DEFAULT_WHEN_ABSENT[type], key) ? DEFAULT_WHEN_ABSENT[type][key] : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Secrets
 

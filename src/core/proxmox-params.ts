@@ -366,6 +366,8 @@ function isCidr(value: string, family: 4 | 6 | 0): boolean {
 
 type Verifier = (value: string) => string | undefined;
 
+const STORAGE_CONTENT = new Set(['images', 'rootdir', 'vztmpl', 'iso', 'backup', 'snippets', 'import', 'none']);
+
 /**
  * Named string formats and their `die` texts from pve-common / qemu-server / pve-container.
  * Formats not listed are accepted as-is (the simulator is lenient where it cannot be exact).
@@ -414,6 +416,19 @@ const NAMED_FORMATS: Record<string, Verifier> = {
     for (const f of v.split(',')) {
       if (!/^(network|disk|cpu|memory|usb|cloudinit)$/.test(f)) return `invalid hotplug feature '${f}'\n`;
     }
+    return undefined;
+  },
+  // pve-common `pve_verify_urlencoded` (`sshkeys`, a disk's `serial`): no line feed gets through.
+  urlencoded: (v) => (/^[-%a-zA-Z0-9_.!~*'()]*$/.test(v) ? undefined : `invalid urlencoded string: ${v}\n`),
+  // pve-storage `verify_content` (`valid_content_types('dir')` plus `import`).
+  'pve-storage-content': (v) => (STORAGE_CONTENT.has(v) ? undefined : `invalid content type '${v}'\n`),
+  'pve-storage-content-list': (v) => {
+    for (const ct of splitList(v)) if (!STORAGE_CONTENT.has(ct)) return `invalid content type '${ct}'\n`;
+    return undefined;
+  },
+  // pve-common `verify_task_status_type`.
+  'pve-task-status-type-list': (v) => {
+    for (const status of splitList(v)) if (!/^(ok|error|warning|unknown)$/i.test(status)) return `invalid status '${status}'\n`;
     return undefined;
   },
   'pve-startup-order': (v) => (/^(?:(?:order=\d+|up=\d+|down=\d+|\d+)(?:,|$))+$/.test(v) ? undefined : 'unable to parse startup options\n'),

@@ -183,14 +183,19 @@ describe('tasks (API-FACTS §9)', () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop');
     const upid = res.body!.data as string;
     const active = await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100&source=active');
-    expect(active.body?.data).toEqual([expect.objectContaining({ upid, type: 'qmstop', id: '100', user: 'root@pam!pve-gitops' })]);
-    expect((active.body!.data as Record<string, unknown>[])[0]).not.toHaveProperty('status');
+    // pve-manager `API2/Tasks.pm`, `node_tasks`: active tasks get status RUNNING and keep the UPID's user.
+    expect(active.body?.data).toEqual([
+      expect.objectContaining({ upid, type: 'qmstop', id: '100', user: 'root@pam!pve-gitops', status: 'RUNNING' }),
+    ]);
+    expect((active.body!.data as Record<string, unknown>[])[0]).not.toHaveProperty('tokenid');
     expect((await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=200&source=active')).body?.data).toEqual([]);
     expect((await api(sim, 'GET', '/nodes/pve-02/tasks?vmid=100&source=active')).body?.data).toEqual([]);
     await waitTask(sim, 'pve-01', upid);
     expect((await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100&source=active')).body?.data).toEqual([]);
     const archive = await api(sim, 'GET', '/nodes/pve-01/tasks?vmid=100');
-    expect(archive.body?.data).toEqual([expect.objectContaining({ upid, status: 'OK', endtime: expect.any(Number) })]);
+    expect(archive.body?.data).toEqual([
+      expect.objectContaining({ upid, status: 'OK', endtime: expect.any(Number), user: 'root@pam', tokenid: 'pve-gitops' }),
+    ]);
     const bad = await api(sim, 'GET', '/nodes/pve-01/tasks?source=everything');
     expect(bad.status).toBe(400);
     expect(bad.body?.errors?.source).toMatch(/does not have a value in the enumeration/);

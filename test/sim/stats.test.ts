@@ -103,3 +103,29 @@ describe('/_sim control endpoints', () => {
     expect(sim.sim.latencyMs).toBe(1);
   });
 });
+
+describe('/_sim/requests', () => {
+  it('journals every API request with its route, parameters (passwords hidden) and status, until reset', async () => {
+    await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { cores: '4', cipassword: 'secret-pw' } });
+    await api(sim, 'GET', '/nodes/pve-01/qemu/999/config?current=1');
+    const { json } = await control('requests');
+    expect(json).toEqual([
+      {
+        method: 'PUT',
+        path: '/nodes/pve-01/qemu/101/config',
+        route: 'PUT /nodes/{node}/qemu/{vmid}/config',
+        params: { cores: '4', cipassword: '<hidden>' },
+        status: 200,
+      },
+      {
+        method: 'GET',
+        path: '/nodes/pve-01/qemu/999/config',
+        route: 'GET /nodes/{node}/qemu/{vmid}/config',
+        params: { current: '1' },
+        status: 500,
+      },
+    ]);
+    await control('reset-stats', {});
+    expect((await control('requests')).json).toEqual([]);
+  });
+});

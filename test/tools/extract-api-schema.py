@@ -33,6 +33,10 @@ ENDPOINTS += [
     ("/nodes/{node}/tasks", "GET"),
     ("/nodes/{node}/tasks/{upid}/status", "GET"),
     ("/nodes/{node}/tasks/{upid}/log", "GET"),
+    ("/nodes/{node}/storage", "GET"),
+    ("/nodes/{node}/storage/{storage}/content", "GET"),
+    ("/pools", "GET"),
+    ("/pools/{poolid}", "GET"),
 ]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}

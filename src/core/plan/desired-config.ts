@@ -1,6 +1,6 @@
 import { isServerManaged } from '../config-options.js';
-import { encodeSshKeys, isOwnedOnlyWhenSet } from '../key-rules.js';
-import type { GuestSpec } from '../model.js';
+import { encodeSshKeys, isOwnedOnlyWhenSet, valueWhenAbsent } from '../key-rules.js';
+import type { GuestSpec, GuestType } from '../model.js';
 import { normaliseTags } from '../property-string.js';
 
 /**
@@ -14,6 +14,11 @@ export function isOwnedKey(spec: GuestSpec, key: string): boolean {
   if (spec.ignore.includes(key)) return false;
   if (isOwnedOnlyWhenSet(spec.type, key)) return key in spec.config;
   return true;
+}
+
+/** The guest's value of `key` as a spec would compare it: the config's, or the default its absence means. */
+export function observedValue(type: GuestType, key: string, effective: Readonly<Record<string, string>>): string | undefined {
+  return effective[key] ?? valueWhenAbsent(type, key);
 }
 
 /** True when a guest's raw tag string carries the owner tag. */

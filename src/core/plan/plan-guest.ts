@@ -13,7 +13,7 @@ import type {
   PendingItem,
   Severity,
 } from '../model.js';
-import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey } from './desired-config.js';
+import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey, observedValue } from './desired-config.js';
 import { keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
 import {
   diffDisk,
@@ -129,7 +129,7 @@ export function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Recor
   const drift: DriftItem[] = [];
   for (const key of [...keys].sort()) {
     const expected = desired[key];
-    const actual = effective[key];
+    const actual = observedValue(spec.type, key, effective);
     if (expected !== undefined && actual !== undefined && sameValue(spec.type, key, expected, actual)) continue;
     if (expected === undefined && actual === undefined) continue;
     const item: DriftItem = { key };
@@ -229,7 +229,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
   const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
   for (const key of [...keys].sort()) {
     const want = desired[key];
-    const have = effective[key];
+    const have = observedValue(type, key, effective);
     if (want !== undefined && have !== undefined && sameValue(type, key, want, have)) continue;
     if (want === undefined && have === undefined) continue;
 

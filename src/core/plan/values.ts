@@ -2,6 +2,7 @@ import { configOption, defaultSubKey, subOptions, type OptionSchema } from '../c
 import type { GuestType } from '../model.js';
 import { hotplugFeatures, isCloudinitVolume } from '../hotplug.js';
 import { normaliseTags, parsePropertyString, type PropertyString } from '../property-string.js';
+import { splitList } from '../proxmox-params.js';
 
 /**
  * Values are compared as Proxmox stores them (DESIGN §2): tags normalised, booleans 0/1, numbers
@@ -280,6 +281,9 @@ export function sameValue(type: GuestType, key: string, desired: string, actual:
   if (key === 'tags') return normaliseTags(desired) === normaliseTags(actual);
   if (key === 'sshkeys') return decodeSshKeys(desired) === decodeSshKeys(actual);
   if (key === 'description') return desired.trimEnd() === actual.trimEnd();
+  // pve-container stores a container's DNS lists space-separated (`verify_nameserver_list`).
+  if (type === 'lxc' && (key === 'nameserver' || key === 'searchdomain'))
+    return splitList(desired).join(' ') === splitList(actual).join(' ');
   if (isNicKey(key)) return sameNic(type, key, desired, actual);
   if (isDiskKey(type, key)) {
     const diff = diffDisk(parseDisk(type, key, desired), parseDisk(type, key, actual), !sizeIsServerChosen(key));

@@ -1,7 +1,8 @@
 /**
- * API-token authentication and the two roles the simulator knows (API-FACTS §2):
- * `admin` (everything a privilege-separated-off root token may do) and `audit` (PVEAuditor:
- * reads only). Either may be limited to a set of VMIDs; guests outside it are invisible.
+ * API-token authentication and the two roles the simulator knows (docs/proxmox-behaviour.md,
+ * "Tokens and privileges"): `admin` (everything a root token without privilege separation may
+ * do) and `audit` (PVEAuditor: reads only). Either may be limited to a set of VMIDs; guests
+ * outside it are invisible.
  */
 
 /** A configured API token. */
@@ -10,8 +11,10 @@ export interface SimToken {
   id: string;
   secret: string;
   role: 'admin' | 'audit';
-  /** When set, the token only has privileges on these guests. */
+  /** When set, the token has VM privileges on these guests only. */
   vmids?: ReadonlySet<number>;
+  /** With `vmids`: no privileges outside those guests at all (no `/`, `/storage`, `/pool`, `/nodes`). */
+  guestsOnly?: boolean;
 }
 
 /** Who a request runs as. */
@@ -84,12 +87,89 @@ export class TokenRegistry {
   }
 }
 
-/** Whether the principal holds any privilege on `/vms/<vmid>`. */
+/** Privileges of the Administrator role that matter to guests and storages (`$privgroups`). */
+const ADMIN_PRIVILEGES: readonly string[] = [
+  'Datastore.Allocate',
+  'Datastore.AllocateSpace',
+  'Datastore.AllocateTemplate',
+  'Datastore.Audit',
+  'Mapping.Audit',
+  'Mapping.Modify',
+  'Mapping.Use',
+  'Permissions.Modify',
+  'Pool.Allocate',
+  'Pool.Audit',
+  'SDN.Allocate',
+  'SDN.Audit',
+  'SDN.Use',
+  'Sys.Audit',
+  'Sys.Console',
+  'Sys.Modify',
+  'Sys.PowerMgmt',
+  'Sys.Syslog',
+  'VM.Allocate',
+  'VM.Audit',
+  'VM.Backup',
+  'VM.Clone',
+  'VM.Config.CDROM',
+  'VM.Config.CPU',
+  'VM.Config.Cloudinit',
+  'VM.Config.Disk',
+  'VM.Config.HWType',
+  'VM.Config.Memory',
+  'VM.Config.Network',
+  'VM.Config.Options',
+  'VM.Console',
+  'VM.Migrate',
+  'VM.PowerMgmt',
+  'VM.Snapshot',
+  'VM.Snapshot.Rollback',
+];
+
+/** PVEAuditor: every `audit` privilege of `$privgroups` (pve-access-control `AccessControl.pm`, `create_roles`). */
+const AUDIT_PRIVILEGES: readonly string[] = [
+  'Datastore.Audit',
+  'Mapping.Audit',
+  'Pool.Audit',
+  'SDN.Audit',
+  'Sys.Audit',
+  'VM.Audit',
+  'VM.GuestAgent.Audit',
+];
+
+/**
+ * `permissions($user, $path)`: the privileges a token holds on an ACL path, in the simulator's
+ * model (docs/proxmox-behaviour.md, "Tokens and privileges"). `admin` is Administrator (every
+ * privilege, like a root token without privilege separation), `audit` is PVEAuditor. A token with
+ * `vmids` holds its role's VM privileges on `/vms/<vmid>` of those guests only and the rest of its
+ * role on every other path; with `guestsOnly` it holds nothing outside those guests (an ACL on
+ * the guests alone). No token is ever `root@pam`: checks comparing the user with `root@pam` fail.
+ */
+export function privilegesOn(token: SimToken, path: string): readonly string[] {
+  const role = token.role === 'admin' ? ADMIN_PRIVILEGES : AUDIT_PRIVILEGES;
+  if (token.vmids === undefined) return role;
+  const vm = /^\/vms\/(\d+)$/.exec(path);
+  if (vm) return token.vmids.has(Number(vm[1])) ? role : [];
+  if (token.guestsOnly || path === '/vms' || path.startsWith('/vms/')) return [];
+  return role.filter((p) => !p.startsWith('VM.'));
+}
+
+/** `check` for one privilege: whether the principal holds it on the path. */
+export function hasPrivilege(principal: Principal, path: string, privilege: string): boolean {
+  return privilegesOn(principal.token, path).includes(privilege);
+}
+
+/** `check_any`: at least one of the privileges on the path. */
+export function hasAnyPrivilege(principal: Principal, path: string, privileges: readonly string[]): boolean {
+  return privileges.some((p) => hasPrivilege(principal, path, p));
+}
+
+/** Whether the principal holds any privilege on `/vms/<vmid>` (what `VM.Audit` filtering needs). */
 export function canSeeGuest(principal: Principal, vmid: number): boolean {
-  return principal.token.vmids === undefined || principal.token.vmids.has(vmid);
+  return hasPrivilege(principal, `/vms/${vmid}`, 'VM.Audit');
 }
 
 /** Whether the principal may change `/vms/<vmid>` (admin role and in scope). */
 export function canWriteGuest(principal: Principal, vmid: number): boolean {
-  return principal.token.role === 'admin' && canSeeGuest(principal, vmid);
+  return hasPrivilege(principal, `/vms/${vmid}`, 'VM.Allocate');
 }

@@ -6,69 +6,19 @@
  * The simulator's two roles map onto Proxmox's built-in roles: `admin` is Administrator (every
  * privilege, like a root token without privilege separation) and `audit` is PVEAuditor. A token
  * limited to `vmids` holds its role's VM privileges on each `/vms/N` of the list only, and the
- * rest of its role on `/` — the ACLs an operator would write for such a token.
+ * rest of its role on `/` — the ACLs an operator would write for such a token — unless it is
+ * `guestsOnly` (src/pve/sim/auth.ts, `privilegesOn`).
  */
-import type { SimToken } from './auth.js';
+import { privilegesOn, type SimToken } from './auth.js';
 import type { HandlerResult, RequestContext } from './context.js';
 import { PermissionError } from './errors.js';
-
-/** Privileges of the Administrator role that matter to guests and storages (`$privgroups`). */
-const ADMIN = [
-  'Datastore.Allocate',
-  'Datastore.AllocateSpace',
-  'Datastore.AllocateTemplate',
-  'Datastore.Audit',
-  'Mapping.Audit',
-  'Mapping.Modify',
-  'Mapping.Use',
-  'Permissions.Modify',
-  'Pool.Allocate',
-  'Pool.Audit',
-  'SDN.Allocate',
-  'SDN.Audit',
-  'SDN.Use',
-  'Sys.Audit',
-  'Sys.Console',
-  'Sys.Modify',
-  'Sys.PowerMgmt',
-  'Sys.Syslog',
-  'VM.Allocate',
-  'VM.Audit',
-  'VM.Backup',
-  'VM.Clone',
-  'VM.Config.CDROM',
-  'VM.Config.CPU',
-  'VM.Config.Cloudinit',
-  'VM.Config.Disk',
-  'VM.Config.HWType',
-  'VM.Config.Memory',
-  'VM.Config.Network',
-  'VM.Config.Options',
-  'VM.Console',
-  'VM.Migrate',
-  'VM.PowerMgmt',
-  'VM.Snapshot',
-  'VM.Snapshot.Rollback',
-];
-
-/** PVEAuditor: every `audit` privilege of `$privgroups`. */
-const AUDITOR = ['Datastore.Audit', 'Mapping.Audit', 'Pool.Audit', 'SDN.Audit', 'Sys.Audit', 'VM.Audit', 'VM.GuestAgent.Audit'];
 
 /** The top-level paths `get_effective_permissions` always considers. */
 const DEFAULT_PATHS = ['/', '/access', '/access/groups', '/nodes', '/pool', '/sdn', '/storage', '/vms'];
 
-function grant(privileges: readonly string[]): Record<string, number> {
-  return Object.fromEntries(privileges.map((p) => [p, 1]));
-}
-
-/** `permissions($user, $path)` for a simulated token. */
+/** `permissions($user, $path)` for a simulated token, as path → privilege → propagate flag. */
 function permissionsOn(token: SimToken, path: string): Record<string, number> {
-  const role = token.role === 'admin' ? ADMIN : AUDITOR;
-  if (token.vmids === undefined) return grant(role);
-  const vm = /^\/vms\/(\d+)$/.exec(path);
-  if (vm) return token.vmids.has(Number(vm[1])) ? grant(role) : {};
-  if (path === '/vms' || path.startsWith('/vms/')) return {};
-  return grant(role.filter((p) => !p.startsWith('VM.')));
+  return Object.fromEntries(privilegesOn(token, path).map((p) => [p, 1]));
 }
 
 /** `GET /access/permissions[?path=…][&userid=…]`. */

@@ -2,10 +2,13 @@
  * Cluster-wide endpoints: `/version`, `/nodes`, `/cluster/resources`, `/cluster/nextid`, and the
  * task status/log of `/nodes/{node}/tasks/{upid}` (API-FACTS §7.3, §9, §10, §12).
  */
-import { canSeeGuest } from './auth.js';
+import { splitList } from '../../core/proxmox-params.js';
+import { canSeeGuest, hasPrivilege } from './auth.js';
 import { param, type HandlerResult, type RequestContext } from './context.js';
-import { DieError, ParamError } from './errors.js';
+import { DieError, ParamError, PermissionError } from './errors.js';
 import type { Guest } from './guest.js';
+import { contentString, poolVisible } from './handlers-storage.js';
+import type { SimStorage } from './volumes.js';
 import { UPID_RE, type SimTask } from './tasks.js';
 
 /** `GET /version`. */
@@ -35,11 +38,22 @@ function nodeEntry(node: string, index: number): Record<string, unknown> {
   };
 }
 
+/**
+ * `extract_node_stats`: without Sys.Audit on the node only its id, name, type, status and level
+ * (pve-manager `API2Tools.pm`).
+ */
+function auditedNodeEntry(ctx: RequestContext, node: string, index: number): Record<string, unknown> {
+  const entry = nodeEntry(node, index);
+  if (hasPrivilege(ctx.principal, `/nodes/${node}`, 'Sys.Audit')) return entry;
+  const { id, type, status, level } = entry;
+  return { id, node, type, status, level };
+}
+
 /** `GET /nodes`. */
 export function getNodes(ctx: RequestContext): HandlerResult {
   return {
     data: ctx.sim.nodes.map((node, i) => ({
-      ...nodeEntry(node, i),
+      ...auditedNodeEntry(ctx, node, i),
       ssl_fingerprint: 'AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89',
     })),
   };
@@ -123,35 +137,51 @@ function resourceJson(guest: Guest, lagMs: number): string {
   return json;
 }
 
-/** `GET /cluster/resources`: guests the principal may audit, plus nodes and storages. */
+/**
+ * `GET /cluster/resources`: pools it holds Pool.Audit on, guests it may audit (with `pool` where
+ * it holds Pool.Audit), nodes (statistics only with Sys.Audit), and per node the storages it
+ * holds Datastore.Audit on.
+ */
 export function getClusterResources(ctx: RequestContext): HandlerResult {
   const type = ctx.params.type;
   const parts: string[] = [];
+  // Pools come first (without the member statistics Proxmox sums up for running members).
+  if (type === undefined || type === 'pool') {
+    for (const id of [...ctx.sim.pools.keys()].sort()) {
+      if (!hasPrivilege(ctx.principal, `/pool/${id}`, 'Pool.Audit')) continue;
+      parts.push(JSON.stringify({ id: `/pool/${id}`, pool: id, type: 'pool' }));
+    }
+  }
   if (type === undefined || type === 'vm') {
     for (const guest of ctx.sim.sortedGuests()) {
-      if (canSeeGuest(ctx.principal, guest.vmid)) parts.push(resourceJson(guest, ctx.sim.rrdLagMs));
+      if (!canSeeGuest(ctx.principal, guest.vmid)) continue;
+      const json = resourceJson(guest, ctx.sim.rrdLagMs);
+      const pool = poolVisible(ctx, guest.vmid);
+      parts.push(pool === undefined ? json : `${json.slice(0, -1)},"pool":${JSON.stringify(pool)}}`);
     }
   }
   if (type === undefined || type === 'node') {
     ctx.sim.nodes.forEach((node, i) => {
-      parts.push(JSON.stringify({ ...nodeEntry(node, i), 'cgroup-mode': 2 }));
+      parts.push(JSON.stringify({ ...auditedNodeEntry(ctx, node, i), 'cgroup-mode': 2 }));
     });
   }
   if (type === undefined || type === 'storage') {
     for (const node of ctx.sim.nodes) {
-      for (const storage of ctx.sim.volumes.storageIds()) {
+      for (const id of ctx.sim.volumes.storageIds()) {
+        if (!hasPrivilege(ctx.principal, `/storage/${id}`, 'Datastore.Audit')) continue;
+        const storage = ctx.sim.volumes.storage(id) as SimStorage;
         parts.push(
           JSON.stringify({
-            id: `storage/${node}/${storage}`,
-            storage,
+            id: `storage/${node}/${id}`,
+            storage: id,
             node,
             type: 'storage',
             status: 'available',
-            plugintype: storage === 'local' ? 'dir' : 'lvmthin',
-            content: storage === 'local' ? 'iso,vztmpl,backup' : 'rootdir,images',
-            shared: 0,
-            disk: 7 * 1024 ** 3,
-            maxdisk: 500 * 1024 ** 3,
+            plugintype: storage.type,
+            content: contentString(storage),
+            shared: storage.shared ? 1 : 0,
+            disk: ctx.sim.volumes.used(id),
+            maxdisk: storage.total,
           }),
         );
       }
@@ -172,39 +202,101 @@ export function getNextId(ctx: RequestContext): HandlerResult {
   throw new DieError(`unable to get any free VMID in range [${lower}, ${upper}]\n`);
 }
 
+/** `$check_task_user`: a token sees its own tasks; a user its own and its tokens'. */
+function ownsTask(ctx: RequestContext, task: SimTask): boolean {
+  return task.user === ctx.principal.token.id;
+}
+
+/** Task status and log: the owner, or Sys.Audit on the node. */
+function assertTaskAccess(ctx: RequestContext, task: SimTask): void {
+  const node = param(ctx, 'node');
+  if (!ownsTask(ctx, task) && !hasPrivilege(ctx.principal, `/nodes/${node}`, 'Sys.Audit')) {
+    throw new PermissionError(`/nodes/${node}, Sys.Audit`);
+  }
+}
+
 function findTask(ctx: RequestContext) {
   const upid = param(ctx, 'upid');
   if (!UPID_RE.test(upid)) throw new ParamError({ upid: 'unable to parse worker upid' });
   const task = ctx.sim.getTask(upid);
   // The log file lives on the task's node: asking another node finds nothing.
   if (!task || task.node !== param(ctx, 'node')) throw new ParamError({ upid: 'no such task' });
+  assertTaskAccess(ctx, task);
   return task;
 }
 
+/** `upid_normalize_status_type`. */
+function statusType(status: string | undefined): string {
+  if (!status) return 'unknown';
+  if (status === 'OK') return 'ok';
+  if (/^WARNINGS: \d+$/.test(status)) return 'warning';
+  if (status === 'unexpected status') return 'unknown';
+  return 'error';
+}
+
+/** A token task's `user` split into user and `tokenid` (`$convert_token_task`). */
+function taskUser(task: SimTask): { user: string; tokenid?: string } {
+  const bang = task.user.indexOf('!');
+  return bang < 0 ? { user: task.user } : { user: task.user.slice(0, bang), tokenid: task.user.slice(bang + 1) };
+}
+
 /**
- * `GET /nodes/{node}/tasks`: the node's tasks, newest first, filtered by `vmid` and `source`
- * (`archive`, the default: finished ones; `active`: running ones; `all`). A finished task's
- * `status` is its exit status, as in Proxmox's task index; running ones have none.
+ * `GET /nodes/{node}/tasks` (pve-manager `API2/Tasks.pm`, `node_tasks`): running tasks first
+ * (`source=active|all`, status `RUNNING`, user as written in the UPID), then finished ones newest
+ * first (`source=archive|all`, token tasks with `user` and `tokenid`, `endtime`, `status` = exit
+ * status). Filters: `userfilter` (substring, any case), `typefilter`, `vmid`, `since`/`until`
+ * (start time), `statusfilter` or `errors`; without Sys.Audit on the node only the token's own
+ * tasks. `total` counts every match, `start`/`limit` page them.
  */
 export function listTasks(ctx: RequestContext): HandlerResult {
   const node = param(ctx, 'node');
-  const vmid = ctx.params.vmid === undefined ? undefined : String(ctx.params.vmid);
-  const source = String(ctx.params.source ?? 'archive');
-  const start = Number(ctx.params.start ?? 0);
-  const limit = Number(ctx.params.limit ?? 50);
-  const data: Record<string, unknown>[] = [];
-  for (const task of ctx.sim.tasks.list(node)) {
-    if (vmid !== undefined && task.id !== vmid) continue;
-    if (source === 'active' && task.status !== 'running') continue;
-    if (source === 'archive' && task.status === 'running') continue;
-    const entry: Record<string, unknown> = { ...taskIdentity(task), user: task.user };
-    if (task.status === 'stopped') {
-      entry.status = task.exitstatus;
-      entry.endtime = task.endtime;
-    }
-    data.push(entry);
+  const p = ctx.params;
+  const start = Number(p.start ?? 0);
+  let limit = Number(p.limit ?? 50);
+  const source = p.source ?? 'archive';
+  const errors = p.errors === '1';
+  const statuses = new Set(['ok', 'warning', 'error', 'unknown']);
+  if (p.statusfilter !== undefined && !errors) {
+    statuses.clear();
+    for (const f of splitList(p.statusfilter)) statuses.add(f.toLowerCase());
+  } else if (errors) {
+    statuses.delete('ok');
   }
-  return { data: data.slice(start, start + limit), total: data.length };
+  const auditor = hasPrivilege(ctx.principal, `/nodes/${node}`, 'Sys.Audit');
+  let count = 0;
+  const filtered = (task: SimTask, user: string, status: string | undefined): boolean => {
+    if (p.userfilter && !user.toLowerCase().includes(p.userfilter.toLowerCase())) return true;
+    if (!(auditor || ownsTask(ctx, task))) return true;
+    if (p.typefilter && task.type !== p.typefilter) return true;
+    if (p.vmid && (!task.id || task.id !== p.vmid)) return true;
+    if (p.since !== undefined && task.starttime < Number(p.since)) return true;
+    if (p.until !== undefined && task.starttime > Number(p.until)) return true;
+    if (!statuses.has(statusType(status))) return true;
+    if (count++ < start) return true;
+    if (limit <= 0) return true;
+    return false;
+  };
+  const data: Record<string, unknown>[] = [];
+  const tasks = ctx.sim.tasks.list(node);
+  if (source === 'active' || source === 'all') {
+    for (const task of tasks) {
+      if (task.status !== 'running') continue;
+      // Active tasks are not converted: the user is the UPID's, token id included.
+      if (filtered(task, task.user, 'RUNNING')) continue;
+      data.push({ ...taskIdentity(task), user: task.user, status: 'RUNNING' });
+      limit--;
+    }
+  }
+  if (source !== 'active') {
+    for (const task of tasks) {
+      if (task.status === 'running') continue;
+      const who = taskUser(task);
+      if (filtered(task, who.user, task.exitstatus)) continue;
+      data.push({ ...taskIdentity(task), ...who, endtime: task.endtime, status: task.exitstatus });
+      limit--;
+    }
+  }
+  return { data, total: count };
 }
 
 /** The fields every task answer starts with: the decoded UPID. */
@@ -216,24 +308,30 @@ function taskIdentity(task: SimTask): Record<string, unknown> {
 /** `GET /nodes/{node}/tasks/{upid}/status` (§9.3): token tasks report `user` + `tokenid`. */
 export function getTaskStatus(ctx: RequestContext): HandlerResult {
   const task = findTask(ctx);
-  const bang = task.user.indexOf('!');
-  const data: Record<string, unknown> = {
-    ...taskIdentity(task),
-    user: bang < 0 ? task.user : task.user.slice(0, bang),
-    ...(bang < 0 ? {} : { tokenid: task.user.slice(bang + 1) }),
-    status: task.status,
-  };
+  const data: Record<string, unknown> = { ...taskIdentity(task), ...taskUser(task), status: task.status };
   if (task.status === 'stopped') data.exitstatus = task.exitstatus;
   return { data };
 }
 
-/** `GET /nodes/{node}/tasks/{upid}/log` (§9.4): `{"data":[{n,t}],"total":N}`. */
+/**
+ * `GET /nodes/{node}/tasks/{upid}/log` (`read_task_log`, `dump_logfile`): `{"data":[{n,t}],"total":N}`.
+ * A UPID that parses but has no log file is no error here: one line `unable to open file - …`.
+ * `limit=0` reads to the end; an empty log is one line `no content`.
+ */
 export function getTaskLog(ctx: RequestContext): HandlerResult {
-  const task = findTask(ctx);
+  const upid = param(ctx, 'upid');
+  if (!UPID_RE.test(upid)) throw new ParamError({ upid: 'unable to parse worker upid' });
+  const task = ctx.sim.getTask(upid);
+  const node = param(ctx, 'node');
+  if (task) assertTaskAccess(ctx, task);
+  else if (!upid.endsWith(`:${ctx.principal.token.id}:`) && !hasPrivilege(ctx.principal, `/nodes/${node}`, 'Sys.Audit')) {
+    throw new PermissionError(`/nodes/${node}, Sys.Audit`);
+  }
+  if (!task || task.node !== node) return { data: [{ n: 1, t: 'unable to open file - No such file or directory' }], total: 1 };
   const start = Number(ctx.params.start ?? 0);
   const limit = Number(ctx.params.limit ?? 50);
   const lines = task.lines;
-  const data =
-    lines.length === 0 ? [{ n: 1, t: 'no content' }] : lines.slice(start, start + limit).map((t, i) => ({ n: start + i + 1, t }));
-  return { data, total: Math.max(lines.length, 1) };
+  if (lines.length === 0) return { data: [{ n: 1, t: 'no content' }], total: 1 };
+  const page = limit === 0 ? lines.slice(start) : lines.slice(start, start + limit);
+  return { data: page.map((t, i) => ({ n: start + i + 1, t })), total: lines.length };
 }

@@ -150,9 +150,9 @@ function configUpdate(ctx: RequestContext): ConfigUpdate {
  */
 export function updateQemuConfig(async: boolean) {
   return (ctx: RequestContext): HandlerResult | Promise<HandlerResult> => {
-    const prepared = prepareQemuUpdate(configUpdate(ctx), { isRoot: false });
+    const prepared = prepareQemuUpdate(configUpdate(ctx), { principal: ctx.principal }, vmid(ctx));
     const guest = pathGuest(ctx, 'qemu');
-    checkQemuConfig(guest, prepared.digest, prepared.skiplock);
+    checkQemuConfig(guest, prepared.digest, prepared.skiplock, prepared.set);
     if (!async) {
       const outcome = applyQemuUpdate(ctx.sim, guest, prepared);
       if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
@@ -164,16 +164,17 @@ export function updateQemuConfig(async: boolean) {
     const task = ctx.startTask(guest.node, 'qmconfig', String(guest.vmid), (log) => {
       log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
       const current = pathGuest(ctx, 'qemu');
-      checkQemuConfig(current, prepared.digest, prepared.skiplock);
+      checkQemuConfig(current, prepared.digest, prepared.skiplock, prepared.set);
       const outcome = applyQemuUpdate(ctx.sim, current, prepared);
       for (const warning of outcome.warnings) log.warn(warning);
       const errors = outcome.errors;
       if (Object.keys(errors).length > 0) {
         // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
+        // `PVE::Exception::stringify`: the code and message, then one `<param>: <error>` line each.
         throw new Error(
           `400 Parameter verification failed.\n${Object.entries(errors)
-            .map(([k, v]) => `${k}: ${v}`)
-            .join('\n')}`,
+            .map(([k, v]) => `${k}: ${v}\n`)
+            .join('')}`,
         );
       }
     });
@@ -201,10 +202,10 @@ async function waitInBackground(task: SimTask, seconds: number, vmid: number): P
 
 /** `PUT /nodes/{node}/lxc/{vmid}/config` (synchronous only, lock before digest). */
 export function updateLxcConfig(ctx: RequestContext): HandlerResult {
-  const prepared = prepareLxcUpdate(configUpdate(ctx));
+  const prepared = prepareLxcUpdate(configUpdate(ctx), { principal: ctx.principal });
   const guest = pathGuest(ctx, 'lxc');
   checkLxcConfig(guest, prepared.digest);
-  checkLxcUpdateLists(prepared);
+  checkLxcUpdateLists(prepared, guest);
   const outcome = applyLxcUpdate(ctx.sim, guest, prepared);
   if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
   return { data: null };

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { GuestType } from '../../core/model.js';
 import { normaliseTags } from '../../core/property-string.js';
 import { flag, param, type HandlerResult, type RequestContext } from './context.js';
-import { DieError, ParamError } from './errors.js';
+import { DieError, ParamError, PermissionError } from './errors.js';
 import { Guest, perlTrue } from './guest.js';
 import { pathGuest } from './handlers-guest.js';
 import {
@@ -22,7 +22,23 @@ import {
   printPropertyString,
 } from './property-format.js';
 import { TaskFailure } from './tasks.js';
-import { applyAllPending, createQemuDisk, printLxcNet, printQemuNet } from './update.js';
+import { hasPrivilege } from './auth.js';
+import {
+  checkLxcOptionPermissions,
+  checkQemuCreateDevices,
+  checkQemuOptionPermissions,
+  requireAnyPrivilege,
+  requirePrivilege,
+} from './permissions.js';
+import {
+  applyAllPending,
+  assertLxcWritable,
+  assertQemuWritable,
+  createQemuDisk,
+  normaliseLxcList,
+  printLxcNet,
+  printQemuNet,
+} from './update.js';
 
 const QEMU_CREATE_ONLY = new Set([
   'node',
@@ -60,7 +76,6 @@ const ROOT_ONLY_POWER = [
   'skiplock',
   'migratedfrom',
   'stateuri',
-  'machine',
   'targetstorage',
   'force-cpu',
   'migration_type',
@@ -97,18 +112,60 @@ function defaultBootOrder(values: Map<string, string>): string | undefined {
   return list.length ? `order=${list.join(';')}` : undefined;
 }
 
-/** `POST /nodes/{node}/qemu`: `lock: create` now, the final config when the task ends. */
+/** `check_vm_perm`-style: the privilege on `/vms/<vmid>`, or on the pool the guest joins. */
+function holdsOnGuestOrPool(ctx: RequestContext, vmid: number, pool: string | undefined, privilege: string): boolean {
+  return (
+    hasPrivilege(ctx.principal, `/vms/${vmid}`, privilege) ||
+    (pool !== undefined && hasPrivilege(ctx.principal, `/pool/${pool}`, privilege))
+  );
+}
+
+/** Storages a create allocates new volumes on (`storage:size`), for `Datastore.AllocateSpace`. */
+function allocationStorages(type: GuestType, params: Record<string, string>): string[] {
+  const out = new Set<string>();
+  for (const [key, value] of Object.entries(params)) {
+    const isVolume = type === 'qemu' ? isQemuDrive(key) : key === 'rootfs' || /^mp\d+$/.test(key);
+    if (!isVolume) continue;
+    const parsed = parseOption(type, key, value);
+    const volid = (type === 'qemu' ? parsed?.file : parsed?.volume) ?? '';
+    const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?|cloudinit)$/i.exec(volid);
+    if (alloc) out.add(alloc[1] as string);
+  }
+  return [...out];
+}
+
+/**
+ * `POST /nodes/{node}/qemu` (`create_vm`). Permissions are checked inside, after parameter
+ * validation: pool, `storage`, `start`, VM.Allocate, then every option (`only root can set …`
+ * for root-only ones, devices), and only then whether the VMID is taken. `lock: create` now, the
+ * final config when the task ends; a value the config file cannot hold fails the task.
+ */
 export function createQemu(ctx: RequestContext): HandlerResult {
   const node = param(ctx, 'node');
   const vmid = Number(param(ctx, 'vmid'));
+  const pool = ctx.params.pool;
+  if (pool !== undefined) ctx.sim.assertPool(pool);
+  if (ctx.params.storage !== undefined) requirePrivilege(ctx.principal, `/storage/${ctx.params.storage}`, 'Datastore.AllocateSpace');
+  if (flag(ctx, 'ha-managed')) requirePrivilege(ctx.principal, '/', 'Sys.Console');
+  if (flag(ctx, 'start') && !holdsOnGuestOrPool(ctx, vmid, pool, 'VM.PowerMgmt')) {
+    throw new PermissionError(`/vms/${vmid}, VM.PowerMgmt`);
+  }
+  if (!holdsOnGuestOrPool(ctx, vmid, pool, 'VM.Allocate')) throw new PermissionError();
   if (ctx.params.archive !== undefined) throw new DieError(`unable to restore VM ${vmid} - restore is not supported by the simulator\n`);
-  if (ctx.params.pool !== undefined) ctx.sim.assertPool(String(ctx.params.pool));
+  const options: Record<string, string> = {};
+  for (const key of Object.keys(ctx.params).sort()) if (!QEMU_CREATE_ONLY.has(key)) options[key] = ctx.params[key] as string;
+  if (Object.keys(options).length > 0) {
+    for (const storage of allocationStorages('qemu', options)) {
+      requirePrivilege(ctx.principal, `/storage/${storage}`, 'Datastore.AllocateSpace');
+    }
+    checkQemuOptionPermissions(ctx.principal, vmid, Object.keys(options));
+    checkQemuCreateDevices(ctx.principal, vmid, options);
+  }
   const inUse = vmidInUse(ctx, vmid);
   if (inUse) throw new DieError(`unable to create VM ${vmid} - ${inUse}\n`);
   const values = new Map<string, string>();
-  for (const key of Object.keys(ctx.params).sort()) {
-    if (QEMU_CREATE_ONLY.has(key)) continue;
-    let value = ctx.params[key] as string;
+  for (const [key, raw] of Object.entries(options)) {
+    let value = raw;
     if (/^net\d+$/.test(key)) value = printQemuNet(value);
     if (key === 'tags') value = normaliseTags(value);
     if (key === 'cdrom') {
@@ -121,27 +178,36 @@ export function createQemu(ctx: RequestContext): HandlerResult {
   ctx.sim.insertGuest(guest);
   const start = flag(ctx, 'start');
   const task = ctx.startTask(node, 'qmcreate', String(vmid), (log) => {
+    const created: string[] = [];
     try {
       for (const [key, value] of values) {
         if (!isQemuDrive(key)) continue;
-        const created = createQemuDisk(ctx.sim, guest, key, value);
-        if (created !== value && !/media=cdrom/.test(created)) log.log(`${key}: successfully created disk '${created}'`);
-        values.set(key, created);
+        const disk = createQemuDisk(ctx.sim, guest, key, value);
+        const file = parseOption('qemu', key, disk)?.file;
+        if (disk !== value && !/media=cdrom/.test(disk)) {
+          log.log(`${key}: successfully created disk '${disk}'`);
+          if (file) created.push(file);
+        }
+        values.set(key, disk);
       }
       if (!values.has('boot')) {
         const boot = defaultBootOrder(values);
         if (boot) values.set('boot', boot);
       }
       if (!values.has('smbios1')) values.set('smbios1', `uuid=${randomUUID()}`);
-      if (!values.has('vmgenid')) values.set('vmgenid', randomUUID());
+      if (!values.has('vmgenid') || values.get('vmgenid') === '1') values.set('vmgenid', randomUUID());
       values.set('meta', `creation-qemu=10.1.2,ctime=${Math.floor(Date.now() / 1000)}`);
+      // `write_vm_config` checks every value it writes.
+      for (const [key, value] of values) assertQemuWritable(key, value);
     } catch (err) {
+      for (const volid of created) ctx.sim.volumes.free(volid);
       ctx.sim.deleteGuest(vmid);
       throw new TaskFailure(`unable to create VM ${vmid} - ${(err as Error).message}`);
     }
     guest.main.clear();
     for (const [k, v] of values) guest.main.set(k, v);
     guest.commit();
+    if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
     if (start) {
       log.log(`start VM ${vmid}`);
       guest.setRunning(true);
@@ -159,29 +225,61 @@ function ostypeFromTemplate(template: string): string {
   );
 }
 
-/** `POST /nodes/{node}/lxc`. */
+/**
+ * `POST /nodes/{node}/lxc` (`create_vm`). Permissions are checked inside, after parameter
+ * validation, and after the VMID check: a privileged container needs Sys.Modify, then
+ * VM.Allocate, then `check_ct_modify_config_perm` (feature flags, mount point types, devices,
+ * hookscript) and the storages. Since pve-container 6.0.7 a container is unprivileged unless the
+ * request says `unprivileged=0`, and `unprivileged: 1` is written to its config.
+ */
 export function createLxc(ctx: RequestContext): HandlerResult {
   const node = param(ctx, 'node');
   const vmid = Number(param(ctx, 'vmid'));
-  if (ctx.params.pool !== undefined) ctx.sim.assertPool(String(ctx.params.pool));
+  const pool = ctx.params.pool;
+  const unprivileged = ctx.params.unprivileged === undefined ? true : flag(ctx, 'unprivileged');
+  if (!unprivileged) requirePrivilege(ctx.principal, '/', 'Sys.Modify');
+  if (flag(ctx, 'ha-managed')) requirePrivilege(ctx.principal, '/', 'Sys.Console');
   const inUse = vmidInUse(ctx, vmid);
   if (inUse) throw new DieError(`${inUse}\n`);
-  const values = new Map<string, string>();
+  if (pool !== undefined) ctx.sim.assertPool(pool);
+  if (!holdsOnGuestOrPool(ctx, vmid, pool, 'VM.Allocate')) throw new PermissionError();
+  const template = param(ctx, 'ostemplate');
+  const storage = ctx.params.storage ?? 'local';
+  const options = new Map<string, string>();
   for (const key of Object.keys(ctx.params).sort()) {
-    if (LXC_CREATE_ONLY.has(key)) continue;
-    let value = ctx.params[key] as string;
+    if (LXC_CREATE_ONLY.has(key) || key === 'unprivileged') continue;
+    options.set(key, ctx.params[key] as string);
+  }
+  checkLxcOptionPermissions(ctx.principal, vmid, undefined, options, [], unprivileged);
+  checkTemplateAccess(ctx, template);
+  const values = new Map<string, string>();
+  for (const [key, raw] of options) {
+    let value = raw;
+    // A bare size on a mount point means the default storage (`storage`).
+    if ((key === 'rootfs' || /^mp\d+$/.test(key)) && /^\d+(\.\d+)?$/.test(value)) value = `${storage}:${value}`;
+    if (/^unused\d+$/.test(key)) continue;
     if (/^net\d+$/.test(key)) value = printLxcNet(value);
     if (key === 'tags') value = normaliseTags(value);
+    if (key === 'nameserver' || key === 'searchdomain') value = normaliseLxcList(value);
     values.set(key, value);
   }
-  const template = param(ctx, 'ostemplate');
+  if (values.has('rootfs') || [...values.keys()].some((k) => /^mp\d+$/.test(k))) {
+    if (!values.has('rootfs')) throw new DieError("mount points configured, but 'rootfs' not set - aborting\n");
+  }
+  for (const key of ['rootfs', ...[...values.keys()].filter((k) => /^mp\d+$/.test(k))]) {
+    const volume = parseOption('lxc', key, values.get(key) ?? `${storage}:4`)?.volume ?? '';
+    const id = parseVolumeId(volume);
+    if (id) checkContainerStorage(ctx, id.storage);
+  }
+  if (unprivileged) values.set('unprivileged', '1');
   if (!values.has('arch')) values.set('arch', 'amd64');
   if (!values.has('ostype')) values.set('ostype', ostypeFromTemplate(template));
-  if (!values.has('rootfs')) values.set('rootfs', `${ctx.params.storage ?? 'local'}:4`);
+  if (!values.has('rootfs')) values.set('rootfs', `${storage}:4`);
   const guest = new Guest(vmid, 'lxc', node, 'lock: create\n', false);
   ctx.sim.insertGuest(guest);
   const start = flag(ctx, 'start');
   const task = ctx.startTask(node, 'vzcreate', String(vmid), (log) => {
+    const created: string[] = [];
     try {
       for (const [key, value] of values) {
         if (key !== 'rootfs' && !/^mp\d+$/.test(key)) continue;
@@ -191,21 +289,54 @@ export function createLxc(ctx: RequestContext): HandlerResult {
         if (!format || !mp || !alloc) continue;
         const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
         mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
+        created.push(mp.volume);
         mp.size = formatSize(bytes);
         values.set(key, printPropertyString(format, mp));
       }
+      const path = ctx.sim.volumes.filePath(template);
+      if (!ctx.sim.volumes.fileExists(template)) throw new Error(`failed to open '${path}': No such file or directory`);
+      log.log(`extracting archive '${path}'`);
+      log.log('Total bytes read: 523182080 (499MiB, 1.2GiB/s)');
+      // The defaults `create_vm` fills in once the archive is extracted.
+      if (!values.get('hostname')) values.set('hostname', `CT${vmid}`);
+      if (!perlTrue(values.get('memory'))) values.set('memory', '512');
+      if (!values.has('swap')) values.set('swap', '512');
+      assertLxcWritable([values]);
     } catch (err) {
+      for (const volid of created) ctx.sim.volumes.free(volid);
       ctx.sim.deleteGuest(vmid);
       throw new TaskFailure(`unable to create CT ${vmid} - ${(err as Error).message}`);
     }
-    log.log(`extracting archive '${template}'`);
-    log.log(`Total bytes read: 523182080 (499MiB, 1.2GiB/s)`);
     guest.main.clear();
     for (const [k, v] of values) guest.main.set(k, v);
     guest.commit();
+    if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
     if (start) guest.setRunning(true);
   });
   return { data: task.upid };
+}
+
+/** `check_volume_access` for the template: it must be a `vztmpl` volume the token may read. */
+function checkTemplateAccess(ctx: RequestContext, template: string): void {
+  const id = parseVolumeId(template);
+  if (!id) {
+    // A path: `die "Only root can pass arbitrary filesystem paths."` (no newline: Perl appends the location).
+    throw new DieError('Only root can pass arbitrary filesystem paths. at /usr/share/perl5/PVE/Storage.pm line 652.\n');
+  }
+  ctx.sim.volumes.checkStorage(id.storage);
+  if (!/^vztmpl\//.test(id.volname)) {
+    throw new DieError(`unable to use volume ${template} - content type needs to be 'vztmpl'\n`);
+  }
+  if (hasPrivilege(ctx.principal, `/storage/${id.storage}`, 'Datastore.Allocate')) return;
+  requireAnyPrivilege(ctx.principal, `/storage/${id.storage}`, ['Datastore.AllocateSpace', 'Datastore.Audit']);
+}
+
+/** `$check_and_activate_storage` of lxc's create: the storage must hold container directories. */
+function checkContainerStorage(ctx: RequestContext, id: string): void {
+  const storage = ctx.sim.volumes.storage(id);
+  if (!storage) throw new DieError(`storage '${id}' does not exist\n`);
+  if (!storage.content.has('rootdir')) throw new ParamError({ storage: `storage '${id}' does not support container directories` });
+  requirePrivilege(ctx.principal, `/storage/${id}`, 'Datastore.AllocateSpace');
 }
 
 /** `DELETE /nodes/{node}/qemu/{vmid}`: protection/running now, lock only in the task. */
@@ -227,19 +358,19 @@ export function destroyQemu(ctx: RequestContext): HandlerResult {
   return { data: task.upid };
 }
 
-/** `DELETE /nodes/{node}/lxc/{vmid}`: lock, protection and running are all synchronous. */
+/** `DELETE /nodes/{node}/lxc/{vmid}`: protection, lock and running are all synchronous, in that order. */
 export function destroyLxc(ctx: RequestContext): HandlerResult {
   const guest = pathGuest(ctx, 'lxc');
   const vmid = guest.vmid;
-  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   if (perlTrue(guest.main.get('protection'))) throw new DieError(`can't remove CT ${vmid} - protection mode enabled\n`);
+  if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   const force = flag(ctx, 'force');
   if (guest.running && !force) throw new DieError(`unable to destroy CT ${vmid} - container is running\n`);
   const task = ctx.startTask(guest.node, 'vzdestroy', String(vmid), (log) => {
     if (ctx.sim.guests.get(vmid) !== guest)
       throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
     if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
-    if (guest.running) log.log(`stopping CT ${vmid}`);
+    if (guest.running) log.warn(`forced to stop CT ${vmid} before destroying!`);
     for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
     ctx.sim.deleteGuest(vmid);
   });
@@ -273,26 +404,34 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
     const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
     const taskType = `${type === 'qemu' ? 'qm' : 'vz'}${action}`;
     if (type === 'lxc') {
-      const guest = pathGuest(ctx, 'lxc');
-      if (action === 'start' && guest.running) throw new DieError(`CT ${vmid} already running\n`);
-      if (action !== 'start' && !guest.running) throw new DieError(`CT ${vmid} not running\n`);
+      // `check_running` asks the node, before any config is loaded: a container that does not
+      // exist here is simply not running.
+      const here = ctx.sim.guests.get(vmid);
+      const running = here?.type === 'lxc' && here.node === node && here.running;
+      if (action === 'start' && running) throw new DieError(`CT ${vmid} already running\n`);
+      if (action !== 'start' && !running) throw new DieError(`CT ${vmid} not running\n`);
     }
     const task = ctx.startTask(node, taskType, String(vmid), (log) => {
-      // qemu forks before even loading the config: a missing VM fails in the task.
+      // The worker loads the config: a missing guest fails in the task.
       const guest = ctx.sim.guests.get(vmid);
       if (!guest || guest.type !== type || guest.node !== node) {
         throw new TaskFailure(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
       }
-      if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
       if (action === 'start') {
-        if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
+        // Template first, then the lock (a suspended VM or a mounted CT may start), then running.
         if (perlTrue(guest.main.get('template'))) {
           throw new TaskFailure(`you can't start a ${type === 'qemu' ? 'vm' : 'CT'} if it's a template`);
         }
+        // qemu: a running VM whose backup holds the lock is resumed, which is no error.
+        if (type === 'qemu' && guest.lock === 'backup' && guest.running) return;
+        const exempt = type === 'qemu' ? 'suspended' : 'mounted';
+        if (guest.lock && guest.lock !== exempt) throw new TaskFailure(`${label} is locked (${guest.lock})`);
+        if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
         applyAllPending(ctx.sim, guest);
         guest.setRunning(true);
         return;
       }
+      if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
       if (!guest.running) return; // stopping a stopped VM is fine
       if (type === 'qemu' && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
       // qemu applies pending changes in vm_stop_cleanup; containers only when starting.
@@ -369,7 +508,7 @@ export function resizeLxc(ctx: RequestContext): HandlerResult {
   const current = ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
   const target = newSize(current, param(ctx, 'size'));
   if (target < current) throw new DieError('unable to shrink disk size\n');
-  if (target === current) return { data: null };
+  if (target === current) throw new DieError('disk is already at specified size\n');
   const task = ctx.startTask(guest.node, 'resize', String(guest.vmid), (log) => {
     log.log(
       `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,

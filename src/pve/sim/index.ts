@@ -12,7 +12,6 @@ import { splitTokenId } from './auth.js';
 import { loadFixtureFile, parseFixture, type ParsedSimFixture, type SimFixture } from './fixture.js';
 import { createSimServer } from './server.js';
 import { Simulator } from './simulator.js';
-import { generateTls } from './tls.js';
 
 export { Simulator } from './simulator.js';
 export type { FailureSettings, OperatorEdit, SimGuestDefinition, SimGuestInfo } from './simulator.js';
@@ -103,13 +102,22 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     authFailureDelayMs: options.authFailureDelayMs ?? 0,
     nextId: fixture?.nextId ?? { lower: 100, upper: 1_000_000 },
     ...(fixture?.storages ? { storages: fixture.storages } : {}),
+    ...(fixture?.files
+      ? { files: fixture.files.map((f) => ({ volid: f.volid, size: f.size ?? 0, ctime: f.ctime ?? 1_735_689_600 })) }
+      : {}),
     ...(fixture?.pools ? { pools: fixture.pools } : {}),
   });
   if (options.rrdLagMs) sim.setRrdLag(options.rrdLagMs);
   sim.tokens.add({ ...admin, role: 'admin' });
   sim.tokens.add({ ...auditor, role: 'audit' });
   for (const t of fixture?.tokens ?? []) {
-    sim.tokens.add({ id: t.id, secret: t.secret, role: t.role, ...(t.vmids ? { vmids: new Set(t.vmids) } : {}) });
+    sim.tokens.add({
+      id: t.id,
+      secret: t.secret,
+      role: t.role,
+      ...(t.vmids ? { vmids: new Set(t.vmids) } : {}),
+      ...(t.guestsOnly ? { guestsOnly: true } : {}),
+    });
   }
   for (const guest of fixture?.guests ?? []) {
     if (!nodes.includes(guest.node)) {
@@ -129,7 +137,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   let tlsInfo: { caFile: string; caPem: string; fingerprint: string } | undefined;
   let server;
   if (options.tls) {
-    const material = generateTls(options.host ? [options.host] : []);
+    // Loaded on demand: the X.509 library is only needed when serving https.
+    const { generateTls } = await import('./tls.js');
+    const material = await generateTls(options.host ? [options.host] : []);
     tlsDir = await mkdtemp(join(tmpdir(), 'pve-sim-tls-'));
     const caFile = join(tlsDir, 'pve-root-ca.pem');
     await writeFile(caFile, material.caPem, { mode: 0o644 });

@@ -4,11 +4,12 @@
  * before running the handler, and whether it counts as a write on a guest.
  */
 import type { Principal } from './auth.js';
-import { canSeeGuest, canWriteGuest } from './auth.js';
+import { canSeeGuest, canWriteGuest, hasAnyPrivilege, hasPrivilege } from './auth.js';
 import type { Handler } from './context.js';
 import { getPermissions } from './handlers-access.js';
 import { PermissionError } from './errors.js';
 import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion, listTasks } from './handlers-cluster.js';
+import { listPools, listStorageContent, listStorages, readPool } from './handlers-storage.js';
 import { getConfig, getPending, getStatusCurrent, listGuests, updateLxcConfig, updateQemuConfig } from './handlers-guest.js';
 import {
   createLxc,
@@ -61,9 +62,17 @@ function modify(privilege: string): PermissionCheck {
   };
 }
 
-/** Create checks VM.Allocate on the VMID or the pool and raises a bare permission error. */
-const allocateNew: PermissionCheck = (principal, params) => {
-  if (!canWriteGuest(principal, vmidOf(params))) throw new PermissionError();
+/** `['perm', '/storage/{storage}', [Datastore.Audit, Datastore.AllocateSpace], any => 1]`. */
+const storageAudit: PermissionCheck = (principal, params) => {
+  const path = `/storage/${String(params.storage)}`;
+  const privileges = ['Datastore.Audit', 'Datastore.AllocateSpace'];
+  if (!hasAnyPrivilege(principal, path, privileges)) throw new PermissionError(`${path}, ${privileges.join('|')}`);
+};
+
+/** `['perm', '/pool/{poolid}', ['Pool.Audit']]`. */
+const poolAudit: PermissionCheck = (principal, params) => {
+  const path = `/pool/${String(params.poolid)}`;
+  if (!hasPrivilege(principal, path, 'Pool.Audit')) throw new PermissionError(`${path}, Pool.Audit`);
 };
 
 function route(method: Route['method'], path: string, permission: PermissionCheck, handler: Handler, write = false): Route {
@@ -83,9 +92,13 @@ export const ROUTES: Route[] = [
   route('GET', '/nodes/{node}/tasks', anyone, listTasks),
   route('GET', '/nodes/{node}/tasks/{upid}/status', anyone, getTaskStatus),
   route('GET', '/nodes/{node}/tasks/{upid}/log', anyone, getTaskLog),
+  route('GET', '/nodes/{node}/storage', anyone, listStorages),
+  route('GET', '/nodes/{node}/storage/{storage}/content', storageAudit, listStorageContent),
+  route('GET', '/pools', anyone, listPools),
+  route('GET', '/pools/{poolid}', poolAudit, readPool),
 
   route('GET', Q, anyone, listGuests('qemu')),
-  route('POST', Q, allocateNew, createQemu, true),
+  route('POST', Q, anyone, createQemu, true),
   route('GET', `${Q}/{vmid}/config`, audit(), getConfig('qemu')),
   route('PUT', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(false), true),
   route('POST', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(true), true),
@@ -99,7 +112,7 @@ export const ROUTES: Route[] = [
   route('DELETE', `${Q}/{vmid}`, modify('VM.Allocate'), destroyQemu, true),
 
   route('GET', L, anyone, listGuests('lxc')),
-  route('POST', L, allocateNew, createLxc, true),
+  route('POST', L, anyone, createLxc, true),
   route('GET', `${L}/{vmid}/config`, audit(), getConfig('lxc')),
   route('PUT', `${L}/{vmid}/config`, modify(LXC_CONFIG_PRIVS), updateLxcConfig, true),
   route('GET', `${L}/{vmid}/pending`, audit(), getPending('lxc')),

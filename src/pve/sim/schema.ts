@@ -28,15 +28,52 @@ export const SimFixtureToken = z.strictObject({
   secret: z.string().min(1),
   role: z.string().pipe(z.enum(['admin', 'audit'])),
   vmids: z.array(z.number().int()).optional(),
+  guestsOnly: z.boolean().optional(),
 });
 export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
+
+const STORAGE_ID = /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i;
+const CONTENT_TYPE = z.enum(['backup', 'images', 'import', 'iso', 'rootdir', 'snippets', 'vztmpl']);
+
+/** A storage of a fixture: an id, or its `storage.cfg` entry. */
+export const SimFixtureStorage = z.union([
+  z.string().regex(STORAGE_ID, 'invalid storage id'),
+  z.strictObject({
+    storage: z.string().regex(STORAGE_ID, 'invalid storage id'),
+    type: z.string().min(1).optional(),
+    content: z.array(z.string().pipe(CONTENT_TYPE)).optional(),
+    shared: z.boolean().optional(),
+  }),
+]);
+export type SimFixtureStorage = z.infer<typeof SimFixtureStorage>;
+
+/** A file (template, ISO, snippet, backup) on a storage. */
+export const SimFixtureFile = z.strictObject({
+  volid: z.string().regex(/^[a-z][a-z0-9\-_.]*[a-z0-9]:(vztmpl|iso|snippets|backup|import)\/[^/]+$/i, 'expected STORAGE:TYPE/NAME'),
+  size: z.number().int().min(0).optional(),
+  ctime: z.number().int().min(0).optional(),
+});
+export type SimFixtureFile = z.infer<typeof SimFixtureFile>;
+
+/** A resource pool of a fixture: its id, or the pool with its comment and members. */
+export const SimFixturePool = z.union([
+  z.string().regex(/^[A-Za-z0-9_-]+$/, 'invalid pool id'),
+  z.strictObject({
+    poolid: z.string().regex(/^[A-Za-z0-9_-]+$/, 'invalid pool id'),
+    comment: z.string().optional(),
+    vmids: z.array(z.number().int()).optional(),
+    storage: z.array(z.string()).optional(),
+  }),
+]);
+export type SimFixturePool = z.infer<typeof SimFixturePool>;
 
 /** A whole fixture. */
 export const SimFixture = z.strictObject({
   clusterName: z.string().optional(),
   nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
-  storages: z.array(z.string()).min(1).optional(),
-  pools: z.array(z.string().min(1)).optional(),
+  storages: z.array(SimFixtureStorage).min(1).optional(),
+  files: z.array(SimFixtureFile).optional(),
+  pools: z.array(SimFixturePool).optional(),
   nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
   tokens: z.array(SimFixtureToken).optional(),
   guests: z.array(SimFixtureGuest).default([]),

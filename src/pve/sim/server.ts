@@ -7,7 +7,8 @@
  * requested data; a bad request gets 400 `{"error":"…"}`):
  *
  *   GET  /_sim/stats                 request/write counters (see SimStats)
- *   POST /_sim/reset-stats           zero the counters
+ *   GET  /_sim/requests              the last 1000 API requests: method, path, route, params, status
+ *   POST /_sim/reset-stats           zero the counters and empty the request journal
  *   POST /_sim/latency               {"ms": 200}                       latency on every API request
  *   POST /_sim/rrd-lag               {"ms": 10000}                     listing name/status published per tick (0: live)
  *   POST /_sim/task-ms               {"ms": 500}                       duration of new tasks
@@ -161,6 +162,15 @@ async function api(sim: Simulator, req: IncomingMessage, res: ServerResponse, re
     if (Number.isInteger(vmid) && vmid > 0) endWrite = sim.statsCollector.beginWrite(vmid);
   }
   const afterResponse: (() => void)[] = [];
+  res.once('finish', () => {
+    sim.statsCollector.record({
+      method,
+      path: relPath,
+      route: match?.route.key ?? `${method} ${relPath}`,
+      params: merged,
+      status: res.statusCode,
+    });
+  });
   res.once('close', () => {
     if (endWrite && !taskAttached) endWrite();
     for (const fn of afterResponse) fn();
@@ -333,6 +343,7 @@ async function control(sim: Simulator, req: IncomingMessage, res: ServerResponse
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new SimulatorError('body must be a JSON object');
     const guestMatch = /^\/_sim\/guests\/(\d+)$/.exec(path);
     if (method === 'GET' && path === '/_sim/stats') return controlReply(res, 200, sim.stats());
+    if (method === 'GET' && path === '/_sim/requests') return controlReply(res, 200, sim.statsCollector.requests());
     if (method === 'GET' && guestMatch) {
       const guest = sim.getGuest(Number(guestMatch[1]));
       return guest ? controlReply(res, 200, guest) : controlReply(res, 404, { error: `no guest ${guestMatch[1]}` });

@@ -10,7 +10,7 @@ import { Guest } from './guest.js';
 import { StatsCollector, type SimStats } from './stats.js';
 import { TaskRegistry, type SimTask } from './tasks.js';
 import { applyLxcUpdate, applyQemuUpdate, checkLxcUpdateLists, prepareLxcUpdate, prepareQemuUpdate, type UpdateOutcome } from './update.js';
-import { VolumeStore } from './volumes.js';
+import { VolumeStore, type SimFile, type StorageDefinition } from './volumes.js';
 
 /** An operator's edit: options to set and options to delete. */
 export interface OperatorEdit {
@@ -56,9 +56,28 @@ export interface SimulatorSettings {
   /** Delay of 401 answers (Proxmox: 3000 ms). */
   authFailureDelayMs: number;
   nextId: { lower: number; upper: number };
-  storages?: string[];
-  /** Resource pools that exist; undefined accepts any pool name. */
-  pools?: string[];
+  /** Configured storages; undefined accepts any storage id. */
+  storages?: (string | StorageDefinition)[];
+  /** Templates, ISOs and other files; undefined lists a few and accepts any template. */
+  files?: SimFile[];
+  /** Resource pools that exist; undefined accepts any pool name (and creates it on first use). */
+  pools?: (string | PoolDefinition)[];
+}
+
+/** A resource pool as a fixture describes it. */
+export interface PoolDefinition {
+  poolid: string;
+  comment?: string;
+  vmids?: number[];
+  storage?: string[];
+}
+
+/** A resource pool (`user.cfg` `pool:` entry). */
+export interface SimPool {
+  poolid: string;
+  comment?: string;
+  vmids: Set<number>;
+  storage: Set<string>;
 }
 
 /** A simulated Proxmox VE cluster. */
@@ -71,8 +90,10 @@ export class Simulator {
   readonly tokens = new TokenRegistry();
   readonly statsCollector = new StatsCollector();
   readonly nextId: { lower: number; upper: number };
-  /** Resource pools that exist; undefined accepts any pool name. */
-  readonly pools: readonly string[] | undefined;
+  /** Resource pools by id, sorted on read. */
+  readonly pools = new Map<string, SimPool>();
+  /** Whether only the configured pools exist (else any name is accepted and created on first use). */
+  readonly strictPools: boolean;
   latencyMs: number;
   /**
    * pvestatd's publishing interval for `/cluster/resources` name/status (Proxmox: 10 s); 0 shows
@@ -90,11 +111,20 @@ export class Simulator {
     this.nodes = [...settings.nodes];
     this.clusterName = settings.clusterName;
     this.tasks = new TaskRegistry(settings.taskMs);
-    this.volumes = new VolumeStore(settings.storages);
+    this.volumes = new VolumeStore(settings.storages, settings.files);
     this.latencyMs = settings.latencyMs;
     this.authFailureDelayMs = settings.authFailureDelayMs;
     this.nextId = settings.nextId;
-    this.pools = settings.pools;
+    this.strictPools = settings.pools !== undefined;
+    for (const def of settings.pools ?? []) {
+      const pool = typeof def === 'string' ? { poolid: def } : def;
+      this.pools.set(pool.poolid, {
+        poolid: pool.poolid,
+        ...(pool.comment !== undefined ? { comment: pool.comment } : {}),
+        vmids: new Set(pool.vmids ?? []),
+        storage: new Set(pool.storage ?? []),
+      });
+    }
   }
 
   /** Request and write counters (same JSON as `GET /_sim/stats`). */
@@ -167,13 +197,13 @@ export class Simulator {
     for (const [k, v] of Object.entries(params.set ?? {})) set[k] = String(v);
     const update = { set, ...(params.delete?.length ? { delete: params.delete.join(',') } : {}) };
     if (guest.type === 'qemu') {
-      const prepared = prepareQemuUpdate(update, { isRoot: true });
+      const prepared = prepareQemuUpdate(update, {}, vmid);
       if (guest.lock) throw new DieError(`VM is locked (${guest.lock})\n`);
       return applyQemuUpdate(this, guest, prepared);
     }
     const prepared = prepareLxcUpdate(update);
     if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
-    checkLxcUpdateLists(prepared);
+    checkLxcUpdateLists(prepared, guest);
     return applyLxcUpdate(this, guest, prepared);
   }
 
@@ -243,7 +273,25 @@ export class Simulator {
    * Without a pool list every name is accepted, like storages.
    */
   assertPool(pool: string): void {
-    if (this.pools && !this.pools.includes(pool)) throw new PermissionError(`pool '${pool}' does not exist`);
+    if (this.strictPools && !this.pools.has(pool)) throw new PermissionError(`pool '${pool}' does not exist`);
+  }
+
+  /** `add_vm_to_pool` at the end of a create task (a lenient cluster creates the pool). */
+  addToPool(pool: string, vmid: number): void {
+    let entry = this.pools.get(pool);
+    if (!entry) {
+      if (this.strictPools) return;
+      entry = { poolid: pool, vmids: new Set(), storage: new Set() };
+      this.pools.set(pool, entry);
+    }
+    entry.vmids.add(vmid);
+    this.guests.get(vmid)?.touch();
+  }
+
+  /** The pool a guest belongs to, if any. */
+  poolOf(vmid: number): string | undefined {
+    for (const pool of this.pools.values()) if (pool.vmids.has(vmid)) return pool.poolid;
+    return undefined;
   }
 
   /** Moves a guest to another node at once, like a finished migration (the config file moves). */
@@ -269,6 +317,8 @@ export class Simulator {
   /** Drops a guest from the vmlist and frees its volumes. */
   deleteGuest(vmid: number): void {
     this.guests.delete(vmid);
+    // `remove_vm_access`: the VMID also leaves its pool.
+    for (const pool of this.pools.values()) pool.vmids.delete(vmid);
     this.armedEdits.delete(vmid);
     this.volumes.freeOwnedBy(vmid);
     this.sorted = undefined;

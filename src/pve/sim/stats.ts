@@ -17,8 +17,24 @@ interface GuestCounters {
   maxConcurrentWrites: number;
 }
 
+/** One API request as `GET /_sim/requests` lists it. */
+export interface SimRequestRecord {
+  method: string;
+  /** Path below `/api2/json`, as sent. */
+  path: string;
+  /** Route template, or `METHOD path` when no route matched. */
+  route: string;
+  /** Parameters from the query string and body (passwords shown as `<hidden>`). */
+  params: Record<string, unknown>;
+  status: number;
+}
+
+const JOURNAL_SIZE = 1000;
+const HIDDEN_PARAMS = new Set(['password', 'cipassword']);
+
 /** Mutable counters behind {@link SimStats}. */
 export class StatsCollector {
+  private journal: SimRequestRecord[] = [];
   private total = 0;
   private byRoute = new Map<string, number>();
   private byMethod = new Map<string, number>();
@@ -30,6 +46,19 @@ export class StatsCollector {
     this.total++;
     this.byRoute.set(route, (this.byRoute.get(route) ?? 0) + 1);
     this.byMethod.set(method, (this.byMethod.get(method) ?? 0) + 1);
+  }
+
+  /** Records an answered request in the journal (the last 1000 are kept). */
+  record(entry: SimRequestRecord): void {
+    const params: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(entry.params)) params[k] = HIDDEN_PARAMS.has(k) ? '<hidden>' : v;
+    this.journal.push({ ...entry, params });
+    if (this.journal.length > JOURNAL_SIZE) this.journal.splice(0, this.journal.length - JOURNAL_SIZE);
+  }
+
+  /** The journal, oldest first. */
+  requests(): SimRequestRecord[] {
+    return [...this.journal];
   }
 
   /**
@@ -67,6 +96,7 @@ export class StatsCollector {
 
   /** Zeroes every counter; writes still in flight keep counting toward the new maximum. */
   reset(): void {
+    this.journal = [];
     this.total = 0;
     this.byRoute = new Map();
     this.byMethod = new Map();

@@ -107,7 +107,8 @@ export class TaskRegistry {
         error = err;
       }
       if (error !== undefined) {
-        const text = (error instanceof Error ? error.message : String(error)).replace(/\n+$/, '').replace(/\n/g, ' ');
+        // `chomp $err; $err =~ s/\n/ /mg`: one trailing newline goes, any other becomes a space.
+        const text = (error instanceof Error ? error.message : String(error)).replace(/\n$/, '').replace(/\n/g, ' ');
         task.exitstatus = text;
         task.lines.push(`TASK ERROR: ${text}`);
       } else if (task.warnings > 0) {

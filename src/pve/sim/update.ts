@@ -19,6 +19,7 @@ import { NON_OPTIONS } from '../../core/config-options.js';
 import type { GuestType } from '../../core/model.js';
 import { normaliseTags } from '../../core/property-string.js';
 import { paramSchema, splitList } from '../../core/proxmox-params.js';
+import type { Principal } from './auth.js';
 import { parsePendingDelete, printPendingDelete, serializeConfig } from './config-file.js';
 import { DieError, ParamError } from './errors.js';
 import { perlTrue, type Guest } from './guest.js';
@@ -36,6 +37,7 @@ import {
   printPropertyString,
   randomMac,
 } from './property-format.js';
+import { checkLxcOptionPermissions, checkQemuOptionPermissions, checkQemuUpdateDevice } from './permissions.js';
 import type { VolumeStore } from './volumes.js';
 
 /** A config write as the API receives it (values already validated against the schema). */
@@ -50,9 +52,12 @@ export interface ConfigUpdate {
   skiplock?: boolean;
 }
 
-/** Who writes: tokens are never `root@pam` (API-FACTS §2.3); operator edits in the GUI are. */
+/**
+ * Who writes: an API token (never `root@pam`, so every root-only check applies), or, without a
+ * principal, `root@pam` itself (an operator's edit in the GUI), for whom no check applies.
+ */
 export interface UpdateActor {
-  isRoot: boolean;
+  principal?: Principal;
 }
 
 /** An update after the synchronous checks. */
@@ -66,6 +71,8 @@ export interface PreparedUpdate {
   skiplock: boolean;
   /** `update VM 100: -cores 4 -delete tags` for the task log. */
   logLine: string;
+  /** The token writing, or undefined for `root@pam`. */
+  principal?: Principal;
 }
 
 /** What the update function reports back besides the new config. */
@@ -88,12 +95,9 @@ export function optionExists(type: GuestType, key: string): boolean {
   return INTERNAL_OPTIONS.has(key) || paramSchema(configEndpoint(type), key) !== undefined;
 }
 
-/** Options a token may never set (`only root can set '<opt>' config`): not in any permission group. */
-const QEMU_ROOT_ONLY = new Set(['args', 'lock', 'hookscript', 'meta', 'parent', 'snaptime', 'runningmachine', 'runningcpu']);
-
 /** The synchronous part of qemu's `$update_vm_api` before the config is loaded. */
-export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor): PreparedUpdate {
-  if (update.skiplock && !actor.isRoot) throw new ParamError({ skiplock: 'Only root may use this option.' });
+export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor, vmid: number): PreparedUpdate {
+  if (update.skiplock && actor.principal) throw new ParamError({ skiplock: 'Only root may use this option.' });
   const set = new Map<string, string>();
   for (const key of Object.keys(update.set).sort()) set.set(key, update.set[key] as string);
   const logParts: string[] = [];
@@ -126,13 +130,13 @@ export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor): Pre
     if (!optionExists('qemu', opt)) throw new ParamError({ delete: `unknown option '${opt}'` });
     deletes.push(opt);
   }
-  if (!actor.isRoot) {
-    for (const opt of [...set.keys(), ...deletes]) {
-      if (QEMU_ROOT_ONLY.has(opt)) throw new DieError(`only root can set '${opt}' config\n`);
-    }
-  }
   for (const [opt, value] of set) {
     if (/^net\d+$/.test(opt)) set.set(opt, printQemuNet(value));
+  }
+  // `$check_vm_modify_config_perm`, deletions first, then the options set.
+  if (actor.principal) {
+    checkQemuOptionPermissions(actor.principal, vmid, deletes);
+    checkQemuOptionPermissions(actor.principal, vmid, set.keys());
   }
   return {
     type: 'qemu',
@@ -143,6 +147,7 @@ export function prepareQemuUpdate(update: ConfigUpdate, actor: UpdateActor): Pre
     ...(update.digest ? { digest: update.digest } : {}),
     skiplock: update.skiplock === true,
     logLine: logParts.join(' '),
+    ...(actor.principal ? { principal: actor.principal } : {}),
   };
 }
 
@@ -165,10 +170,28 @@ export function printLxcNet(value: string): string {
   return printPropertyString(format, net);
 }
 
-/** `$load_and_check_config`: digest before lock for qemu (API-FACTS §5.2). */
-export function checkQemuConfig(guest: Guest, digest: string | undefined, skiplock: boolean): void {
+/** `get_current_memory`: the `current` of a memory property string, 512 when unset. */
+function currentMemory(value: string | undefined): number {
+  const m = /^(?:current=)?(\d+)/.exec(value ?? '');
+  return m ? Number(m[1]) : 512;
+}
+
+/**
+ * `$load_and_check_config` (qemu-server `API2/Qemu.pm`): digest before lock, then a balloon
+ * target above the memory it would have.
+ */
+export function checkQemuConfig(guest: Guest, digest: string | undefined, skiplock: boolean, set?: ReadonlyMap<string, string>): void {
   if (digest && digest !== guest.digest) throw new DieError('checksum mismatch (file change by other user?)\n');
   if (!skiplock && guest.lock) throw new DieError(`VM is locked (${guest.lock})\n`);
+  const memoryParam = set?.get('memory');
+  const balloonParam = set?.get('balloon');
+  if (perlTrue(memoryParam) || balloonParam !== undefined) {
+    const memory = currentMemory(
+      (perlTrue(memoryParam) ? memoryParam : undefined) ?? guest.pending.get('memory') ?? guest.main.get('memory'),
+    );
+    const balloon = Number(balloonParam ?? guest.pending.get('balloon') ?? guest.main.get('balloon') ?? 0);
+    if (balloon && balloon > memory) throw new DieError('balloon value too large (must be smaller than assigned memory)\n');
+  }
 }
 
 /** `check_lock` then `assert_if_modified` for containers (API-FACTS §5.4). */
@@ -179,17 +202,53 @@ export function checkLxcConfig(guest: Guest, digest: string | undefined): void {
   }
 }
 
-/** Runs a mutation of the guest's config and writes it back only if the text changed. */
-function writeIfChanged<T>(guest: Guest, mutate: () => T): T {
+/**
+ * Runs a mutation of the guest's config and writes it back only if the text changed. qemu-server
+ * writes after every step, so a failing update keeps what it wrote before the failure
+ * (`partial`); pve-container writes once at the end, so a failure writes nothing (`atomic`).
+ */
+function writeIfChanged<T>(guest: Guest, mutate: () => T, mode: 'partial' | 'atomic' = 'partial'): T {
   const before = serializeConfig(guest.config, guest.type);
+  let failed = true;
   try {
-    return mutate();
+    const result = mutate();
+    failed = false;
+    return result;
   } finally {
-    // A failing update keeps what it wrote before the failure, like Proxmox's write-per-step.
+    if (failed && mode === 'atomic') guest.replaceRaw(guest.raw);
     // An unchanged file is not written, but what memory holds must still read like the file.
-    if (serializeConfig(guest.config, guest.type) !== before) guest.commit();
+    else if (serializeConfig(guest.config, guest.type) !== before) guest.commit();
     else guest.rereadDescriptions();
   }
+}
+
+/**
+ * `write_vm_config` runs `check_type` on every value but the description: a line feed or
+ * carriage return anywhere dies (qemu-server `QemuServer.pm`, `check_type`).
+ */
+export function assertQemuWritable(opt: string, value: string): void {
+  if (opt !== 'description' && /[\n\r]/.test(value)) {
+    throw new DieError(`unable to parse value of '${opt}' - property contains a line feed\n`);
+  }
+}
+
+/**
+ * `write_pct_config` refuses a line feed in any value but the description, in every section
+ * (pve-container `LXC/Config.pm`, `write_pct_config`).
+ */
+export function assertLxcWritable(sections: Iterable<Map<string, string>>): void {
+  for (const values of sections) {
+    for (const key of [...values.keys()].sort()) {
+      if (key !== 'description' && (values.get(key) as string).includes('\n')) {
+        throw new DieError(`detected invalid newline inside property '${key}'\n`);
+      }
+    }
+  }
+}
+
+/** `verify_nameserver_list` / `verify_searchdomain_list`: a container stores the list space-separated. */
+export function normaliseLxcList(value: string): string {
+  return splitList(value).join(' ');
 }
 
 function pendingDeletes(guest: Guest): Map<string, boolean> {
@@ -376,6 +435,14 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
   const warnings: string[] = [];
   writeIfChanged(guest, () => {
     const modified = new Set<string>();
+    // The boot order in effect: a deleted device leaves it, a new CD-ROM drive joins it, each as
+    // a pending `boot` (the check for a deleted `bootorder` can never match: no such option).
+    let bootorder = splitList(/(?:^|,)order=([^,]*)/.exec(guest.main.get('boot') ?? '')?.[1] ?? '');
+    const setBootorder = (devices: string[]): void => {
+      bootorder = devices;
+      if (devices.length > 0) guest.pending.set('boot', `order=${devices.join(';')}`);
+      modified.add('boot');
+    };
     for (const opt of update.revert) {
       if (guest.pending.has(opt)) {
         modified.add(opt);
@@ -393,8 +460,10 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
         continue;
       }
       modified.add(opt);
+      if (update.principal) checkQemuUpdateDevice(update.principal, guest.vmid, opt, undefined, value);
       const pendingValue = guest.pending.get(opt);
       guest.pending.delete(opt);
+      if (bootorder.includes(opt)) setBootorder(bootorder.filter((d) => d !== opt));
       if (/^unused\d+$/.test(opt)) {
         checkProtection(guest, `can't remove unused disk '${value}'`);
         env.volumes.free(value);
@@ -417,14 +486,31 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
       modified.add(opt);
       let value = raw;
       if (guest.pending.get(opt) === value) continue;
+      if (update.principal) checkQemuUpdateDevice(update.principal, guest.vmid, opt, value, guest.main.get(opt));
+      assertQemuWritable(opt, value);
+      let appendToBoot = false;
       if (isQemuDrive(opt)) {
         const previous = guest.pending.get(opt);
         value = createQemuDisk(env, guest, opt, value);
         if (previous !== undefined) registerUnusedDrive(env, guest, opt, previous);
+        const drive = parseOption('qemu', opt, value);
+        appendToBoot = bootorder.length > 0 && drive !== undefined && isCdrom(drive) && !isCloudinit(drive) && !bootorder.includes(opt);
       } else if (opt === 'tags') {
         value = normaliseTags(value);
+      } else if (opt === 'boot') {
+        const order = /(?:^|,)order=([^,]*)/.exec(value)?.[1];
+        if (order !== undefined) {
+          const devices = splitList(order);
+          for (const dev of devices) {
+            const exists = guest.main.has(dev) || guest.pending.has(dev) || update.set.has(dev);
+            if (!exists || update.deletes.includes(dev)) throw new DieError(`invalid bootorder: device '${dev}' does not exist'\n`);
+          }
+          value = `order=${devices.join(';')}`;
+          if (guest.main.has('bootdisk')) addToPendingDelete(guest, 'bootdisk', false);
+        }
       }
       guest.pending.set(opt, value);
+      if (appendToBoot) setBootorder([...bootorder, opt]);
       removeFromPendingDelete(guest, opt);
     }
     cleanupPending(guest);
@@ -436,7 +522,7 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
 }
 
 /** The synchronous part of lxc's `update_vm` before the config lock. */
-export function prepareLxcUpdate(update: ConfigUpdate): PreparedUpdate {
+export function prepareLxcUpdate(update: ConfigUpdate, actor: UpdateActor = {}): PreparedUpdate {
   const set = new Map<string, string>();
   for (const key of Object.keys(update.set).sort()) set.set(key, update.set[key] as string);
   if (set.size === 0 && update.delete === undefined && update.revert === undefined) {
@@ -454,11 +540,23 @@ export function prepareLxcUpdate(update: ConfigUpdate): PreparedUpdate {
     ...(update.digest ? { digest: update.digest } : {}),
     skiplock: false,
     logLine: logParts.join(' '),
+    ...(actor.principal ? { principal: actor.principal } : {}),
   };
 }
 
-/** The revert/delete checks lxc runs inside the lock, after the lock and digest checks. */
-export function checkLxcUpdateLists(update: PreparedUpdate): void {
+/**
+ * What lxc's `update_vm` checks inside the lock, after the lock and digest checks: permissions
+ * for the deletions and reverts (`check_ct_modify_config_perm`), the revert/delete lists, then
+ * permissions for the options set.
+ */
+export function checkLxcUpdateLists(update: PreparedUpdate, guest: Guest): void {
+  const principal = update.principal;
+  const unprivileged = perlTrue(guest.main.get('unprivileged'));
+  const none = new Map<string, string>();
+  if (principal) {
+    checkLxcOptionPermissions(principal, guest.vmid, guest.main, none, update.deletes, unprivileged);
+    checkLxcOptionPermissions(principal, guest.vmid, guest.main, none, update.revert, unprivileged);
+  }
   for (const opt of update.revert) {
     if (!optionExists('lxc', opt)) throw new ParamError({ revert: `unknown option '${opt}'` });
     if (update.set.has(opt)) throw new ParamError({ revert: `you can't use '-${opt}' and '-revert ${opt}' at the same time` });
@@ -470,6 +568,7 @@ export function checkLxcUpdateLists(update: PreparedUpdate): void {
       throw new ParamError({ delete: `you can't use '-delete ${opt}' and '-revert ${opt}' at the same time` });
     }
   }
+  if (principal) checkLxcOptionPermissions(principal, guest.vmid, guest.main, update.set, [], unprivileged);
 }
 
 /** Allocates a new container volume (`storage:8` → `storage:vm-<id>-disk-<n>,size=8G`). */
@@ -545,37 +644,43 @@ function lxcApplyPending(env: UpdateEnv, guest: Guest, selection?: Set<string>):
 /** LXC `update_pct_config` + hotplug/apply, under the config lock. */
 export function applyLxcUpdate(env: UpdateEnv, guest: Guest, update: PreparedUpdate): UpdateOutcome {
   const warnings: string[] = [];
-  writeIfChanged(guest, () => {
-    for (const opt of update.revert) {
-      guest.pending.delete(opt);
-      removeFromPendingDelete(guest, opt);
-    }
-    const modified = new Set<string>();
-    for (const opt of update.deletes) {
-      if (!guest.main.has(opt) && !guest.pending.has(opt)) {
-        warnings.push(`cannot delete '${opt}' - not set in current configuration!`);
-        continue;
+  writeIfChanged(
+    guest,
+    () => {
+      for (const opt of update.revert) {
+        guest.pending.delete(opt);
+        removeFromPendingDelete(guest, opt);
       }
-      modified.add(opt);
-      if (opt === 'memory' || opt === 'rootfs' || opt === 'ostype') throw new DieError(`unable to delete required option '${opt}'\n`);
-      if (/^(unused|mp)\d+$/.test(opt)) checkProtection(guest, `can't remove CT ${guest.vmid} drive '${opt}'`);
-      if (opt === 'unprivileged') throw new DieError(`unable to delete read-only option: '${opt}'\n`);
-      addToPendingDelete(guest, opt, false);
-    }
-    for (const [opt, raw] of update.set) {
-      modified.add(opt);
-      let value = raw;
-      if (isLxcMount(opt)) checkProtection(guest, `can't update CT ${guest.vmid} drive '${opt}'`);
-      else if (opt === 'unprivileged') throw new DieError(`unable to modify read-only option: '${opt}'\n`);
-      else if (opt === 'tags') value = normaliseTags(value);
-      else if (/^net\d+$/.test(opt)) value = printLxcNet(value);
-      guest.pending.set(opt, value);
-      removeFromPendingDelete(guest, opt);
-    }
-    cleanupPending(guest);
-    if (guest.running) lxcHotplugPending(env, guest, modified);
-    else lxcApplyPending(env, guest, modified);
-  });
+      const modified = new Set<string>();
+      for (const opt of update.deletes) {
+        if (!guest.main.has(opt) && !guest.pending.has(opt)) {
+          warnings.push(`cannot delete '${opt}' - not set in current configuration!`);
+          continue;
+        }
+        modified.add(opt);
+        if (opt === 'memory' || opt === 'rootfs' || opt === 'ostype') throw new DieError(`unable to delete required option '${opt}'\n`);
+        if (/^(unused|mp)\d+$/.test(opt)) checkProtection(guest, `can't remove CT ${guest.vmid} drive '${opt}'`);
+        if (opt === 'unprivileged') throw new DieError(`unable to delete read-only option: '${opt}'\n`);
+        addToPendingDelete(guest, opt, false);
+      }
+      for (const [opt, raw] of update.set) {
+        modified.add(opt);
+        let value = raw;
+        if (isLxcMount(opt)) checkProtection(guest, `can't update CT ${guest.vmid} drive '${opt}'`);
+        else if (opt === 'unprivileged') throw new DieError(`unable to modify read-only option: '${opt}'\n`);
+        else if (opt === 'tags') value = normaliseTags(value);
+        else if (opt === 'nameserver' || opt === 'searchdomain') value = normaliseLxcList(value);
+        else if (/^net\d+$/.test(opt)) value = printLxcNet(value);
+        guest.pending.set(opt, value);
+        removeFromPendingDelete(guest, opt);
+      }
+      cleanupPending(guest);
+      if (guest.running) lxcHotplugPending(env, guest, modified);
+      else lxcApplyPending(env, guest, modified);
+      assertLxcWritable([guest.main, guest.pending, ...[...guest.config.snapshots.values()].map((s) => s.values)]);
+    },
+    'atomic',
+  );
   return { errors: {}, warnings };
 }
 

@@ -1,33 +1,117 @@
 /**
- * The simulated storages: which volumes exist and how big they are, so allocation picks the
- * next free `vm-<vmid>-disk-<n>` like `find_free_diskname`, resize knows the old size and a
- * referenced-but-missing volume fails like `volume_size_info` would.
+ * The simulated storages: which storages exist with their type and content types, which volumes
+ * exist and how big they are (allocation picks the next free `vm-<vmid>-disk-<n>` like
+ * `find_free_diskname`, resize knows the old size, a referenced-but-missing volume fails like
+ * `volume_size_info` would), and the files on them (templates, ISO images, snippets, backups).
  */
 import { DieError } from './errors.js';
 import { parseAllocation, parseOption, parseSize, parseVolumeId } from './property-format.js';
 import type { GuestType } from '../../core/model.js';
 
-/** Default storages of a fresh Proxmox VE install. */
-export const DEFAULT_STORAGES = ['local', 'local-lvm'];
+/** Every content type a storage can hold (`valid_content_types('dir')` plus `import`). */
+export const CONTENT_TYPES = ['backup', 'images', 'import', 'iso', 'rootdir', 'snippets', 'vztmpl'] as const;
+
+/** One configured storage (`storage.cfg` entry). */
+export interface SimStorage {
+  storage: string;
+  /** Plugin type: `dir`, `lvmthin`, `rbd`, `nfs`, `zfspool`, … */
+  type: string;
+  content: ReadonlySet<string>;
+  shared: boolean;
+  /** Mount path of file-based storages (`path` in `storage.cfg`). */
+  path?: string;
+  /** Capacity reported by the status listing, bytes. */
+  total: number;
+}
+
+/** A file on a storage that is not a guest volume: template, ISO, snippet, backup. */
+export interface SimFile {
+  volid: string;
+  size: number;
+  /** Seconds since the epoch. */
+  ctime: number;
+}
+
+/** How a fixture or option describes a storage. */
+export interface StorageDefinition {
+  storage: string;
+  type?: string;
+  content?: string[];
+  shared?: boolean;
+}
+
+const FILE_STORAGE_TYPES = new Set(['dir', 'nfs', 'cifs', 'cephfs', 'glusterfs', 'btrfs']);
+const GIB = 1024 ** 3;
+// A fixed time so listings are reproducible.
+const DEFAULT_CTIME = 1_735_689_600;
+
+/** Files of a fresh node's `local` storage: the templates and ISO people usually download first. */
+export const DEFAULT_FILES: SimFile[] = [
+  { volid: 'local:iso/debian-13.1.0-amd64-netinst.iso', size: 783_286_272, ctime: DEFAULT_CTIME },
+  { volid: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', size: 126_023_475, ctime: DEFAULT_CTIME },
+  { volid: 'local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst', size: 129_425_868, ctime: DEFAULT_CTIME },
+  { volid: 'local:vztmpl/ubuntu-24.04-standard_24.04-2_amd64.tar.zst', size: 141_434_216, ctime: DEFAULT_CTIME },
+];
+
+/**
+ * A storage from a definition. A bare id (or an id seen for the first time in lenient mode) is a
+ * directory storage holding every content type, except `local-lvm`, which is the LVM-thin pool
+ * of a default install; `local` is the default install's directory at `/var/lib/vz`.
+ */
+function makeStorage(def: StorageDefinition): SimStorage {
+  const thin = def.storage === 'local-lvm';
+  const type = def.type ?? (thin ? 'lvmthin' : 'dir');
+  const content = new Set(def.content ?? (thin ? ['images', 'rootdir'] : CONTENT_TYPES));
+  const storage: SimStorage = {
+    storage: def.storage,
+    type,
+    content,
+    shared: def.shared ?? false,
+    total: (thin ? 500 : 100) * GIB,
+  };
+  if (FILE_STORAGE_TYPES.has(type)) storage.path = def.storage === 'local' ? '/var/lib/vz' : `/mnt/pve/${def.storage}`;
+  return storage;
+}
 
 /** Volume registry of the whole simulated cluster (shared storage semantics: one namespace). */
 export class VolumeStore {
   private readonly volumes = new Map<string, number>();
-  private readonly storages: Set<string> | undefined;
+  private readonly defined = new Map<string, SimStorage>();
+  /** Whether the storages were given (strict) or any id is accepted (lenient). */
+  readonly strict: boolean;
+  private readonly files: SimFile[];
+  /** Whether the files were given: then a template that is not among them does not exist. */
+  readonly strictFiles: boolean;
 
   /** `storages` undefined: any storage id is accepted (lenient default). */
-  constructor(storages?: string[]) {
-    this.storages = storages ? new Set(storages) : undefined;
+  constructor(storages?: (string | StorageDefinition)[], files?: SimFile[]) {
+    this.strict = storages !== undefined;
+    for (const def of storages ?? ['local', 'local-lvm']) {
+      const storage = makeStorage(typeof def === 'string' ? { storage: def } : def);
+      this.defined.set(storage.storage, storage);
+    }
+    this.strictFiles = files !== undefined;
+    this.files = files ?? (this.defined.has('local') ? DEFAULT_FILES : []);
   }
 
-  /** Storage ids for listings. */
+  /** Storage ids for listings, in configuration order. */
   storageIds(): string[] {
-    return this.storages ? [...this.storages] : DEFAULT_STORAGES;
+    return [...this.defined.keys()];
   }
 
-  /** Dies like Proxmox when the storage is not configured. */
+  /** A storage by id; in lenient mode an unknown id is created on first use. */
+  storage(id: string): SimStorage | undefined {
+    let storage = this.defined.get(id);
+    if (!storage && !this.strict) {
+      storage = makeStorage({ storage: id });
+      this.defined.set(id, storage);
+    }
+    return storage;
+  }
+
+  /** Dies like `storage_config` when the storage is not configured. */
   checkStorage(storage: string): void {
-    if (this.storages && !this.storages.has(storage)) throw new DieError(`storage '${storage}' does not exist\n`);
+    if (!this.storage(storage)) throw new DieError(`storage '${storage}' does not exist\n`);
   }
 
   /** Allocates `storage:vm-<vmid>-disk-<n>` (lowest free n) of `bytes`. */
@@ -77,6 +161,49 @@ export class VolumeStore {
     for (const volid of [...this.volumes.keys()]) if (re.test(volid)) this.volumes.delete(volid);
   }
 
+  /** Guest volumes on a storage, with their owner and size (`list_images`). */
+  images(storage: string): { volid: string; vmid: number; size: number }[] {
+    const out: { volid: string; vmid: number; size: number }[] = [];
+    for (const [volid, size] of this.volumes) {
+      const parsed = parseVolumeId(volid);
+      if (parsed?.storage !== storage) continue;
+      const owner = /^(?:\d+\/)?(?:vm|base)-(\d+)-/.exec(parsed.volname);
+      if (owner) out.push({ volid, vmid: Number(owner[1]), size });
+    }
+    return out;
+  }
+
+  /** Bytes the guest volumes on a storage take. */
+  used(storage: string): number {
+    let total = 0;
+    for (const image of this.images(storage)) total += image.size;
+    for (const file of this.files) if (parseVolumeId(file.volid)?.storage === storage) total += file.size;
+    return total;
+  }
+
+  /** Files (templates, ISOs, …) on a storage. */
+  filesOn(storage: string): SimFile[] {
+    return this.files.filter((f) => parseVolumeId(f.volid)?.storage === storage);
+  }
+
+  /** Whether a template or ISO volume exists; always true when no files were given. */
+  fileExists(volid: string): boolean {
+    return !this.strictFiles || this.files.some((f) => f.volid === volid);
+  }
+
+  /** `path` of a file volume as `abs_filesystem_path` gives it (`local:vztmpl/x` → `/var/lib/vz/template/cache/x`). */
+  filePath(volid: string): string {
+    const parsed = parseVolumeId(volid);
+    if (!parsed) return volid;
+    const base = this.storage(parsed.storage)?.path ?? `/mnt/pve/${parsed.storage}`;
+    const m = /^(vztmpl|iso|snippets|backup|import)\/(.+)$/.exec(parsed.volname);
+    if (!m) return `${base}/${parsed.volname}`;
+    const dir = { vztmpl: 'template/cache', iso: 'template/iso', snippets: 'snippets', backup: 'dump', import: 'import' }[
+      m[1] as 'vztmpl' | 'iso' | 'snippets' | 'backup' | 'import'
+    ];
+    return `${base}/${dir}/${m[2] as string}`;
+  }
+
   /** Registers every volume a config text references (fixture loading). */
   registerFromConfig(type: GuestType, values: Map<string, string>): void {
     for (const [key, value] of values) {
@@ -89,7 +216,10 @@ export class VolumeStore {
       if (!isVolumeKey) continue;
       const parsed = parseOption(type, key, value);
       const volid = parsed?.file ?? parsed?.volume;
-      if (!volid || !parseVolumeId(volid) || parseAllocation(volid) || parsed?.media === 'cdrom') continue;
+      const id = volid ? parseVolumeId(volid) : undefined;
+      if (!volid || !id || parseAllocation(volid) || parsed?.media === 'cdrom') continue;
+      // A lenient cluster learns the storages its guests use, so listings show them.
+      this.storage(id.storage);
       this.volumes.set(volid, parseSize(parsed?.size ?? '') ?? 0);
     }
   }
