@@ -53,6 +53,7 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
       taskMs: options.taskMs ?? 20,
       latencyMs: options.latencyMs ?? 0,
       clusterName: 'lab',
+      tls: true,
     });
     started.push(lab);
     const prod = await startSimulator({
@@ -62,6 +63,7 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
       taskMs: options.taskMs ?? 20,
       latencyMs: options.latencyMs ?? 0,
       clusterName: 'prod',
+      tls: true,
     });
     started.push(prod);
 
@@ -73,8 +75,8 @@ export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?:
       env[`${envPrefix(name)}URL`] = sim.url;
       env[`${envPrefix(name)}TOKEN`] = sim.token;
       env[`${envPrefix(name)}READ_TOKEN`] = sim.auditToken;
-      // The simulated clusters listen on loopback without TLS: allowed explicitly, and shown as such.
-      env[`${envPrefix(name)}ALLOW_HTTP`] = '1';
+      // As a real cluster is set up: TLS, with the simulator's certificate pinned by fingerprint.
+      if (sim.fingerprint) env[`${envPrefix(name)}FINGERPRINT`] = sim.fingerprint;
     }
     const sub: CommandIO = { ...io, env };
     const run = (command: Command, args: string[]): Promise<number> => command.run(['--specs', specs, ...args], sub);
