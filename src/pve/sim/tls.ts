@@ -5,7 +5,8 @@
  * WebCrypto (ECDSA P-256, SHA-256); what is left here are the simulator's own choices.
  */
 import { webcrypto, X509Certificate as NodeX509Certificate } from 'node:crypto';
-import './reflect-metadata.js';
+// tsyringe, under @peculiar/x509, needs the Reflect metadata API loaded first.
+import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 
 /** PEM material of a generated CA and server certificate. */
