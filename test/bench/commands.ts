@@ -1,0 +1,355 @@
+/**
+ * Whole-command benchmark: the wait a user sees. Generates estates as a user would write them
+ * (`estate.ts`), starts the simulator in its own process (TLS, 20 ms per request) and runs the
+ * built command line (`dist/bin.js`, so `npm run build` first) as child processes:
+ *
+ *   - `validate` of 10,000 guests in 250 files, and with one file per guest;
+ *   - `plan --base` of a pull request that edits 10 guests in one file of 10,000 guests;
+ *   - `drift` of 1,000 guests, and its read phase with PVE_CLUSTER_LAB_CONCURRENCY=64 (first to
+ *     last request of the debug log);
+ *   - `apply` of a stored plan of 500 updates over 5 nodes with 200 ms tasks (fresh simulator each run).
+ *
+ * Prints medians with the spread (min–max) of several runs, peak RSS (`/usr/bin/time -v` when
+ * present), and the table of issue 12 with the figures the issue measured beside today's.
+ *
+ *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply]
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { estateFiles, estateFixture, NODES, writeEstate } from './estate.js';
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '5' },
+    'apply-runs': { type: 'string', default: '2' },
+    only: { type: 'string', default: 'validate,plan,drift,apply' },
+  },
+});
+const RUNS = Number(values.runs);
+const APPLY_RUNS = Number(values['apply-runs']);
+const ONLY = new Set(values.only.split(','));
+const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
+const TIME = '/usr/bin/time';
+const LATENCY_MS = 20;
+
+interface Run {
+  code: number;
+  ms: number;
+  /** Peak resident set in MiB, when measurable. */
+  rssMiB?: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI as a process, timing it from spawn to exit. */
+async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string): Promise<Run> {
+  const timed = existsSync(TIME);
+  const [command, argv] = timed ? [TIME, ['-f', '%M', '-o', rssFile, process.execPath, BIN, ...args]] : [process.execPath, [BIN, ...args]];
+  const started = performance.now();
+  const child = spawn(command, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (status) => resolve(status ?? 1));
+  });
+  const ms = performance.now() - started;
+  const rssKiB = timed ? Number((await readFile(rssFile, 'utf8')).trim().split('\n').pop()) : Number.NaN;
+  return { code, ms, ...(Number.isFinite(rssKiB) ? { rssMiB: rssKiB / 1024 } : {}), stdout, stderr };
+}
+
+interface Sim {
+  url: string;
+  env: NodeJS.ProcessEnv;
+  stop(): Promise<void>;
+}
+
+async function startSim(fixture: string, taskMs: number): Promise<Sim> {
+  const args = [BIN, 'sim', '--port', '0', '--tls', '--latency-ms', String(LATENCY_MS), '--task-ms', String(taskMs)];
+  const child = spawn(process.execPath, [...args, '--nodes', NODES.join(','), '--fixture', fixture], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
+  });
+  const info = JSON.parse(line) as { url: string; token: string; auditToken: string; caFile: string };
+  return {
+    url: info.url,
+    env: {
+      PVE_CLUSTER_LAB_URL: info.url,
+      PVE_CLUSTER_LAB_TOKEN: info.token,
+      PVE_CLUSTER_LAB_READ_TOKEN: info.auditToken,
+      PVE_CLUSTER_LAB_CA_FILE: info.caFile,
+    },
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Sim's request counter (the `_sim` routes need no token; the CA is the sim's own). */
+async function simRequests(sim: Sim, reset: boolean): Promise<number> {
+  const ca = await readFile(String(sim.env.PVE_CLUSTER_LAB_CA_FILE), 'utf8');
+  const { Agent, request } = await import('undici');
+  const dispatcher = new Agent({ connect: { ca } });
+  try {
+    const res = await request(`${sim.url}/_sim/${reset ? 'reset-stats' : 'stats'}`, { method: reset ? 'POST' : 'GET', dispatcher });
+    const body = (await res.body.json()) as { requests?: { total: number } };
+    return body.requests?.total ?? 0;
+  } finally {
+    await dispatcher.close();
+  }
+}
+
+const median = (xs: readonly number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+const spread = (xs: readonly number[], unit: (n: number) => string = s): string =>
+  `${unit(median(xs))} (${unit(Math.min(...xs))}–${unit(Math.max(...xs))}, n=${xs.length})`;
+const mib = (n: number): string => `${n.toFixed(0)} MiB`;
+
+interface Series {
+  ms: number[];
+  rss: number[];
+}
+
+async function repeat(label: string, runs: number, run: () => Promise<Run>, expect: (r: Run) => boolean): Promise<Series> {
+  const series: Series = { ms: [], rss: [] };
+  for (let n = 0; n < runs; n++) {
+    const result = await run();
+    if (!expect(result)) {
+      throw new Error(
+        `${label}: unexpected result (exit ${result.code})\n${result.stdout.slice(0, 2000)}\n${result.stderr.slice(0, 2000)}`,
+      );
+    }
+    series.ms.push(result.ms);
+    if (result.rssMiB !== undefined) series.rss.push(result.rssMiB);
+    process.stderr.write(`  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}\n`);
+  }
+  return series;
+}
+
+/** The read phase of a command: first request sent to last answer, from the debug log. */
+function readSpan(stderr: string): number {
+  let first = Number.POSITIVE_INFINITY;
+  let last = 0;
+  for (const line of stderr.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const entry = JSON.parse(line) as { msg?: string; time?: number; ms?: number };
+    if (entry.msg !== 'proxmox request' || entry.time === undefined) continue;
+    first = Math.min(first, entry.time - (entry.ms ?? 0));
+    last = Math.max(last, entry.time);
+  }
+  return last - first;
+}
+
+interface Row {
+  measure: string;
+  issue: string;
+  now: string;
+  target: string;
+  met?: boolean;
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(BIN)) throw new Error('dist/bin.js is missing: run `npm run build` first');
+  const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-commands-'));
+  const rssFile = join(dir, 'rss');
+  const rows: Row[] = [];
+  const loadBefore = loadavg()[0] ?? 0;
+  try {
+    const big = 10_000;
+    // The PR: 10 guests of one file edited; 249 of 250 files are the same in base and head.
+    const edit = { guests: [40, 41, 42, 43, 44, 45, 46, 47, 48, 49], memory: '6144' };
+    const base = estateFiles(big, { kind: 'grouped', files: 250 });
+    const head = estateFiles(big, { kind: 'grouped', files: 250 }, edit);
+    await writeEstate(join(dir, 'base'), base);
+    await writeEstate(join(dir, 'head'), head);
+    let validateMedian = Number.NaN;
+
+    if (ONLY.has('validate') || ONLY.has('plan')) {
+      process.stderr.write('validate, 10,000 guests in 250 files\n');
+      const grouped = await repeat(
+        'validate 250 files',
+        RUNS,
+        () => cli(['validate', '--specs', join(dir, 'head')], {}, rssFile),
+        (r) => r.code === 0,
+      );
+      validateMedian = median(grouped.ms);
+      rows.push({
+        measure: '`validate`, 10,000 guests, 250 files',
+        issue: '2.39–2.49 s (4.1 s with one core busy)',
+        now: `${spread(grouped.ms)}; ${mib(median(grouped.rss))}`,
+        target: '< 1.8 s',
+        met: validateMedian < 1800,
+      });
+    }
+    if (ONLY.has('validate')) {
+      await writeEstate(join(dir, 'per-guest'), estateFiles(big, { kind: 'per-guest' }));
+      process.stderr.write('validate, 10,000 guests, one file per guest\n');
+      const perGuest = await repeat(
+        'validate per guest',
+        RUNS,
+        () => cli(['validate', '--specs', join(dir, 'per-guest')], {}, rssFile),
+        (r) => r.code === 0,
+      );
+      rows.push({
+        measure: '`validate`, 10,000 guests, one file per guest',
+        issue: '3.10 s',
+        now: `${spread(perGuest.ms)}; ${mib(median(perGuest.rss))}`,
+        target: '< 2.2 s',
+        met: median(perGuest.ms) < 2200,
+      });
+    }
+
+    if (ONLY.has('plan')) {
+      const fixture = join(dir, 'estate-10000.json');
+      await writeFile(fixture, JSON.stringify(estateFixture(base)));
+      const sim = await startSim(fixture, 50);
+      try {
+        process.stderr.write('plan --base, a 10-guest PR in 10,000 guests\n');
+        let requests = 0;
+        const plan = await repeat(
+          'plan --base',
+          RUNS,
+          async () => {
+            await simRequests(sim, true);
+            const run = await cli(
+              ['plan', '--specs', join(dir, 'head'), '--base', join(dir, 'base'), '--format', 'json'],
+              sim.env,
+              rssFile,
+            );
+            requests = await simRequests(sim, false);
+            return run;
+          },
+          (r) => r.code === 2 && (JSON.parse(r.stdout) as { summary: { update: number } }).summary.update === 10,
+        );
+        const ratio = median(plan.ms) / validateMedian;
+        rows.push({
+          measure: '`plan --base` of a 10-guest PR, 10,000 guests (whole command)',
+          issue: '4.60 s; 1.89× one `validate`; 11 requests',
+          now: `${spread(plan.ms)}; ${ratio.toFixed(2)}× one \`validate\`; ${requests} requests`,
+          target: '< 2.5 s; ≤ 1.15× one `validate`',
+          met: median(plan.ms) < 2500 && ratio <= 1.15,
+        });
+        rows.push({
+          measure: 'peak RSS of that command',
+          issue: '288–314 MiB',
+          now: plan.rss.length ? spread(plan.rss, mib) : 'n/a (no /usr/bin/time)',
+          target: '< 220 MiB',
+          met: plan.rss.length > 0 && median(plan.rss) < 220,
+        });
+      } finally {
+        await sim.stop();
+      }
+    }
+
+    if (ONLY.has('drift') || ONLY.has('apply')) {
+      const small = estateFiles(1_000, { kind: 'grouped', files: 25 });
+      await writeEstate(join(dir, 'estate-1000'), small);
+      const fixture = join(dir, 'estate-1000.json');
+      await writeFile(fixture, JSON.stringify(estateFixture(small)));
+
+      if (ONLY.has('drift')) {
+        const sim = await startSim(fixture, 50);
+        try {
+          process.stderr.write('drift, 1,000 guests\n');
+          const clean = (r: Run): boolean => r.code === 0;
+          const drift = await repeat('drift', RUNS, () => cli(['drift', '--specs', join(dir, 'estate-1000')], sim.env, rssFile), clean);
+          rows.push({
+            measure: '`drift`, 1,000 guests (whole command)',
+            issue: '2.77 s',
+            now: `${spread(drift.ms)}; ${mib(median(drift.rss))}`,
+            target: '< 1.8 s',
+            met: median(drift.ms) < 1800,
+          });
+          const spans: number[] = [];
+          const env = { ...sim.env, PVE_CLUSTER_LAB_CONCURRENCY: '64', PVE_GITOPS_LOG_LEVEL: 'debug' };
+          await repeat(
+            'drift reads, concurrency 64',
+            RUNS,
+            async () => {
+              const run = await cli(['drift', '--specs', join(dir, 'estate-1000')], env, rssFile);
+              spans.push(readSpan(run.stderr));
+              return run;
+            },
+            clean,
+          );
+          rows.push({
+            measure: '`drift` reads, 1,000 guests, with the cluster’s concurrency set to 64',
+            issue: '1.53 s',
+            now: spread(spans),
+            target: '< 0.6 s',
+            met: median(spans) < 600,
+          });
+        } finally {
+          await sim.stop();
+        }
+      }
+
+      if (ONLY.has('apply')) {
+        // 500 VMs change memory: one config write (a 200 ms task) each.
+        const vms = Array.from({ length: 1_000 }, (_, i) => i).filter((i) => i % 5 !== 0);
+        const changed = estateFiles(1_000, { kind: 'grouped', files: 25 }, { guests: vms.slice(0, 500), memory: '8192' });
+        await writeEstate(join(dir, 'apply-head'), changed);
+        process.stderr.write('apply, 500 updates over 5 nodes, 200 ms tasks\n');
+        const apply = await repeat(
+          'apply',
+          APPLY_RUNS,
+          async () => {
+            const sim = await startSim(fixture, 200);
+            try {
+              const planFile = join(dir, 'apply-plan.json');
+              const planned = await cli(
+                ['plan', '--specs', join(dir, 'apply-head'), '--save', planFile, '--format', 'json'],
+                sim.env,
+                rssFile,
+              );
+              const summary = (JSON.parse(planned.stdout) as { summary: { update: number } }).summary;
+              if (planned.code !== 2 || summary.update !== 500)
+                throw new Error(`the apply bench's plan has ${summary.update} updates, not 500`);
+              return await cli(['apply', '--plan', planFile, '--format', 'json'], sim.env, rssFile);
+            } finally {
+              await sim.stop();
+            }
+          },
+          (r) => r.code === 0,
+        );
+        // Documented limits: 4 guests per cluster at once; 500 tasks of 200 ms take 25 s at best.
+        const limitMs = (500 * 200) / 4;
+        rows.push({
+          measure: '`apply`, 500 updates, 5 nodes, 200 ms tasks',
+          issue: '47.45 s = 1.90× the 25 s that the documented limits allow (4 per cluster)',
+          now: `${spread(apply.ms)} = ${(median(apply.ms) / limitMs).toFixed(2)}× the limit`,
+          target: '≤ 1.2× the limit',
+          met: median(apply.ms) <= 1.2 * limitMs,
+        });
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  const load = `load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`;
+  process.stdout.write(
+    `\nwhole commands as processes (dist/bin.js), simulator in its own process (TLS, ${LATENCY_MS} ms per request), Node ${process.version}; ${load}\n\n`,
+  );
+  process.stdout.write('| measure | issue figure | now: median (min–max) | target | met |\n|---|---|---|---|---|\n');
+  for (const row of rows)
+    process.stdout.write(`| ${row.measure} | ${row.issue} | ${row.now} | ${row.target} | ${row.met ? 'yes' : 'no'} |\n`);
+}
+
+await main();
