@@ -5,6 +5,7 @@ import type { Plan } from '../core/model.js';
 import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderPlanJson } from '../core/render/render-json.js';
 import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core/render/render-plan.js';
+import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { runPlan } from '../engine/run-plan.js';
 import { parseFlags, UsageError } from './args.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
@@ -52,8 +53,10 @@ export const planCommand: Command = {
       clusters: { type: 'string' },
     });
     const format = parseFormat(flags.format);
-    const head = await loadSpecDir(flags.specs, io);
-    const base = flags.base === undefined ? undefined : await loadSpecDir(flags.base, io);
+    // Base and head share their parses: a pull request leaves most files as they were.
+    const cache = flags.base === undefined ? undefined : createSpecParseCache();
+    const head = await loadSpecDir(flags.specs, io, cache);
+    const base = flags.base === undefined ? undefined : await loadSpecDir(flags.base, io, cache);
     const errors = [...head.errorLines, ...(base?.errorLines.map((l) => `base: ${l}`) ?? [])];
     if (reportInvalidSpecs(io, errors, 'nothing was planned')) return 1;
     const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);

@@ -6,8 +6,9 @@ import { connectClusters, MissingConnectionError } from '../connections/connect.
 import { formatSpecError } from '../core/spec/errors.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import { createLogger } from '../logger.js';
-import { loadSpecFiles } from '../spec-files/load-spec-files.js';
-import { readSpecDir } from '../spec-files/read-spec-dir.js';
+import type { SpecParseCache } from '../core/spec/parse-cache.js';
+import { loadSpecDir as loadSpecDirectory } from '../spec-files/read-spec-dir.js';
+import { SpecLimitSettingError, specLimitsFromEnv } from '../spec-files/spec-limits-env.js';
 import type { CommandIO } from './types.js';
 import { UsageError } from './args.js';
 
@@ -16,11 +17,24 @@ export function note(io: CommandIO, line: string): void {
   io.stderr.write(`${line}\n`);
 }
 
-/** Loads and validates a spec directory; prints each error as `file:line:col: message`. */
-export async function loadSpecDir(dir: string, io: CommandIO): Promise<{ specs: SpecSet; errorLines: string[] }> {
-  const files = await readSpecDir(resolve(io.cwd, dir));
+/**
+ * Loads and validates a spec directory; each error as `file:line:col: message` (or `file: message`
+ * for a file refused whole). The bounds come from the environment (`PVE_GITOPS_MAX_…`); loads
+ * that share `cache` (a plan's base and head) parse equal files once.
+ */
+export async function loadSpecDir(dir: string, io: CommandIO, cache?: SpecParseCache): Promise<{ specs: SpecSet; errorLines: string[] }> {
+  let limits: ReturnType<typeof specLimitsFromEnv>;
+  try {
+    limits = specLimitsFromEnv(io.env);
+  } catch (err) {
+    if (err instanceof SpecLimitSettingError) throw new UsageError(err.message);
+    throw err;
+  }
   // Large repositories are parsed on worker threads; a worker that fails only costs speed.
-  const loaded = await loadSpecFiles(files, {
+  const loaded = await loadSpecDirectory(resolve(io.cwd, dir), {
+    label: dir,
+    limits,
+    ...(cache ? { cache } : {}),
     onWorkerFailure: (error) => note(io, `warning: parsing specs in the main thread instead of a worker: ${error.message}`),
   });
   return { specs: loaded.specs, errorLines: loaded.errors.map(formatSpecError) };

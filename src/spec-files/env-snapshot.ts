@@ -7,8 +7,8 @@
  * same values at property-lookup speed. The swap is invisible to the rest of the program: `fn` is
  * synchronous, so no other code runs until the original object is back (also when `fn` throws),
  * and worker threads have their own `process.env`. Theirs is as slow to read (measured: parsing
- * 10,000 guests in a worker took 12–22% longer without the snapshot), so `parseSpecFiles` takes one
- * wherever it runs.
+ * 10,000 guests in a worker took 12–22% longer without the snapshot), so the parse worker takes one
+ * too. It lives here, at the edge that owns the process, not in the pure core that parses.
  */
 export function withEnvSnapshot<T>(fn: () => T): T {
   const original = process.env;

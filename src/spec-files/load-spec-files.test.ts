@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, type Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SpecSet } from '../core/model.js';
 import { formatSpecError } from '../core/spec/errors.js';
-import { loadSpecs, type LoadedSpecs, type SpecFile } from '../core/spec/load-specs.js';
+import { loadSpecs, type LoadedSpecs, type SpecFile, type SpecFileInput } from '../core/spec/load-specs.js';
 import { validateSpecs } from '../core/spec/validate-specs.js';
 import { loadSpecFiles } from './load-spec-files.js';
 import { readSpecDir } from './read-spec-dir.js';
@@ -74,7 +74,11 @@ function generatedRepo(guests: number): SpecFile[] {
     files.push({ path: `guests/file-${String(from / 10).padStart(3, '0')}.yaml`, text: docs.join('---\n') });
   }
   const ten = (item: string): string => `[${Array(10).fill(item).join(', ')}]`;
-  const laughs = [`a: &a ${ten('x')}`, `b: &b ${ten('*a')}`, `c: &c ${ten('*b')}`, `d: ${ten('*c')}`];
+  const laughs = [
+    `a: &a ${ten('x')}`,
+    ...'bcdefg'.split('').map((name, i) => `${name}: &${name} ${ten(`*${'abcdef'[i]}`)}`),
+    `h: ${ten('*g')}`,
+  ];
   files.push(
     { path: 'empty.yaml', text: '# nothing yet\n---\n' },
     { path: 'crlf.yaml', text: `\uFEFF${guest(1000).replace('name: g-1000', 'name: G_1000').replace(/\n/g, '\r\n')}` },
@@ -107,7 +111,7 @@ function errorsFromPositions(loaded: LoadedSpecs): string[] {
   return validateSpecs(broken, { positions: loaded.positions }).map(formatSpecError).sort();
 }
 
-async function expectSameAsInThread(files: SpecFile[]): Promise<void> {
+async function expectSameAsInThread(files: SpecFileInput[]): Promise<void> {
   const failures: Error[] = [];
   const parallel = await loadSpecFiles(files, {
     threshold: 0,
@@ -157,7 +161,8 @@ describe('loadSpecFiles with worker threads gives what loadSpecs gives', () => {
       'unknown config key "bogus0"',
       'ignore: unknown config key',
       'vmid: must be at least 100',
-      'Excessive alias count',
+      'laughs.yaml:8:20: YAML: too large with its aliases expanded (over 5,000,000 values)',
+      'YAML: alias *r refers to a value that contains it (a recursive alias)',
       'crlf.yaml:2:7: name "G_1000"',
     ]) {
       expect(errors).toContain(text);
@@ -185,30 +190,46 @@ ${body}`)}`,
 
 describe('loadSpecFiles falls back to the main thread', () => {
   const channel = new BroadcastChannel('parse-worker-test');
-  const heard: unknown[] = [];
-  channel.onmessage = (event) => heard.push((event as MessageEvent).data);
+  let heard: unknown[] = [];
+  let onHeard: (() => void) | undefined;
+  channel.onmessage = (event) => {
+    heard.push((event as MessageEvent).data);
+    onHeard?.();
+  };
   afterEach(() => {
-    heard.length = 0;
+    heard = [];
   });
+  /** Resolves once `count` workers said they started (the broadcast may arrive after loading returned). */
+  const started = (count: number): Promise<void> =>
+    new Promise((resolve) => {
+      onHeard = () => {
+        if (heard.filter((m) => m === 'started').length >= count) resolve();
+      };
+      onHeard();
+    });
 
   it.each(FAILING_WORKERS)('when the worker %s, with the full result and every worker terminated', async (_name, body) => {
     const files = generatedRepo(120);
     const failures: Error[] = [];
+    const workers: Worker[] = [];
     const result = await loadSpecFiles(files, {
       threshold: 0,
       workers: 2,
       mainThreadParses: false,
       workerUrl: dataWorker(body),
       onWorkerFailure: (e) => failures.push(e),
+      onWorkerStart: (worker) => workers.push(worker),
     });
     const expected = loadSpecs(files);
     expect(result.errors.map(formatSpecError)).toEqual(expected.errors.map(formatSpecError));
     expect(result.specs).toEqual(expected.specs);
     expect(failures.length).toBeGreaterThan(0);
-    // Both workers ran, and none answers any more.
-    channel.postMessage('ping');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(heard).toEqual(['started', 'started']);
+    // Both workers ran (their broadcast may come after loading returned: wait for it, not a clock)…
+    await started(2);
+    // …and both have stopped: Node sets a worker's threadId to -1 once its thread is gone.
+    expect(workers).toHaveLength(2);
+    expect(workers.map((worker) => worker.threadId)).toEqual([-1, -1]);
+    expect(heard.filter((m) => m === 'alive')).toEqual([]);
   });
 
   it('when a worker never answers, by parsing what it holds in the main thread', async () => {

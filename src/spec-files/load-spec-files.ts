@@ -1,20 +1,39 @@
 /**
- * Loads spec files as `loadSpecs` does, parsing large repositories on several threads: YAML
- * parsing is most of the time of loading (about three quarters for 10,000 guests), and each file
- * parses on its own. Worker threads parse batches of files (`parseSpecFile`, plain-data results);
- * the main thread parses batches too, puts the results back in file order and does the
- * cross-file work (`assembleSpecs`), so the result is the same as `loadSpecs(files)`.
+ * Loads spec files as `loadSpecs` does — bounds, strict decoding, parsing, cross-file assembly —
+ * with two savings for large repositories:
  *
- * A worker that cannot start, crashes or cannot send its result costs only speed: its batches are
- * parsed in the main thread. Workers are terminated before this returns, also on error.
+ * - a content-addressed parse cache (`createSpecParseCache`): texts already parsed, by this load,
+ *   an earlier one (a pull request's base) or another file with the same bytes, are not parsed
+ *   again; cross-file checks still see every guest, because assembly always runs over all files;
+ * - worker threads for what is left to parse: YAML parsing is most of the time of loading, and
+ *   each file parses on its own. Workers parse batches (`parseSpecText`, plain-data results); the
+ *   main thread parses batches too and then assembles (`assembleSpecs`), so the result is the same
+ *   as `loadSpecs(files)`.
+ *
+ * Files come in memory (`{ path, text }` or `{ path, bytes }`): the CLI reads them from a directory
+ * (`readSpecDir`), the App from a git archive. A worker that cannot start, crashes or cannot send
+ * its result costs only speed: its batches are parsed in the main thread. Workers are terminated
+ * before this returns, also on error.
  */
 import { availableParallelism } from 'node:os';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
-import { assembleSpecs, loadSpecs, type LoadedSpecs, type SpecFile } from '../core/spec/load-specs.js';
-import { parseSpecFiles, type ParsedSpecFile } from '../core/spec/parse-spec-file.js';
+import {
+  assembleSpecs,
+  cachedParse,
+  cacheParsed,
+  prepareSpecFiles,
+  type LoadedSpecs,
+  type LoadSpecsOptions,
+  type SpecFileInput,
+} from '../core/spec/load-specs.js';
+import { parseSpecText, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
+import type { SpecLimits } from '../core/spec/spec-limits.js';
+import { withEnvSnapshot } from './env-snapshot.js';
 import type { ParseReply, ParseRequest } from './parse-worker.js';
 
-/** Below this much YAML (in characters) starting threads costs more than it saves. */
+export { createSpecParseCache, type SpecParseCache, type SpecParseCacheOptions } from '../core/spec/parse-cache.js';
+
+/** Below this much YAML (in characters) left to parse, starting threads costs more than it saves. */
 export const PARALLEL_THRESHOLD = 512 * 1024;
 
 /** Most threads worth starting: beyond this the main thread's share of the work dominates. */
@@ -23,11 +42,11 @@ const MAX_PARSERS = 4;
 /** Batches each worker holds at once, so it never waits for the main thread to hand out the next one. */
 const IN_FLIGHT = 2;
 
-/** Options of {@link loadSpecFiles}. */
-export interface LoadSpecFilesOptions {
+/** Options of {@link loadSpecFiles}: those of `loadSpecs` (limits, cache, label) and the threads'. */
+export interface LoadSpecFilesOptions extends LoadSpecsOptions {
   /** Worker threads to start. Default: one per core, up to 4, minus one for the main thread. 0 parses in-thread. */
   workers?: number;
-  /** Total characters of YAML below which everything is parsed in-thread. Default {@link PARALLEL_THRESHOLD}. */
+  /** Total characters of YAML to parse below which everything is parsed in-thread. Default {@link PARALLEL_THRESHOLD}. */
   threshold?: number;
   /** The worker script (default: `parse-worker` next to this module); a `.ts` script is run with tsx's loader. */
   workerUrl?: URL;
@@ -40,38 +59,70 @@ export interface LoadSpecFilesOptions {
   mainThreadParses?: boolean;
   /** Told when a worker fails and its files are parsed in the main thread instead; loading goes on. */
   onWorkerFailure?: (error: Error) => void;
+  /** Told of each worker started, to observe it (every one has stopped when loading returns: `threadId` is -1). */
+  onWorkerStart?: (worker: Worker) => void;
 }
 
 /**
- * Loads and validates spec files: `loadSpecs(files)`, with the parsing spread over worker threads
- * when there is enough YAML to be worth it.
+ * Loads and validates spec files held in memory: bounds first (a repository or file over a limit
+ * is refused with a `file: message` error before any YAML is parsed), then each distinct text not
+ * in `options.cache` parsed once — on worker threads when there is enough of it — then every
+ * file assembled and validated together. Resolves with the specs and every error, ordered by
+ * file and position; `specs` is complete only when `errors` is empty.
+ *
+ * @example
+ * const cache = createSpecParseCache({ maxEntries: 20_000 });
+ * const base = await loadSpecFiles(baseFiles, { cache });
+ * const head = await loadSpecFiles(headFiles, { cache }); // parses only what the change touched
  */
-export async function loadSpecFiles(files: readonly SpecFile[], options: LoadSpecFilesOptions = {}): Promise<LoadedSpecs> {
+export async function loadSpecFiles(files: readonly SpecFileInput[], options: LoadSpecFilesOptions = {}): Promise<LoadedSpecs> {
+  const prepared = prepareSpecFiles(files, options);
+  if (prepared.refused) return assembleSpecs([], prepared);
+  const { texts } = prepared;
+  // Equal texts parse once within a load too, cache or not.
+  const parses = new Map<string, ParsedSpecText | undefined>();
+  for (const file of texts) if (!parses.has(file.text)) parses.set(file.text, cachedParse(file.text, prepared, options.cache));
+  const missing = [...parses].filter(([, parsed]) => parsed === undefined).map(([text]) => text);
+  const size = missing.reduce((sum, text) => sum + text.length, 0);
   const workers = Math.max(0, Math.floor(options.workers ?? Math.min(availableParallelism(), MAX_PARSERS) - 1));
-  const size = files.reduce((sum, file) => sum + file.text.length, 0);
-  if (workers === 0 || files.length === 0 || size < (options.threshold ?? PARALLEL_THRESHOLD)) return loadSpecs(files);
-  const parsed = await parseOnThreads(files, workers, size, options);
-  return assembleSpecs(parsed);
+  const fresh =
+    workers === 0 || missing.length < 2 || size < (options.threshold ?? PARALLEL_THRESHOLD)
+      ? withEnvSnapshot(() => missing.map((text) => parseSpecText(text, prepared.limits)))
+      : await parseOnThreads(missing, workers, size, prepared.limits, options);
+  missing.forEach((text, index) => {
+    const parsed = fresh[index];
+    if (parsed === undefined) throw new Error(`spec text ${index} was not parsed`);
+    parses.set(text, parsed);
+    cacheParsed(text, parsed, prepared, options.cache);
+  });
+  return assembleSpecs(
+    texts.map((file) => {
+      const parsed = parses.get(file.text);
+      if (parsed === undefined) throw new Error(`${file.path} was not parsed`);
+      return { path: file.path, ...parsed };
+    }),
+    prepared,
+  );
 }
 
-/** A run of consecutive files, parsed as one message. */
+/** A run of consecutive texts, parsed as one message. */
 interface Batch {
   from: number;
   to: number;
   size: number;
 }
 
-/** Cuts `files` into runs of about `target` characters (a larger file is a batch of its own). */
-function batchesOf(files: readonly SpecFile[], target: number): Batch[] {
+/** Cuts `texts` into runs of about `target` characters (a larger text is a batch of its own). */
+function batchesOf(texts: readonly string[], target: number): Batch[] {
   const batches: Batch[] = [];
   let current: Batch = { from: 0, to: 0, size: 0 };
-  files.forEach((file, index) => {
-    if (current.size > 0 && current.size + file.text.length > target) {
+  texts.forEach((text, index) => {
+    if (current.size > 0 && current.size + text.length > target) {
       batches.push(current);
       current = { from: index, to: index, size: 0 };
     }
     current.to = index + 1;
-    current.size += file.text.length;
+    current.size += text.length;
   });
   if (current.to > current.from) batches.push(current);
   return batches;
@@ -85,12 +136,13 @@ interface ParserThread {
 }
 
 async function parseOnThreads(
-  files: readonly SpecFile[],
+  texts: readonly string[],
   workerCount: number,
   size: number,
+  limits: SpecLimits,
   options: LoadSpecFilesOptions,
-): Promise<ParsedSpecFile[]> {
-  const run = new ThreadedParse(files, workerCount, size, options);
+): Promise<ParsedSpecText[]> {
+  const run = new ThreadedParse(texts, workerCount, size, limits, options);
   try {
     run.startWorkers(workerCount);
     await run.parseInMainThread();
@@ -109,7 +161,7 @@ async function parseOnThreads(
 class ThreadedParse {
   private readonly mainThreadParses: boolean;
   private readonly batches: Batch[];
-  private readonly results: (ParsedSpecFile[] | undefined)[];
+  private readonly results: (ParsedSpecText[] | undefined)[];
   private readonly queue: number[];
   /** Batches a worker could not parse or send back; only the main thread may parse them. */
   private readonly mainOnly: number[] = [];
@@ -118,16 +170,17 @@ class ThreadedParse {
   private wake: (() => void) | undefined;
 
   constructor(
-    private readonly files: readonly SpecFile[],
+    private readonly texts: readonly string[],
     workerCount: number,
     size: number,
+    private readonly limits: SpecLimits,
     private readonly options: LoadSpecFilesOptions,
   ) {
     this.mainThreadParses = options.mainThreadParses ?? true;
     const parsers = workerCount + (this.mainThreadParses ? 1 : 0);
     // Many batches per parser, so the last ones finish close together and the main thread lets
     // replies in often; a message costs far less than a batch.
-    this.batches = batchesOf(files, Math.max(16 * 1024, Math.ceil(size / (parsers * 16))));
+    this.batches = batchesOf(texts, Math.max(16 * 1024, Math.ceil(size / (parsers * 16))));
     // Filled, not sparse: array methods skip holes, and a skipped batch would be lost files.
     this.results = this.batches.map(() => undefined);
     // Largest first: what is left at the end is small.
@@ -146,6 +199,7 @@ class ThreadedParse {
         this.options.onWorkerFailure?.(error instanceof Error ? error : new Error(String(error)));
         return;
       }
+      this.options.onWorkerStart?.(worker);
       const thread: ParserThread = { worker, inFlight: new Set(), alive: true };
       this.threads.push(thread);
       worker.on('message', (reply: ParseReply) => this.answered(thread, reply));
@@ -161,7 +215,7 @@ class ThreadedParse {
     for (;;) {
       const index = this.nextForMainThread();
       if (index !== undefined) {
-        this.results[index] ??= parseSpecFiles(this.filesOf(index));
+        this.results[index] ??= withEnvSnapshot(() => this.textsOf(index).map((text) => parseSpecText(text, this.limits)));
         // Let worker replies in, so a worker that finished gets its next batch.
         await new Promise((resolve) => setImmediate(resolve));
         continue;
@@ -171,15 +225,15 @@ class ThreadedParse {
     }
   }
 
-  /** Every parsed file, in the order of the files. */
-  collect(): ParsedSpecFile[] {
-    const all: ParsedSpecFile[] = [];
+  /** Every parsed text, in the order of the texts. */
+  collect(): ParsedSpecText[] {
+    const all: ParsedSpecText[] = [];
     for (let index = 0; index < this.batches.length; index++) {
       const parsed = this.results[index];
-      if (parsed === undefined) throw new Error(`spec files from ${String(this.batches[index]?.from)} were not parsed`);
+      if (parsed === undefined) throw new Error(`spec texts from ${String(this.batches[index]?.from)} were not parsed`);
       all.push(...parsed);
     }
-    if (all.length !== this.files.length) throw new Error(`parsed ${all.length} of ${this.files.length} spec files`);
+    if (all.length !== this.texts.length) throw new Error(`parsed ${all.length} of ${this.texts.length} spec texts`);
     return all;
   }
 
@@ -215,9 +269,9 @@ class ThreadedParse {
     return [...thread.inFlight].filter((index) => this.results[index] === undefined);
   }
 
-  private filesOf(index: number): SpecFile[] {
+  private textsOf(index: number): string[] {
     const batch = this.batches[index];
-    return batch ? this.files.slice(batch.from, batch.to) : [];
+    return batch ? this.texts.slice(batch.from, batch.to) : [];
   }
 
   private dispatch(thread: ParserThread): void {
@@ -225,7 +279,7 @@ class ThreadedParse {
       const index = this.queue.shift();
       if (index === undefined) return;
       thread.inFlight.add(index);
-      thread.worker.postMessage({ batch: index, files: this.filesOf(index) } satisfies ParseRequest);
+      thread.worker.postMessage({ batch: index, texts: this.textsOf(index), limits: this.limits } satisfies ParseRequest);
     }
   }
 

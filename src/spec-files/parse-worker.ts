@@ -1,26 +1,34 @@
 /**
- * Worker thread entry for `loadSpecFiles`: parses the batches of spec files it is sent and answers
+ * Worker thread entry for `loadSpecFiles`: parses the batches of spec texts it is sent and answers
  * each with the plain-data result, until it is terminated.
  */
 import { parentPort } from 'node:worker_threads';
-import type { SpecFile } from '../core/spec/load-specs.js';
-import { parseSpecFiles, type ParsedSpecFile } from '../core/spec/parse-spec-file.js';
+import { parseSpecText, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
+import type { SpecLimits } from '../core/spec/spec-limits.js';
 
-/** A batch of files to parse; `batch` identifies it in the reply. */
+/** A batch of texts to parse under `limits`; `batch` identifies it in the reply. */
 export interface ParseRequest {
   batch: number;
-  files: SpecFile[];
+  texts: string[];
+  limits: SpecLimits;
 }
 
 /** The parsed batch, or why it could not be parsed or sent here (the main thread then parses it itself). */
-export type ParseReply = { batch: number; parsed: ParsedSpecFile[] } | { batch: number; failed: string };
+export type ParseReply = { batch: number; parsed: ParsedSpecText[] } | { batch: number; failed: string };
 
 const port = parentPort;
 if (!port) throw new Error('parse-worker runs as a worker thread of loadSpecFiles');
 
+// This thread exists only to parse, and the YAML library reads process.env once per token (see
+// env-snapshot.ts): a plain copy for the thread's whole life, which is ours.
+process.env = { ...process.env };
+
 port.on('message', (request: ParseRequest) => {
   try {
-    port.postMessage({ batch: request.batch, parsed: parseSpecFiles(request.files) } satisfies ParseReply);
+    port.postMessage({
+      batch: request.batch,
+      parsed: request.texts.map((text) => parseSpecText(text, request.limits)),
+    } satisfies ParseReply);
   } catch (error) {
     // Also a value that cannot be cloned (DataCloneError): the main thread parses this batch.
     port.postMessage({ batch: request.batch, failed: error instanceof Error ? error.message : String(error) } satisfies ParseReply);

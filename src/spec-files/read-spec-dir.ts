@@ -1,11 +1,24 @@
 /**
- * Reads the spec repository from a local directory (the CLI's `validate` and `plan`). The GitHub
- * side reads the same files at a commit through the API; both feed `loadSpecs` (or `loadSpecFiles`,
- * which parses large repositories on worker threads).
+ * Reads the spec repository from a local directory (the CLI's `validate`, `plan`, `drift`): a thin
+ * layer over `loadSpecFiles`, which takes files in memory (the App reads the same files from a git
+ * archive). The directory is untrusted input like the files in it:
+ *
+ * - its bounds are checked from the listing, before anything is read: too many files or bytes
+ *   refuse the repository, a file over the per-file limit is an error and is never opened;
+ * - a symbolic link is read only when it resolves to a regular file inside the spec root; one
+ *   that leads outside (`/etc/shadow`, `/proc/self/environ`, which holds the tokens) or nowhere is
+ *   an error and its target is never opened. Links to directories are not followed;
+ * - files are opened a bounded number at a time, so a repository of more files than the process
+ *   may hold open loads (instead of failing with EMFILE), and read as bytes, so invalid UTF-8 is
+ *   reported rather than silently replaced.
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants, type Dirent } from 'node:fs';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { SpecFile } from '../core/spec/load-specs.js';
+import { compareSpecErrors, SpecError } from '../core/spec/errors.js';
+import type { LoadedSpecs, SpecFileInput } from '../core/spec/load-specs.js';
+import { formatBytes, limitHint, resolveSpecLimits, type SpecLimits } from '../core/spec/spec-limits.js';
+import { loadSpecFiles, type LoadSpecFilesOptions } from './load-spec-files.js';
 
 /** Thrown when the spec root is missing or not a directory: an empty estate must never be assumed. */
 export class SpecDirError extends Error {
@@ -20,41 +33,192 @@ export class SpecDirError extends Error {
 
 const SPEC_FILE = /\.ya?ml$/i;
 
+/** Files opened at once: far below any open-file limit, enough to keep the disk busy. */
+export const READ_CONCURRENCY = 32;
+
+/** Options of {@link readSpecDir} and {@link loadSpecDir}. */
+export interface ReadSpecDirOptions {
+  limits?: Partial<SpecLimits>;
+  /** Files open at once (default {@link READ_CONCURRENCY}). */
+  concurrency?: number;
+}
+
+/** What was read: the files, and `file: message` errors for what was refused. */
+export interface SpecDirContents {
+  files: SpecFileInput[];
+  /** Links leading outside the root or nowhere, files over the size limit, a repository over its bounds. */
+  errors: SpecError[];
+  /** True when the repository as a whole is over a bound: nothing was read. */
+  refused: boolean;
+}
+
 /**
- * Every `*.yaml` / `*.yml` file under `root`, recursively, with paths relative to `root` using `/`
- * and sorted by code unit, so results (and error order) do not depend on the file system.
+ * Every `*.yaml` / `*.yml` file under `root`, recursively, as bytes, with paths relative to `root`
+ * using `/` and sorted by code unit, so results (and error order) do not depend on the file system.
  * Hidden entries (`.github/`, `.pre-commit-config.yaml`) and `node_modules` are skipped: they hold
- * other tools' YAML. Symbolic links to files are read; links to directories are not followed,
- * so a link cannot loop or pull in files from outside the tree.
+ * other tools' YAML. Errors name files relative to the root, and the repository as `label`.
  */
-export async function readSpecDir(root: string): Promise<SpecFile[]> {
+export async function collectSpecDir(root: string, options: ReadSpecDirOptions & { label?: string } = {}): Promise<SpecDirContents> {
+  const limits = resolveSpecLimits(options.limits);
+  const label = options.label ?? root;
   const rootStat = await stat(root).catch((error: NodeJS.ErrnoException) => {
     throw new SpecDirError(root, error.code === 'ENOENT' ? 'no such directory' : error.message);
   });
   if (!rootStat.isDirectory()) throw new SpecDirError(root, 'not a directory');
-  const relPaths: string[] = [];
-  await collect(root, '', relPaths);
-  relPaths.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return Promise.all(relPaths.map(async (rel) => ({ path: rel, text: await readFile(path.join(root, ...rel.split('/')), 'utf8') })));
+  const realRoot = await realpath(root);
+  const listing: Listing = { entries: [], errors: [], tooMany: false };
+  await list(realRoot, '', listing, limits);
+  const whole = (message: string): SpecDirContents => ({
+    files: [],
+    errors: [new SpecError({ file: label, line: 0, col: 0 }, message)],
+    refused: true,
+  });
+  if (listing.tooMany) return whole(`more than ${limits.maxFiles.toLocaleString('en-US')} spec files; ${limitHint(limits, 'maxFiles')}`);
+
+  listing.entries.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  // Sizes come from each open file, so a file is measured and read in one go; reading stops once
+  // the total is over its bound (at most that much is ever held).
+  const budget = { left: limits.maxTotalBytes, over: false };
+  const read = await mapBounded(listing.entries, options.concurrency ?? READ_CONCURRENCY, (entry) => readBounded(entry, limits, budget));
+  if (budget.over) return whole(`more than ${formatBytes(limits.maxTotalBytes)} of spec files; ${limitHint(limits, 'maxTotalBytes')}`);
+  const errors = [...listing.errors];
+  const files: SpecFileInput[] = [];
+  read.forEach((result, index) => {
+    const entry = listing.entries[index];
+    if (entry === undefined) return;
+    if (result instanceof Uint8Array) files.push({ path: entry.rel, bytes: result });
+    else errors.push(fileError(entry.rel, result));
+  });
+  errors.sort(compareSpecErrors);
+  return { files, errors, refused: false };
 }
 
-async function collect(root: string, rel: string, out: string[]): Promise<void> {
-  const entries = await readdir(path.join(root, rel), { withFileTypes: true });
+/**
+ * The spec files under `root` (see {@link collectSpecDir}). Throws {@link SpecDirError} for a
+ * missing root, and for anything refused: a link outside the root, a file or repository over a bound.
+ */
+export async function readSpecDir(root: string, options: ReadSpecDirOptions = {}): Promise<SpecFileInput[]> {
+  const contents = await collectSpecDir(root, options);
+  const first = contents.errors[0];
+  if (first)
+    throw new SpecDirError(
+      root,
+      `${first.file}: ${first.message}${contents.errors.length > 1 ? ` (and ${contents.errors.length - 1} more)` : ''}`,
+    );
+  return contents.files;
+}
+
+/**
+ * Reads and loads the spec repository under `root`: {@link collectSpecDir}, then `loadSpecFiles`
+ * with the same options (limits, a parse cache shared with other loads, threads). What the
+ * directory refused is reported among the spec errors, as `file: message`.
+ */
+export async function loadSpecDir(root: string, options: LoadSpecFilesOptions & ReadSpecDirOptions = {}): Promise<LoadedSpecs> {
+  const contents = await collectSpecDir(root, { ...options, label: options.label ?? root });
+  if (contents.refused) return { specs: { clusters: [], guests: [] }, errors: contents.errors, positions: new Map() };
+  const loaded = await loadSpecFiles(contents.files, { ...options, label: options.label ?? root });
+  if (contents.errors.length === 0) return loaded;
+  return { ...loaded, errors: [...contents.errors, ...loaded.errors].sort(compareSpecErrors) };
+}
+
+interface Entry {
+  rel: string;
+  /** The file to open: the entry itself, or the target of a link inside the root. */
+  file: string;
+}
+
+interface Listing {
+  entries: Entry[];
+  errors: SpecError[];
+  tooMany: boolean;
+}
+
+async function list(realRoot: string, rel: string, listing: Listing, limits: SpecLimits): Promise<void> {
+  const entries: Dirent[] = await readdir(path.join(realRoot, rel), { withFileTypes: true });
   for (const entry of entries) {
+    if (listing.tooMany) return;
     if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
     const child = rel === '' ? entry.name : `${rel}/${entry.name}`;
+    const full = path.join(realRoot, child);
     if (entry.isDirectory()) {
-      await collect(root, child, out);
-    } else if (SPEC_FILE.test(entry.name)) {
-      if (entry.isFile()) out.push(child);
-      else if (entry.isSymbolicLink() && (await isFile(path.join(root, child)))) out.push(child);
+      await list(realRoot, child, listing, limits);
+      continue;
     }
+    if (!SPEC_FILE.test(entry.name) || !(entry.isFile() || entry.isSymbolicLink())) continue;
+    // Counted before anything else is asked of the entry: a huge listing stops here.
+    if (listing.entries.length + listing.errors.length >= limits.maxFiles) {
+      listing.tooMany = true;
+      return;
+    }
+    if (entry.isFile()) {
+      listing.entries.push({ rel: child, file: full });
+      continue;
+    }
+    const target = await realpath(full).catch(() => undefined);
+    if (target === undefined) {
+      listing.errors.push(fileError(child, 'a symbolic link to nothing (its target does not exist)'));
+      continue;
+    }
+    const inside = target.startsWith(realRoot + path.sep);
+    const targetStat = inside ? await stat(target).catch(() => undefined) : undefined;
+    if (!inside) {
+      listing.errors.push(
+        fileError(child, 'a symbolic link to a file outside the spec root is not read; copy the file into the repository'),
+      );
+    } else if (targetStat?.isFile()) {
+      listing.entries.push({ rel: child, file: target });
+    }
+    // A link to a directory inside the root: not followed (its files are read where they are).
   }
 }
 
-async function isFile(file: string): Promise<boolean> {
-  return stat(file).then(
-    (s) => s.isFile(),
-    () => false,
-  );
+/** The file's bytes (never more than the per-file limit, or than is left of the total), or why not. */
+async function readBounded(entry: Entry, limits: SpecLimits, budget: { left: number; over: boolean }): Promise<Uint8Array | string> {
+  if (budget.over) return 'not read';
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    // O_NOFOLLOW: a file swapped for a link after the listing is refused, not followed.
+    handle = await open(entry.file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (error) {
+    return `cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) return 'is not a regular file';
+    if (info.size > limits.maxFileBytes)
+      return `${formatBytes(info.size)} is more than a spec file may hold; ${limitHint(limits, 'maxFileBytes')}`;
+    budget.left -= info.size;
+    if (budget.left < 0) {
+      budget.over = true;
+      return 'not read';
+    }
+    const buffer = Buffer.alloc(info.size);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return buffer.subarray(0, filled);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `fn` over `items` with at most `limit` calls running at once; results in the order of `items`. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const run = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, run));
+  return results;
+}
+
+function fileError(file: string, message: string): SpecError {
+  return new SpecError({ file, line: 0, col: 0 }, message);
 }

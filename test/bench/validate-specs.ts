@@ -11,7 +11,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { LineCounter, parseAllDocuments } from 'yaml';
-import { withEnvSnapshot } from '../../src/core/spec/env-snapshot.js';
+import { withEnvSnapshot } from '../../src/spec-files/env-snapshot.js';
 import { loadSpecs, type LoadedSpecs, type SpecFile } from '../../src/core/spec/load-specs.js';
 import { loadSpecFiles } from '../../src/spec-files/load-spec-files.js';
 

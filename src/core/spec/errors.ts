@@ -2,7 +2,8 @@ import type { SourceRef } from '../model.js';
 
 /**
  * A problem in the spec repository, pinned to the YAML node that causes it so the CLI can print
- * `file:line:col: message` and the check run can annotate the line. Lines and columns are 1-based.
+ * `file:line:col: message` and the check run can annotate the line. Lines and columns are 1-based;
+ * line 0 means the file (or the repository) as a whole: a file too large to parse, say.
  */
 export class SpecError extends Error {
   override readonly name = 'SpecError';
@@ -20,6 +21,7 @@ export class SpecError extends Error {
 
 /** `file:line:col: message`, the form editors and CI log parsers understand. */
 export function formatSpecError(error: SpecError): string {
+  if (error.line === 0) return `${error.file}: ${error.message}`;
   return `${error.file}:${error.line}:${error.col}: ${error.message}`;
 }
 

@@ -12,9 +12,12 @@ import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../m
 import { classifyConfigKey, editDistance } from './config-keys.js';
 import type { DocPath, DocumentPositions } from './document-positions.js';
 import { compareSpecErrors, SpecError } from './errors.js';
-import { parseSpecFiles, type ParsedSpecFile } from './parse-spec-file.js';
+import type { SpecParseCache } from './parse-cache.js';
+import { parseSpecText, type ParsedSpecFile, type ParsedSpecText } from './parse-spec-file.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
 import { ClusterDocument, ContainerDocument, DOCUMENT_SCHEMAS, SpecKind, VmDocument } from './schema.js';
+import { formatBytes, limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
+import { decodeSpecFile, specFileBytes, type SpecFileInput } from './spec-text.js';
 import { validateSpecs, type SpecPositions } from './validate-specs.js';
 import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
@@ -23,6 +26,18 @@ import { toWireValue } from './wire-values.js';
 export interface SpecFile {
   path: string;
   text: string;
+}
+
+export type { SpecFileInput } from './spec-text.js';
+
+/** Options of {@link loadSpecs} (and `loadSpecFiles`, which adds threads). */
+export interface LoadSpecsOptions {
+  /** Bounds on the repository (defaults: `DEFAULT_SPEC_LIMITS`); the front end reads them from its configuration. */
+  limits?: Partial<SpecLimits>;
+  /** Parsed texts shared with other loads: equal file contents parse once (see `parse-cache.ts`). */
+  cache?: SpecParseCache;
+  /** Names the repository in errors about it as a whole (too many files, too many bytes). Default `spec repository`. */
+  label?: string;
 }
 
 /** What loading found. `specs` is complete only when `errors` is empty; never plan from it otherwise. */
@@ -43,17 +58,129 @@ export interface LoadedSpecs {
  * Config values are converted by `toWireValue` (see `wire-values.ts`); the guest's name, owner tag
  * and other derived values are left to the planner, so `config` holds exactly what was written.
  */
-export function loadSpecs(files: readonly SpecFile[]): LoadedSpecs {
-  return assembleSpecs(parseSpecFiles(files));
+export function loadSpecs(files: readonly SpecFileInput[], options: LoadSpecsOptions = {}): LoadedSpecs {
+  const prepared = prepareSpecFiles(files, options);
+  if (prepared.refused) return refused(prepared.errors);
+  const parsed = prepared.texts.map((file) => ({ path: file.path, ...parseCached(file.text, prepared, options.cache) }));
+  return assembleSpecs(parsed, prepared);
+}
+
+/** Spec files checked against the repository's bounds and decoded: what is left to parse. */
+export interface PreparedSpecFiles {
+  limits: SpecLimits;
+  label: string;
+  /** The files to parse, decoded, in the order given. */
+  texts: SpecFile[];
+  /** Files refused whole (over the size limit, not UTF-8), as `file: message` errors. */
+  errors: SpecError[];
+  /** True when the repository as a whole is over a bound: nothing may be parsed. */
+  refused: boolean;
+  /** Identifies the limits, so a cache never answers with a parse made under other limits. */
+  limitsKey: string;
+}
+
+/**
+ * The first step of loading: the repository's bounds (file count, total bytes, bytes per file)
+ * and strict decoding, before any YAML is parsed. A repository over a bound is refused whole; a
+ * file over the per-file bound or not UTF-8 is refused alone (an error, so loading fails).
+ */
+export function prepareSpecFiles(files: readonly SpecFileInput[], options: LoadSpecsOptions = {}): PreparedSpecFiles {
+  const limits = resolveSpecLimits(options.limits);
+  const label = options.label ?? 'spec repository';
+  const prepared: PreparedSpecFiles = { limits, label, texts: [], errors: [], refused: false, limitsKey: JSON.stringify(limits) };
+  const whole = (message: string): PreparedSpecFiles => ({ ...prepared, errors: [fileError(label, message)], refused: true });
+  if (files.length > limits.maxFiles) {
+    return whole(`${files.length.toLocaleString('en-US')} spec files is more than allowed; ${limitHint(limits, 'maxFiles')}`);
+  }
+  const sizes = files.map(specFileBytes);
+  const total = sizes.reduce((sum, size) => sum + size, 0);
+  if (total > limits.maxTotalBytes) {
+    return whole(`${formatBytes(total)} of spec files is more than allowed; ${limitHint(limits, 'maxTotalBytes')}`);
+  }
+  files.forEach((file, index) => {
+    const size = sizes[index] ?? 0;
+    if (size > limits.maxFileBytes) {
+      prepared.errors.push(
+        fileError(file.path, `${formatBytes(size)} is more than a spec file may hold; ${limitHint(limits, 'maxFileBytes')}`),
+      );
+      return;
+    }
+    const decoded = decodeSpecFile(file);
+    if (decoded.ok) prepared.texts.push({ path: file.path, text: decoded.text });
+    else prepared.errors.push(new SpecError({ file: file.path, line: decoded.line, col: decoded.col }, decoded.message));
+  });
+  return prepared;
+}
+
+/** An error about a file or the repository as a whole: `file: message`, without a position. */
+function fileError(file: string, message: string): SpecError {
+  return new SpecError({ file, line: 0, col: 0 }, message);
+}
+
+function refused(errors: SpecError[]): LoadedSpecs {
+  return { specs: { clusters: [], guests: [] }, errors, positions: new Map() };
+}
+
+/**
+ * The parse of `text`, from `cache` when it holds one made under the same limits. Exported for
+ * `loadSpecFiles`, which parses the misses on threads and stores them with {@link cacheParsed}.
+ */
+export function parseCached(text: string, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): ParsedSpecText {
+  const cached = cachedParse(text, prepared, cache);
+  if (cached) return cached;
+  const parsed = parseSpecText(text, prepared.limits);
+  cacheParsed(text, parsed, prepared, cache);
+  return parsed;
+}
+
+/** The cached parse of `text`, if any (see {@link parseCached}). */
+export function cachedParse(text: string, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): ParsedSpecText | undefined {
+  if (!cache) return undefined;
+  bindCache(cache, prepared.limitsKey);
+  return cache.get(text);
+}
+
+/** Stores a parse made under `prepared.limits`. */
+export function cacheParsed(text: string, parsed: ParsedSpecText, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): void {
+  if (!cache) return;
+  bindCache(cache, prepared.limitsKey);
+  cache.set(text, parsed);
+}
+
+/** Which limits each cache's entries were parsed under; other limits empty it first. */
+const cacheLimits = new WeakMap<SpecParseCache, string>();
+
+function bindCache(cache: SpecParseCache, limitsKey: string): void {
+  if (cacheLimits.get(cache) === limitsKey) return;
+  cache.clear();
+  cacheLimits.set(cache, limitsKey);
 }
 
 /**
  * The cross-file half of {@link loadSpecs}: builds specs from parsed files (in the order given),
- * derives VMIDs and validates the set. `parsed` may come from worker threads (`parseSpecFile`
- * returns plain data); the result is the same as loading the files here.
+ * derives VMIDs and validates the set. `parsed` may come from worker threads or a cache (parses
+ * are plain data); the result is the same as loading the files here. `prepared` carries the
+ * limits and the errors of files refused before parsing.
  */
-export function assembleSpecs(parsed: readonly ParsedSpecFile[]): LoadedSpecs {
-  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
+export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: PreparedSpecFiles): LoadedSpecs {
+  if (prepared?.refused) return refused(prepared.errors);
+  const limits = prepared?.limits ?? resolveSpecLimits();
+  const expanded = parsed.reduce((sum, file) => sum + file.expandedNodes, 0);
+  if (expanded > limits.maxExpandedNodes) {
+    return refused([
+      fileError(
+        prepared?.label ?? 'spec repository',
+        `the spec files hold ${expanded.toLocaleString('en-US')} values with their aliases expanded, more than allowed; ${limitHint(limits, 'maxExpandedNodes')}`,
+      ),
+    ]);
+  }
+  const state: LoadState = {
+    clusters: [],
+    guests: [],
+    errors: [...(prepared?.errors ?? [])],
+    positions: new Map(),
+    brokenClusters: new Set(),
+  };
   for (const file of parsed) assembleFile(file, state);
   assignGuestVmids(state);
   const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
@@ -73,15 +200,16 @@ interface LoadState {
 
 function assembleFile(file: ParsedSpecFile, state: LoadState): void {
   const lineCounter = lineCounterFrom(file.lineStarts);
+  const at = (offset: number): SourceRef => ({ file: file.path, ...lineCounter.linePos(offset) });
   for (const doc of file.documents) {
     switch (doc.kind) {
       case 'yaml-errors':
-        for (const error of doc.errors) state.errors.push(new SpecError(error.at, error.message));
+        for (const error of doc.errors) state.errors.push(new SpecError(at(error.offset), error.message));
         break;
       case 'empty':
         break;
       case 'not-a-mapping':
-        state.errors.push(new SpecError(doc.start, 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
+        state.errors.push(new SpecError(at(doc.start), 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
         break;
       case 'mapping':
         loadDocument(doc.raw, tablePositions(file.path, doc.positions, lineCounter), state);

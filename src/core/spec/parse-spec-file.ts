@@ -3,57 +3,64 @@
  * plain data — JavaScript values and position tables, no YAML library objects — so files can be
  * parsed in worker threads and assembled in the main one. Parsing is most of the work of loading;
  * everything that needs more than one file happens in `assembleSpecs`.
+ *
+ * The result depends on the text alone, not on the file's path (problems carry offsets, the path
+ * is added when the file is assembled): files with the same bytes parse once (`parse-cache.ts`).
+ *
+ * Every document is inspected before its value is built: nesting depth, alias count and size
+ * with aliases expanded are bounded (`spec-limits.ts`), a recursive alias is refused, and an
+ * integer written beyond 2^53 is an error instead of a silently rounded number.
  */
-import { isMap, isScalar, LineCounter, parseAllDocuments } from 'yaml';
-import type { SourceRef } from '../model.js';
-import { withEnvSnapshot } from './env-snapshot.js';
-import type { SpecFile } from './load-specs.js';
+import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { buildPositionTable, documentStart, type PositionTable } from './position-table.js';
+import { limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
 
-/** A problem found while parsing, already placed in the file. */
+/** A problem found while parsing, at an offset of the file's text. */
 export interface ParseProblem {
-  at: SourceRef;
+  offset: number;
   message: string;
 }
 
 /** What one YAML document of a spec file turned out to be. */
 export type ParsedDocument =
-  /** Invalid YAML (or YAML that cannot become a value, e.g. too many aliases): the document is dropped. */
+  /** Invalid YAML, or YAML over a limit: the document is dropped. */
   | { kind: 'yaml-errors'; errors: ParseProblem[] }
   /** No content: skipped. */
   | { kind: 'empty' }
-  /** Content that is not a mapping: an error at `start`. */
-  | { kind: 'not-a-mapping'; start: SourceRef }
+  /** Content that is not a mapping: an error at offset `start`. */
+  | { kind: 'not-a-mapping'; start: number }
   /** A mapping: its value (`Document.toJS()`) and where its parts were written. */
   | { kind: 'mapping'; raw: Record<string, unknown>; positions: PositionTable };
 
-/** One spec file, parsed. Plain data: structured-cloneable across threads. */
-export interface ParsedSpecFile {
-  path: string;
-  /** The parser's line starts, to turn the tables' offsets into lines and columns. */
+/** One spec text, parsed. Plain data (structured-cloneable across threads), independent of the file's path. */
+export interface ParsedSpecText {
+  /** The parser's line starts, to turn offsets into lines and columns. */
   lineStarts: number[];
   documents: ParsedDocument[];
+  /** Nodes of the file with every alias expanded: the repository's total is bounded too. */
+  expandedNodes: number;
+}
+
+/** A parsed text under the path it was loaded from. */
+export interface ParsedSpecFile extends ParsedSpecText {
+  path: string;
 }
 
 /**
- * Parses spec files, with `process.env` snapshotted for the duration (see `env-snapshot.ts`: the
- * YAML lexer reads it per token, and that costs as much in a worker thread as in the main one).
+ * Parses every YAML document of `text`. The YAML library reads `process.env.LOG_TOKENS` for each
+ * token; callers that parse a lot should run this with `process.env` snapshotted (the edge that
+ * owns the process does: `src/spec-files/env-snapshot.ts`).
  */
-export function parseSpecFiles(files: readonly SpecFile[]): ParsedSpecFile[] {
-  return withEnvSnapshot(() => files.map((file) => parseSpecFile(file)));
-}
-
-/** Parses every YAML document of `file`. Prefer `parseSpecFiles` for more than one file. */
-export function parseSpecFile(file: SpecFile): ParsedSpecFile {
+export function parseSpecText(text: string, limits: SpecLimits = resolveSpecLimits()): ParsedSpecText {
   const lineCounter = new LineCounter();
-  const docs = parseAllDocuments(file.text, { lineCounter, prettyErrors: false, merge: true });
-  const at = (offset: number): SourceRef => ({ file: file.path, ...lineCounter.linePos(offset) });
+  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, merge: true });
   const documents: ParsedDocument[] = [];
+  let expandedNodes = 0;
   for (const doc of docs) {
     if (doc.errors.length > 0) {
       documents.push({
         kind: 'yaml-errors',
-        errors: doc.errors.map((error) => ({ at: at(error.pos[0]), message: `YAML: ${error.message}` })),
+        errors: doc.errors.map((error) => ({ offset: error.pos[0], message: yamlMessage(error.message, limits) })),
       });
       continue;
     }
@@ -62,18 +69,144 @@ export function parseSpecFile(file: SpecFile): ParsedSpecFile {
       documents.push({ kind: 'empty' });
       continue;
     }
+    const inspected = inspectDocument(doc, limits, limits.maxExpandedNodes - expandedNodes);
+    if (inspected.problems.length > 0) {
+      // A refused document has no value for anything to walk: it does not count toward the total.
+      documents.push({ kind: 'yaml-errors', errors: inspected.problems });
+      continue;
+    }
+    expandedNodes += inspected.nodes;
     if (!isMap(contents)) {
-      documents.push({ kind: 'not-a-mapping', start: at(documentStart(doc)) });
+      documents.push({ kind: 'not-a-mapping', start: documentStart(doc) });
       continue;
     }
     let raw: Record<string, unknown>;
     try {
-      raw = doc.toJS({ maxAliasCount: 1000 }) as Record<string, unknown>;
+      // Expansion is bounded by the inspection above; the library's own heuristic is not needed.
+      raw = doc.toJS({ maxAliasCount: -1 }) as Record<string, unknown>;
     } catch (error) {
-      documents.push({ kind: 'yaml-errors', errors: [{ at: at(documentStart(doc)), message: `YAML: ${(error as Error).message}` }] });
+      documents.push({ kind: 'yaml-errors', errors: [{ offset: documentStart(doc), message: `YAML: ${(error as Error).message}` }] });
       continue;
     }
     documents.push({ kind: 'mapping', raw, positions: buildPositionTable(doc) });
   }
-  return { path: file.path, lineStarts: lineCounter.lineStarts, documents };
+  return { lineStarts: lineCounter.lineStarts, documents, expandedNodes };
+}
+
+/** The library's message, except for nesting so deep that its own recursion gave up. */
+function yamlMessage(message: string, limits: SpecLimits): string {
+  if (/Maximum call stack size exceeded/.test(message))
+    return `YAML: nested deeper than ${limits.maxDepth} levels; ${limitHint(limits, 'maxDepth')}`;
+  return `YAML: ${message}`;
+}
+
+/** A written integer: YAML 1.2 core schema decimal, octal and hexadecimal forms. */
+const INTEGER_SOURCE = /^[-+]?(?:[0-9]+|0o[0-7]+|0x[0-9a-f]+)$/i;
+
+class LimitExceeded extends Error {
+  constructor(
+    readonly offset: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Measure {
+  nodes: number;
+  height: number;
+}
+
+/**
+ * Walks a document once: depth, aliases, expanded size (memoised per node, so a chain of aliases
+ * costs its text, not its expansion) and integers beyond 2^53. Recursion never goes deeper than
+ * the depth limit, so a deeply nested document cannot exhaust the stack here either.
+ */
+function inspectDocument(doc: Document, limits: SpecLimits, nodeBudget: number): { nodes: number; problems: ParseProblem[] } {
+  const measured = new Map<Node, Measure>();
+  const inProgress = new Set<Node>();
+  const problems: ParseProblem[] = [];
+  let aliases = 0;
+  let nodes = 0;
+  const count = (n: number, at: number): void => {
+    nodes += n;
+    if (nodes > nodeBudget) {
+      throw new LimitExceeded(
+        at,
+        `YAML: too large with its aliases expanded (over ${limits.maxExpandedNodes.toLocaleString('en-US')} values); ${limitHint(limits, 'maxExpandedNodes')}`,
+      );
+    }
+  };
+  const tooDeep = (at: number): LimitExceeded =>
+    new LimitExceeded(at, `YAML: nested deeper than ${limits.maxDepth} levels; ${limitHint(limits, 'maxDepth')}`);
+
+  const measure = (node: Node, depth: number): Measure => {
+    const at = node.range?.[0] ?? 0;
+    if (depth > limits.maxDepth) throw tooDeep(at);
+    if (isAlias(node)) {
+      aliases += 1;
+      if (aliases > limits.maxAliases)
+        throw new LimitExceeded(
+          at,
+          `YAML: more than ${limits.maxAliases.toLocaleString('en-US')} aliases in one document; ${limitHint(limits, 'maxAliases')}`,
+        );
+      const target = node.resolve(doc);
+      if (target === undefined) return { nodes: 1, height: 1 };
+      if (inProgress.has(target))
+        throw new LimitExceeded(at, `YAML: alias *${node.source} refers to a value that contains it (a recursive alias)`);
+      // Anchors come before their aliases, so the target has been measured on the way here.
+      const found = measured.get(target) ?? measure(target, depth);
+      if (depth + found.height - 1 > limits.maxDepth) throw tooDeep(at);
+      count(found.nodes, at);
+      return found;
+    }
+    const done = measured.get(node);
+    if (done) {
+      count(done.nodes, at);
+      return done;
+    }
+    let result: Measure;
+    if (isScalar(node)) {
+      const value = node.value;
+      if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value) && INTEGER_SOURCE.test(node.source ?? '')) {
+        problems.push({ offset: at, message: `integer ${node.source} is beyond 2^53 and cannot be kept exactly; quote it if it is text` });
+      }
+      count(1, at);
+      result = { nodes: 1, height: 1 };
+    } else if (isMap(node) || isSeq(node)) {
+      inProgress.add(node);
+      const before = nodes;
+      count(1, at);
+      let height = 0;
+      for (const item of node.items) {
+        if (isPair(item)) {
+          if (isNode(item.key)) height = Math.max(height, measure(item.key, depth + 1).height);
+          if (isNode(item.value)) height = Math.max(height, measure(item.value, depth + 1).height);
+        } else if (isNode(item)) {
+          height = Math.max(height, measure(item, depth + 1).height);
+        }
+      }
+      inProgress.delete(node);
+      result = { nodes: nodes - before, height: height + 1 };
+    } else {
+      count(1, at);
+      result = { nodes: 1, height: 1 };
+    }
+    measured.set(node, result);
+    return result;
+  };
+
+  const contents = doc.contents;
+  if (!isNode(contents)) return { nodes: 0, problems };
+  try {
+    measure(contents, 1);
+  } catch (error) {
+    if (!(error instanceof LimitExceeded)) throw error;
+    problems.push({ offset: error.offset, message: error.message });
+  }
+  return { nodes, problems };
+}
+
+function isNode(value: unknown): value is Node {
+  return isScalar(value) || isMap(value) || isSeq(value) || isAlias(value);
 }
