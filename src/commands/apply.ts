@@ -8,6 +8,8 @@ import type { Plan } from '../core/model.js';
 import { planErrorLines, planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderApplyMarkdown, renderApplyText } from '../core/render/render-apply.js';
 import { parsePlanJson } from '../core/render/render-json.js';
+import { formatSpecError } from '../core/spec/errors.js';
+import { validateStoredPlan } from '../core/spec/validate-stored-plan.js';
 import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
 import { runPlan } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
@@ -60,11 +62,18 @@ async function obtainPlan(
     } catch (err) {
       throw new UsageError(`cannot read plan ${flags.plan}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
     }
+    let plan: Plan;
     try {
-      return parsePlanJson(text);
+      plan = parsePlanJson(text);
     } catch (err) {
       throw new UsageError(`${flags.plan}: ${(err as Error).message}`);
     }
+    // A stored plan is a file anyone with the artifacts could edit: its specs must pass validate.
+    const invalid = validateStoredPlan(plan).map(formatSpecError);
+    if (invalid.length === 0) return plan;
+    for (const line of invalid) io.stdout.write(`${line}\n`);
+    note(io, `the specs stored in ${flags.plan} do not pass validate: nothing was applied`);
+    return undefined;
   }
   const { specs, errorLines } = await loadSpecDir(flags.specs, io);
   if (reportInvalidSpecs(io, errorLines, 'nothing was planned or applied')) return undefined;

@@ -245,6 +245,12 @@ export interface Plan {
   /** Free-form label of what was planned: a git SHA, a directory. */
   ref?: string;
   clusters: string[];
+  /**
+   * The Cluster documents of the planned clusters, as the head branch has them: with each guest's
+   * `target.spec`, what `validateStoredPlan` checks exactly as `validate` would before an apply.
+   * Absent in plans that predate it (such a plan with guest specs is refused by that check).
+   */
+  clusterSpecs?: ClusterSpec[];
   guests: GuestPlan[];
   /** Errors not tied to one guest (an empty listing, an unreachable cluster). */
   errors: { cluster?: string; message: string }[];

@@ -151,6 +151,23 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     expect(lab.sim.stats().writes.total).toBe(before);
   });
 
+  it('refuses a tampered stored plan whose specs validate would refuse, before writing anything', async () => {
+    const saved = join(dir, 'tampered-plan.json');
+    const planned = await cli(['plan', '--specs', SPECS_EXAMPLE, '--save', saved, '--format', 'json'], env);
+    expect(planned.code).toBeLessThan(3);
+    const plan = parsePlanJson(await readFile(saved, 'utf8'));
+    const target = plan.guests.find((g) => g.target.spec && g.action !== 'noop') ?? plan.guests.find((g) => g.target.spec);
+    if (!target?.target.spec) throw new Error('the example plan has no guest with a spec');
+    target.target.spec.config.memory = 'lots';
+    await writeFile(saved, JSON.stringify(plan));
+    const before = lab.sim.stats().writes.total + prod.sim.stats().writes.total;
+    const run = await cli(['apply', '--plan', saved], env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/config\.memory: .*got 'lots'/);
+    expect(run.stderr).toMatch(/the specs stored in .*tampered-plan\.json do not pass validate: nothing was applied/);
+    expect(lab.sim.stats().writes.total + prod.sim.stats().writes.total).toBe(before);
+  });
+
   it('rejects a stored plan of another version with a clear message', async () => {
     const saved = join(dir, 'v2.json');
     await writeFile(saved, JSON.stringify({ version: 2 }));

@@ -165,6 +165,9 @@ export function planSpecs(input: PlanInput): Plan {
     summary: summarise([]),
   };
   if (input.ref !== undefined) plan.ref = input.ref;
+  // Stored with the plan so apply can validate the specs it carries (`validateStoredPlan`).
+  const planned = head.clusters.filter((c) => scope.clusters.has(c.name));
+  if (planned.length > 0) plan.clusterSpecs = planned;
 
   const clusterSpecs = new Map<string, ClusterSpec>();
   for (const c of base?.clusters ?? []) clusterSpecs.set(c.name, c);

@@ -68,6 +68,17 @@ export const OperationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('destroy') }),
 ]);
 
+export const ClusterSpecSchema = z.strictObject({
+  name: z.string().min(1),
+  vmids: z.strictObject({ lower: z.number().int(), upper: z.number().int() }),
+  ownerTag: z.string(),
+  nodes: z.array(z.string()),
+  storages: z.array(z.string()).optional(),
+  bridges: z.array(z.string()).optional(),
+  prune: z.boolean(),
+  source: SourceRefSchema,
+});
+
 export const GuestSpecSchema = z.strictObject({
   kind: z.enum(['VM', 'Container']),
   type: GuestTypeSchema,
@@ -144,6 +155,7 @@ export const PlanSchema = z.strictObject({
   createdAt: z.string().min(1),
   ref: z.string().optional(),
   clusters: z.array(z.string()),
+  clusterSpecs: z.array(ClusterSpecSchema).optional(),
   summary: PlanSummarySchema,
   errors: z.array(PlanNoteSchema),
   warnings: z.array(PlanNoteSchema),

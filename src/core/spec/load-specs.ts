@@ -189,6 +189,34 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
   return { specs, errors, positions: state.positions };
 }
 
+/** A document that is already a value, with where its parts were written. */
+export interface SpecDocument {
+  raw: Record<string, unknown>;
+  at: DocumentPositions;
+}
+
+/**
+ * Builds specs from documents that are already values — a stored plan's specs rebuilt as the
+ * documents they came from — with exactly the per-document checks and conversions of YAML
+ * documents (kind, shape, config values to wire strings). Cross-document validation and VMID
+ * derivation are left to the caller, which knows what the documents are part of.
+ */
+export function loadSpecDocuments(documents: readonly SpecDocument[]): {
+  specs: SpecSet;
+  errors: SpecError[];
+  positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
+  brokenClusters: Set<string>;
+} {
+  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
+  for (const doc of documents) loadDocument(doc.raw, doc.at, state);
+  return {
+    specs: { clusters: state.clusters, guests: state.guests },
+    errors: state.errors,
+    positions: state.positions,
+    brokenClusters: state.brokenClusters,
+  };
+}
+
 interface LoadState {
   clusters: ClusterSpec[];
   guests: GuestSpec[];

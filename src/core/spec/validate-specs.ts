@@ -54,7 +54,8 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
   return errors;
 }
 
-function fallbackPositions(spec: ClusterSpec | GuestSpec): DocumentPositions {
+/** Positions of a spec without its YAML: its `source`, and each config key's `keySources` entry. */
+export function fallbackPositions(spec: ClusterSpec | GuestSpec): DocumentPositions {
   const base = fixedPositions(spec.source);
   const keySources = 'keySources' in spec ? spec.keySources : undefined;
   if (!keySources) return base;
