@@ -75,17 +75,28 @@ describe('shorten', () => {
   it.each([
     ['short', 'abc', 5, 'abc'],
     ['exact', 'abcde', 5, 'abcde'],
-    ['long', 'abcdefgh', 5, 'abcd…'],
-    ['surrogate pair at the cut', 'abc😀def', 5, 'abc…'],
+    ['long', 'abcdefgh', 5, 'abcd… (cut: 8 characters in all)'],
+    ['surrogate pair at the cut', 'abc😀def', 5, 'abc… (cut: 7 characters in all)'],
+    ['never cut', 'abcdefgh', Number.POSITIVE_INFINITY, 'abcdefgh'],
   ])('%s', (_name, text, max, expected) => {
-    const out = shorten(text, max);
-    expect(out).toBe(expected);
-    expect(out.length).toBeLessThanOrEqual(max);
+    expect(shorten(text, max)).toBe(expected);
   });
 
-  it('cuts long values in a code span to 120 characters with an ellipsis', () => {
-    const span = codeSpan('x'.repeat(500));
-    expect(codeContent(span)).toBe(`${'x'.repeat(119)}…`);
+  it('cuts long values in a code span to 120 characters and says so, with the length', () => {
+    const span = codeSpan('x'.repeat(5_000));
+    expect(codeContent(span)).toBe(`${'x'.repeat(119)}… (cut: 5,000 characters in all)`);
+  });
+
+  it.each([
+    ['ESC', 'a\u001b[31mred', 'a\\x1b[31mred'],
+    ['right-to-left override', 'safe\u202Eexe.sh', 'safe\\u202eexe.sh'],
+    ['isolates and marks', '\u2066x\u2069\u200f', '\\u2066x\\u2069\\u200f'],
+    ['zero-width space and BOM', 'a\u200bb\ufeff', 'a\\u200bb\\ufeff'],
+    ['line separator', 'a\u2028b', 'a\\u2028b'],
+    ['tab and NUL', 'a\tb\u0000', 'a\\tb\\x00'],
+  ])('shows %s as an escape in a code span and in prose', (_name, value, shown) => {
+    expect(codeContent(codeSpan(value))).toBe(shown);
+    expect(escapeText(value)).toBe(shown.replace(/\\/g, '\\\\').replace(/\[/g, '\\['));
   });
 });
 

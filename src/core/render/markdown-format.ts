@@ -1,8 +1,11 @@
 /**
  * Markdown building blocks that stay well-formed whatever the value: a config value from the
  * cluster (an operator's description, a secret, a value with `|` or backticks) must never break a
- * table, open an HTML tag or ping someone.
+ * table, open an HTML tag or ping someone, and never hide what it holds: control characters and
+ * bidirectional overrides are shown as escapes (`visible-text.ts`), and a value cut to fit says
+ * that it was cut and how long it is.
  */
+import { showInvisible } from '../visible-text.js';
 
 /** Longest value shown in a comment; the JSON plan has the full text. */
 export const MAX_VALUE_CHARS = 120;
@@ -10,19 +13,41 @@ export const MAX_VALUE_CHARS = 120;
 /** Longest message (error, warning, step detail) shown in a comment. */
 export const MAX_MESSAGE_CHARS = 500;
 
-/** Cuts `text` to at most `max` characters, ending with an ellipsis when it was cut. */
+/**
+ * `text` as is when it has at most `max` characters; otherwise its first `max - 1`, an ellipsis
+ * and a note that it was cut and how long it is (`… (cut: 5,000 characters in all)`), so a reader
+ * never takes a part for the whole. `Infinity` never cuts.
+ */
 export function shorten(text: string, max: number = MAX_VALUE_CHARS): string {
   if (text.length <= max) return text;
-  let end = max - 1;
+  let end = Math.max(1, max - 1);
   // Never leave half a surrogate pair: it would render as a replacement character.
   const code = text.charCodeAt(end - 1);
   if (code >= 0xd800 && code <= 0xdbff) end -= 1;
-  return `${text.slice(0, end)}…`;
+  return `${text.slice(0, end)}${cutNote(characters(text))}`;
 }
 
-/** Collapses line breaks, which would end a table row or a list item. */
+/** What ends a cut value. */
+export function cutNote(length: number): string {
+  return `… (cut: ${length.toLocaleString('en-US')} characters in all)`;
+}
+
+/** Characters (code points) of `text`: what a reader counts, not UTF-16 units. */
+function characters(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xdc00 && code <= 0xdfff && i > 0) {
+      const before = text.charCodeAt(i - 1);
+      if (before >= 0xd800 && before <= 0xdbff) count -= 1;
+    }
+  }
+  return count;
+}
+
+/** Collapses line breaks, which would end a table row or a list item; shows other invisible characters. */
 function singleLine(text: string, marker: string): string {
-  return text.replace(/\r\n|\r|\n/g, marker);
+  return showInvisible(text.replace(/\r\n|\r|\n/g, marker));
 }
 
 /**

@@ -253,10 +253,33 @@ describe('values', () => {
     expect(md).not.toMatch(/^\| evil/m);
   });
 
-  it('shortens long values with an ellipsis', () => {
+  it('shortens long values and says they were cut and how long they are', () => {
     const md = renderPlanMarkdown(plan([guest({ changes: [{ key: 'description', from: 'x'.repeat(5_000), to: 'ok', impact: 'live' }] })]));
-    expect(md).toContain(`\`${'x'.repeat(119)}…\``);
+    expect(md).toContain(`\`${'x'.repeat(119)}… (cut: 5,000 characters in all)\``);
     expect(md).not.toContain('x'.repeat(120));
+  });
+
+  it('never cuts the value of a key that reaches the host', () => {
+    const args = `-fw_cfg name=opt/x,string=${'A'.repeat(300)} -device vfio-pci,host=0000:01:00.0`;
+    const md = renderPlanMarkdown(plan([guest({ changes: [{ key: 'args', to: args, impact: 'needs-stop', severity: 'host-access' }] })]));
+    expect(md).toContain(args);
+    expect(md).not.toContain('(cut:');
+  });
+
+  it('shows control characters and bidirectional overrides in values, names and messages as escapes', () => {
+    const md = renderPlanMarkdown(
+      plan([
+        guest({
+          name: 'web\u202e10-bew',
+          changes: [{ key: 'description', from: 'ok', to: 'rm -rf /\u202e#tpircs_efas\u001b[2J', impact: 'live' }],
+          warnings: ['note\u2066hidden\u2069'],
+        }),
+      ]),
+    );
+    expect(md).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u202a-\u202e\u2066-\u2069]/);
+    expect(md).toContain('rm -rf /\\u202e#tpircs_efas\\x1b[2J');
+    expect(md).toContain('web\\\\u202e10-bew');
+    expect(md).toContain('note\\\\u2066hidden\\\\u2069');
   });
 });
 

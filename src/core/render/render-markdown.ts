@@ -218,11 +218,15 @@ function detailsSummary(guest: GuestPlan): string {
   return shorten(parts.join(' · '), 200);
 }
 
-/** A value cell: secrets hidden, unset shown as such, everything else as escaped code. */
-function valueCell(key: string, value: string | undefined, unset = UNSET): string {
+/**
+ * A value cell: secrets hidden, unset shown as such, everything else as escaped code — cut to
+ * `MAX_VALUE_CHARS` with a note of its length, except values of keys that reach the host
+ * (`whole`), which a reviewer must see entire.
+ */
+function valueCell(key: string, value: string | undefined, unset = UNSET, whole = false): string {
   if (value === undefined) return unset;
   if (isSensitiveKey(key)) return '*(sensitive)*';
-  return codeSpan(value);
+  return whole ? codeSpan(value, Number.POSITIVE_INFINITY) : codeSpan(value);
 }
 
 function moreRows(omitted: number, what: string): string {
@@ -235,8 +239,8 @@ function renderChanges(changes: readonly KeyChange[]): string {
     .slice(0, MAX_CHANGE_ROWS)
     .map((change) => [
       codeSpan(change.key),
-      valueCell(change.key, change.from),
-      valueCell(change.key, change.to, '*(deleted)*'),
+      valueCell(change.key, change.from, UNSET, change.severity === 'host-access'),
+      valueCell(change.key, change.to, '*(deleted)*', change.severity === 'host-access'),
       [
         change.impact === 'data-loss' ? `**${IMPACT_LABEL[change.impact]}**` : IMPACT_LABEL[change.impact],
         ...(change.severity === 'host-access' ? ['🔓 **host access**'] : []),

@@ -112,6 +112,25 @@ describe('renderPlanText', () => {
     expect(text).toContain('~ description: a\\x1b[2Jb\\nc → d (live)');
   });
 
+  it('shows bidirectional overrides and zero-width characters from names and values as escapes', () => {
+    const text = renderPlanText(
+      plan([
+        guest({ name: 'web\u202e10-bew', changes: [{ key: 'args', from: 'a', to: '-x \u2066hidden\u2069\u200b', impact: 'needs-stop' }] }),
+      ]),
+    );
+    expect(text).not.toMatch(/[\u200b\u202a-\u202e\u2066-\u2069]/);
+    expect(text).toContain('lab/web\\u202e10-bew (100101)');
+    expect(text).toContain('~ args: a → -x \\u2066hidden\\u2069\\u200b (needs stop)');
+  });
+
+  it('says a long value was cut and how long it is, unless its key reaches the host', () => {
+    const long = 'y'.repeat(1_000);
+    const cut = renderPlanText(plan([guest({ changes: [{ key: 'description', from: long, to: 'd', impact: 'live' }] })]));
+    expect(cut).toContain(`~ description: ${'y'.repeat(199)}… (cut: 1,000 characters in all) → d (live)`);
+    const whole = renderPlanText(plan([guest({ changes: [{ key: 'hookscript', to: long, impact: 'live', severity: 'host-access' }] })]));
+    expect(whole).toContain(`+ hookscript: ${long} (live)`);
+  });
+
   it('colours only when asked', () => {
     const p = plan([guest({ action: 'create' })]);
     expect(renderPlanText(p)).not.toContain('\u001b[');

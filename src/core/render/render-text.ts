@@ -85,9 +85,11 @@ function guestRef(guest: GuestPlan): string {
   return `${terminalSafe(guest.cluster)}/${terminalSafe(guest.name)} (${guest.vmid})`;
 }
 
-function shown(key: string, value: string | undefined): string {
+/** A value as shown: secrets hidden; cut to fit with its length, unless it reaches the host (`whole`). */
+function shown(key: string, value: string | undefined, whole = false): string {
   if (value === undefined) return '(unset)';
-  return isSensitiveKey(key) ? SENSITIVE_PLACEHOLDER : terminalSafe(value);
+  if (isSensitiveKey(key)) return SENSITIVE_PLACEHOLDER;
+  return whole ? terminalSafe(value, Number.POSITIVE_INFINITY) : terminalSafe(value);
 }
 
 function renderGuest(guest: GuestPlan, paint: Painter): string[] {
@@ -119,9 +121,13 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
 function renderChange(change: KeyChange, paint: Painter): string {
   let impact = change.impact === 'data-loss' ? paint(IMPACT_LABEL[change.impact], 'red', 'bold') : IMPACT_LABEL[change.impact];
   if (change.severity === 'host-access') impact += `, ${paint('host access', 'red', 'bold')}`;
-  if (change.from === undefined) return `${paint('+', 'green')} ${terminalSafe(change.key)}: ${shown(change.key, change.to)} (${impact})`;
-  if (change.to === undefined) return `${paint('-', 'red')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} (${impact})`;
-  return `${paint('~', 'yellow')} ${terminalSafe(change.key)}: ${shown(change.key, change.from)} → ${shown(change.key, change.to)} (${impact})`;
+  // Values of options that reach the host are shown whole: a reviewer must see all they do.
+  const whole = change.severity === 'host-access';
+  if (change.from === undefined)
+    return `${paint('+', 'green')} ${terminalSafe(change.key)}: ${shown(change.key, change.to, whole)} (${impact})`;
+  if (change.to === undefined)
+    return `${paint('-', 'red')} ${terminalSafe(change.key)}: ${shown(change.key, change.from, whole)} (${impact})`;
+  return `${paint('~', 'yellow')} ${terminalSafe(change.key)}: ${shown(change.key, change.from, whole)} → ${shown(change.key, change.to, whole)} (${impact})`;
 }
 
 function renderDrift(guests: readonly GuestPlan[], paint: Painter): string[] {

@@ -1,4 +1,5 @@
 /** Terminal building blocks: values from a cluster must not carry escape sequences to a terminal. */
+import { showInvisible } from '../visible-text.js';
 import { shorten } from './markdown-format.js';
 
 /** Longest value printed in the terminal; `--format json` has the full text. */
@@ -6,15 +7,12 @@ export const MAX_TERMINAL_VALUE_CHARS = 200;
 
 /**
  * Makes text safe and single-line for a terminal: line breaks become `\n`, other control
- * characters (ESC above all, which could rewrite the screen) become `\xNN`.
+ * characters (ESC above all, which could rewrite the screen) `\xNN`, bidirectional overrides and
+ * zero-width characters `\uNNNN` (see `visible-text.ts`). Longer than `max` characters, it is cut
+ * and says so, with its length; `Infinity` never cuts (values of options that reach the host).
  */
 export function terminalSafe(text: string, max: number = MAX_TERMINAL_VALUE_CHARS): string {
-  return shorten(text, max).replace(/[\u0000-\u001f\u007f-\u009f]/g, (ch) => {
-    if (ch === '\n') return '\\n';
-    if (ch === '\r') return '\\r';
-    if (ch === '\t') return '\\t';
-    return `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`;
-  });
+  return showInvisible(shorten(text, max));
 }
 
 /** ANSI styles the renderers use. */

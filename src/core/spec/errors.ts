@@ -1,4 +1,5 @@
 import type { SourceRef } from '../model.js';
+import { showInvisible } from '../visible-text.js';
 
 /**
  * A problem in the spec repository, pinned to the YAML node that causes it so the CLI can print
@@ -19,10 +20,17 @@ export class SpecError extends Error {
   }
 }
 
-/** `file:line:col: message`, the form editors and CI log parsers understand. */
+/**
+ * `file:line:col: message`, the form editors and CI log parsers understand (`file: message` for a
+ * file as a whole). File names and messages quote the repository: control characters and
+ * bidirectional overrides in them are shown as escapes, so one line stays one line and reads as
+ * what it holds.
+ */
 export function formatSpecError(error: SpecError): string {
-  if (error.line === 0) return `${error.file}: ${error.message}`;
-  return `${error.file}:${error.line}:${error.col}: ${error.message}`;
+  const file = showInvisible(error.file);
+  const message = showInvisible(error.message);
+  if (error.line === 0) return `${file}: ${message}`;
+  return `${file}:${error.line}:${error.col}: ${message}`;
 }
 
 /** Orders errors by file, then position, so output is stable whatever order the checks ran in. */

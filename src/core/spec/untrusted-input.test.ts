@@ -217,3 +217,16 @@ describe('the parse cache', () => {
     expect(cache.get('b: 1\n')).toBeUndefined();
   });
 });
+
+describe('errors quote the repository safely', () => {
+  it('shows control characters and bidirectional overrides in file names and messages as escapes', () => {
+    const loaded = loadSpecs([
+      { path: 'c.yaml', text: CLUSTER },
+      { path: 'evil\u001b[2J.yaml', text: vm('r', 'config:\n  "bogus\u202e0": 1\n  "x\u001b]0;owned\u0007": 2\n') },
+    ]);
+    const out = loaded.errors.map(formatSpecError);
+    expect(out.join('\n')).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u202a-\u202e]/);
+    expect(out).toContain('evil\\x1b[2J.yaml:6:3: unknown config key "bogus\\u202e0" for a VM');
+    expect(out.some((line) => line.startsWith('evil\\x1b[2J.yaml:7:3: unknown config key "x\\x1b]0;owned\\x07"'))).toBe(true);
+  });
+});
