@@ -15,7 +15,7 @@
  * its result costs only speed: its batches are parsed in the main thread. Workers are terminated
  * before this returns, also on error.
  */
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import {
   assembleSpecs,
@@ -44,7 +44,7 @@ const IN_FLIGHT = 2;
 
 /** Options of {@link loadSpecFiles}: those of `loadSpecs` (limits, cache, label) and the threads'. */
 export interface LoadSpecFilesOptions extends LoadSpecsOptions {
-  /** Worker threads to start. Default: one per core, up to 4, minus one for the main thread. 0 parses in-thread. */
+  /** Worker threads to start. Default {@link defaultWorkers}: one per idle core, up to 4, minus one for the main thread. 0 parses in-thread. */
   workers?: number;
   /** Total characters of YAML to parse below which everything is parsed in-thread. Default {@link PARALLEL_THRESHOLD}. */
   threshold?: number;
@@ -84,7 +84,7 @@ export async function loadSpecFiles(files: readonly SpecFileInput[], options: Lo
   for (const file of texts) if (!parses.has(file.text)) parses.set(file.text, cachedParse(file.text, prepared, options.cache));
   const missing = [...parses].filter(([, parsed]) => parsed === undefined).map(([text]) => text);
   const size = missing.reduce((sum, text) => sum + text.length, 0);
-  const workers = Math.max(0, Math.floor(options.workers ?? Math.min(availableParallelism(), MAX_PARSERS) - 1));
+  const workers = Math.max(0, Math.floor(options.workers ?? defaultWorkers()));
   const fresh =
     workers === 0 || missing.length < 2 || size < (options.threshold ?? PARALLEL_THRESHOLD)
       ? withEnvSnapshot(() => missing.map((text) => parseSpecText(text, prepared.limits)))
@@ -103,6 +103,18 @@ export async function loadSpecFiles(files: readonly SpecFileInput[], options: Lo
     }),
     prepared,
   );
+}
+
+/**
+ * Worker threads worth starting now: one per idle core, less one for the main thread, at most
+ * {@link MAX_PARSERS} parsers in all. A worker costs CPU of its own (its start, copying results
+ * back, a second heap to collect): on 2 cores already busy with other work, loading 10,000 guests
+ * with a worker took 0.7–0.8 s more CPU and was no faster than in one thread, so a machine whose
+ * load average fills its cores parses in-thread.
+ */
+export function defaultWorkers(cores = availableParallelism(), load = loadavg()[0] ?? 0): number {
+  const idle = Math.min(cores, MAX_PARSERS) - Math.max(0, Math.round(load));
+  return Math.max(0, idle - 1);
 }
 
 /** A run of consecutive texts, parsed as one message. */

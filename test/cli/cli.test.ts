@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli.js';
+import { COMMANDS, main } from '../../src/cli.js';
 import type { CommandIO } from '../../src/commands/types.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
@@ -57,6 +57,15 @@ afterEach(async () => {
   await lab.close();
   await prod.close();
   await rm(dir, { recursive: true, force: true });
+});
+
+describe('the command table', () => {
+  it('lists each command with the name and summary of the module it loads', async () => {
+    for (const entry of COMMANDS) {
+      const command = await entry.load();
+      expect({ name: command.name, summary: command.summary }).toEqual({ name: entry.name, summary: entry.summary });
+    }
+  });
 });
 
 describe('pve-gitops validate', () => {

@@ -10,7 +10,7 @@
 import type { z } from 'zod';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
 import { classifyConfigKey, editDistance } from './config-keys.js';
-import type { DocPath, DocumentPositions } from './document-positions.js';
+import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
 import { compareSpecErrors, SpecError } from './errors.js';
 import type { SpecParseCache } from './parse-cache.js';
 import { parseSpecText, type ParsedSpecFile, type ParsedSpecText } from './parse-spec-file.js';
@@ -18,7 +18,7 @@ import { lineCounterFrom, tablePositions } from './position-table.js';
 import { ClusterDocument, ContainerDocument, DOCUMENT_SCHEMAS, SpecKind, VmDocument } from './schema.js';
 import { formatBytes, limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
 import { decodeSpecFile, specFileBytes, type SpecFileInput } from './spec-text.js';
-import { validateSpecs, type SpecPositions } from './validate-specs.js';
+import { validateSpecs, type GuestVerdicts, type SpecPositions } from './validate-specs.js';
 import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
 
@@ -181,12 +181,109 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     positions: new Map(),
     brokenClusters: new Set(),
   };
-  for (const file of parsed) assembleFile(file, state);
+  // Each load gets its own copies of the guests (VMIDs are derived per load, callers may edit
+  // them); what they were copied from keys the per-guest verdicts shared between loads.
+  const origins = new Map<GuestSpec | ClusterSpec, GuestSpec | ClusterSpec>();
+  for (const file of parsed) {
+    const done = assembledFile(file);
+    state.errors.push(...done.errors);
+    for (const cluster of done.clusters) {
+      const copy = copyCluster(cluster);
+      origins.set(copy, cluster);
+      state.clusters.push(copy);
+      state.positions.set(copy, done.positions.get(cluster) ?? fixedPositions(cluster.source));
+    }
+    for (const guest of done.guests) {
+      const copy = copyGuest(guest);
+      origins.set(copy, guest);
+      state.guests.push(copy);
+      state.positions.set(copy, done.positions.get(guest) ?? fixedPositions(guest.source));
+    }
+    for (const name of done.brokenClusters) state.brokenClusters.add(name);
+  }
   assignGuestVmids(state);
   const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
-  const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
+  const guestVerdicts: GuestVerdicts = {
+    get: (guest, cluster) => {
+      const origin = origins.get(guest) as GuestSpec | undefined;
+      const verdict = origin && guestVerdictCache.get(origin);
+      return verdict && verdict.cluster === (cluster && origins.get(cluster)) ? verdict.errors : undefined;
+    },
+    set: (guest, cluster, errors) => {
+      const origin = origins.get(guest) as GuestSpec | undefined;
+      if (origin) guestVerdictCache.set(origin, { cluster: cluster && (origins.get(cluster) as ClusterSpec | undefined), errors });
+    },
+  };
+  const errors = state.errors.concat(
+    validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts }),
+  );
   errors.sort(compareSpecErrors);
   return { specs, errors, positions: state.positions };
+}
+
+/** One file's documents, loaded: everything that depends on its text and path alone. Never mutated. */
+interface AssembledFile {
+  clusters: ClusterSpec[];
+  guests: GuestSpec[];
+  errors: SpecError[];
+  positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
+  brokenClusters: string[];
+}
+
+/**
+ * Loaded files, by parse (its documents) and path: a file whose parse came from the parse cache
+ * — the same text in a pull request's base and head — is checked and converted once. Entries go
+ * when the parse does.
+ */
+const assembledFiles = new WeakMap<readonly unknown[], Map<string, AssembledFile>>();
+
+/**
+ * What `validateSpecs` found for a guest (as loaded from its file) under a cluster spec: the same
+ * guest under the same Cluster document needs no second look. Entries go with the loaded file.
+ */
+const guestVerdictCache = new WeakMap<GuestSpec, { cluster: ClusterSpec | undefined; errors: SpecError[] }>();
+
+function assembledFile(file: ParsedSpecFile): AssembledFile {
+  let byPath = assembledFiles.get(file.documents);
+  const cached = byPath?.get(file.path);
+  if (cached) return cached;
+  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
+  assembleFile(file, state);
+  const done: AssembledFile = {
+    clusters: state.clusters,
+    guests: state.guests,
+    errors: state.errors,
+    positions: state.positions,
+    brokenClusters: [...state.brokenClusters],
+  };
+  if (!byPath) {
+    byPath = new Map();
+    assembledFiles.set(file.documents, byPath);
+  }
+  byPath.set(file.path, done);
+  return done;
+}
+
+/** A copy of a loaded cluster spec that shares nothing mutable with it. */
+function copyCluster(cluster: ClusterSpec): ClusterSpec {
+  return {
+    ...cluster,
+    vmids: { ...cluster.vmids },
+    nodes: [...cluster.nodes],
+    ...(cluster.storages ? { storages: [...cluster.storages] } : {}),
+    ...(cluster.bridges ? { bridges: [...cluster.bridges] } : {}),
+  };
+}
+
+/** A copy of a loaded guest that shares nothing mutable with it. */
+function copyGuest(guest: GuestSpec): GuestSpec {
+  return {
+    ...guest,
+    ignore: [...guest.ignore],
+    config: { ...guest.config },
+    ...(guest.createOptions ? { createOptions: { ...guest.createOptions } } : {}),
+    ...(guest.keySources ? { keySources: { ...guest.keySources } } : {}),
+  };
 }
 
 /** A document that is already a value, with where its parts were written. */

@@ -117,10 +117,14 @@ interface Measure {
   height: number;
 }
 
+const SCALAR: Measure = Object.freeze({ nodes: 1, height: 1 });
+
 /**
- * Walks a document once: depth, aliases, expanded size (memoised per node, so a chain of aliases
- * costs its text, not its expansion) and integers beyond 2^53. Recursion never goes deeper than
- * the depth limit, so a deeply nested document cannot exhaust the stack here either.
+ * Walks a document once: depth, aliases, expanded size and integers beyond 2^53. Sizes of anchored
+ * nodes are remembered, so a chain of aliases costs its text, not its expansion; only anchored
+ * nodes can be named by an alias, so only they are remembered (most documents have none).
+ * Recursion never goes deeper than the depth limit, so a deeply nested document cannot exhaust
+ * the stack here either.
  */
 function inspectDocument(doc: Document, limits: SpecLimits, nodeBudget: number): { nodes: number; problems: ParseProblem[] } {
   const measured = new Map<Node, Measure>();
@@ -128,71 +132,72 @@ function inspectDocument(doc: Document, limits: SpecLimits, nodeBudget: number):
   const problems: ParseProblem[] = [];
   let aliases = 0;
   let nodes = 0;
-  const count = (n: number, at: number): void => {
-    nodes += n;
-    if (nodes > nodeBudget) {
-      throw new LimitExceeded(
-        at,
-        `YAML: too large with its aliases expanded (over ${limits.maxExpandedNodes.toLocaleString('en-US')} values); ${limitHint(limits, 'maxExpandedNodes')}`,
-      );
-    }
-  };
-  const tooDeep = (at: number): LimitExceeded =>
-    new LimitExceeded(at, `YAML: nested deeper than ${limits.maxDepth} levels; ${limitHint(limits, 'maxDepth')}`);
+  const offset = (node: Node): number => node.range?.[0] ?? 0;
+  const tooLarge = (node: Node): LimitExceeded =>
+    new LimitExceeded(
+      offset(node),
+      `YAML: too large with its aliases expanded (over ${limits.maxExpandedNodes.toLocaleString('en-US')} values); ${limitHint(limits, 'maxExpandedNodes')}`,
+    );
+  const tooDeep = (node: Node): LimitExceeded =>
+    new LimitExceeded(offset(node), `YAML: nested deeper than ${limits.maxDepth} levels; ${limitHint(limits, 'maxDepth')}`);
 
   const measure = (node: Node, depth: number): Measure => {
-    const at = node.range?.[0] ?? 0;
-    if (depth > limits.maxDepth) throw tooDeep(at);
-    if (isAlias(node)) {
-      aliases += 1;
-      if (aliases > limits.maxAliases)
-        throw new LimitExceeded(
-          at,
-          `YAML: more than ${limits.maxAliases.toLocaleString('en-US')} aliases in one document; ${limitHint(limits, 'maxAliases')}`,
-        );
-      const target = node.resolve(doc);
-      if (target === undefined) return { nodes: 1, height: 1 };
-      if (inProgress.has(target))
-        throw new LimitExceeded(at, `YAML: alias *${node.source} refers to a value that contains it (a recursive alias)`);
-      // Anchors come before their aliases, so the target has been measured on the way here.
-      const found = measured.get(target) ?? measure(target, depth);
-      if (depth + found.height - 1 > limits.maxDepth) throw tooDeep(at);
-      count(found.nodes, at);
-      return found;
-    }
-    const done = measured.get(node);
-    if (done) {
-      count(done.nodes, at);
-      return done;
-    }
-    let result: Measure;
+    if (depth > limits.maxDepth) throw tooDeep(node);
     if (isScalar(node)) {
       const value = node.value;
-      if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value) && INTEGER_SOURCE.test(node.source ?? '')) {
-        problems.push({ offset: at, message: `integer ${node.source} is beyond 2^53 and cannot be kept exactly; quote it if it is text` });
+      if (typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value) && INTEGER_SOURCE.test(node.source ?? '')) {
+        problems.push({
+          offset: offset(node),
+          message: `integer ${node.source} is beyond 2^53 and cannot be kept exactly; quote it if it is text`,
+        });
       }
-      count(1, at);
-      result = { nodes: 1, height: 1 };
-    } else if (isMap(node) || isSeq(node)) {
-      inProgress.add(node);
-      const before = nodes;
-      count(1, at);
-      let height = 0;
-      for (const item of node.items) {
-        if (isPair(item)) {
-          if (isNode(item.key)) height = Math.max(height, measure(item.key, depth + 1).height);
-          if (isNode(item.value)) height = Math.max(height, measure(item.value, depth + 1).height);
-        } else if (isNode(item)) {
-          height = Math.max(height, measure(item, depth + 1).height);
-        }
-      }
-      inProgress.delete(node);
-      result = { nodes: nodes - before, height: height + 1 };
-    } else {
-      count(1, at);
-      result = { nodes: 1, height: 1 };
+      if (++nodes > nodeBudget) throw tooLarge(node);
+      if (node.anchor !== undefined) measured.set(node, SCALAR);
+      return SCALAR;
     }
-    measured.set(node, result);
+    if (isAlias(node)) {
+      aliases += 1;
+      if (aliases > limits.maxAliases) {
+        throw new LimitExceeded(
+          offset(node),
+          `YAML: more than ${limits.maxAliases.toLocaleString('en-US')} aliases in one document; ${limitHint(limits, 'maxAliases')}`,
+        );
+      }
+      const target = node.resolve(doc);
+      if (target === undefined) return SCALAR;
+      if (inProgress.has(target))
+        throw new LimitExceeded(offset(node), `YAML: alias *${node.source} refers to a value that contains it (a recursive alias)`);
+      // Anchors come before their aliases, so the target has been measured on the way here.
+      const found = measured.get(target) ?? measure(target, depth);
+      if (depth + found.height - 1 > limits.maxDepth) throw tooDeep(node);
+      nodes += found.nodes;
+      if (nodes > nodeBudget) throw tooLarge(node);
+      return found;
+    }
+    if (!isMap(node) && !isSeq(node)) {
+      if (++nodes > nodeBudget) throw tooLarge(node);
+      return SCALAR;
+    }
+    const anchored = node.anchor !== undefined;
+    if (anchored) inProgress.add(node);
+    const before = nodes;
+    if (++nodes > nodeBudget) throw tooLarge(node);
+    let height = 0;
+    for (const item of node.items) {
+      if (isPair(item)) {
+        const key = item.key;
+        const value = item.value;
+        if (key !== null && typeof key === 'object' && isNode(key)) height = Math.max(height, measure(key, depth + 1).height);
+        if (value !== null && typeof value === 'object' && isNode(value)) height = Math.max(height, measure(value, depth + 1).height);
+      } else if (isNode(item)) {
+        height = Math.max(height, measure(item, depth + 1).height);
+      }
+    }
+    const result: Measure = { nodes: nodes - before, height: height + 1 };
+    if (anchored) {
+      inProgress.delete(node);
+      measured.set(node, result);
+    }
     return result;
   };
 

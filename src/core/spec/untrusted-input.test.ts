@@ -230,3 +230,32 @@ describe('errors quote the repository safely', () => {
     expect(out.some((line) => line.startsWith('evil\\x1b[2J.yaml:7:3: unknown config key "x\\x1b]0;owned\\x07"'))).toBe(true);
   });
 });
+
+describe('loads that share a parse cache', () => {
+  const clusters = (storages: string): SpecFileInput => ({ path: 'clusters.yaml', text: `${CLUSTER}storages: [${storages}]\n` });
+  const guests: SpecFileInput = { path: 'g.yaml', text: vm('web', 'config:\n  scsi0: local-lvm:32\n  memory: 1024\n') };
+
+  it('check each guest again when its Cluster document changed', () => {
+    const cache = createSpecParseCache();
+    expect(lines([clusters('local-lvm'), guests], { cache })).toEqual([]);
+    expect(lines([clusters('ceph'), guests], { cache })).toEqual([
+      'g.yaml:6:10: storage "local-lvm" of scsi0 is not in cluster "lab" storages (ceph)',
+    ]);
+    expect(lines([clusters('local-lvm'), guests], { cache })).toEqual([]);
+  });
+
+  it('hand each load its own specs: editing one load’s result changes no other', () => {
+    const cache = createSpecParseCache();
+    const first = loadSpecs([clusters('local-lvm'), guests], { cache });
+    const web = first.specs.guests[0];
+    const lab = first.specs.clusters[0];
+    if (!web || !lab) throw new Error('nothing loaded');
+    web.config.memory = '1';
+    web.name = 'changed';
+    lab.nodes.push('pve-99');
+    const second = loadSpecs([clusters('local-lvm'), guests], { cache });
+    expect(second.specs.guests[0]?.config.memory).toBe('1024');
+    expect(second.specs.guests[0]?.name).toBe('web');
+    expect(second.specs.clusters[0]?.nodes).toEqual(['pve-01']);
+  });
+});

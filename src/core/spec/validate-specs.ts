@@ -41,6 +41,18 @@ export interface ValidateOptions {
   positions?: SpecPositions;
   /** Clusters whose document failed to load: their guests are not also reported as orphaned from them. */
   brokenClusters?: ReadonlySet<string>;
+  /**
+   * Verdicts of the per-guest checks from an earlier validation of the same guest under the same
+   * cluster spec (loading shares them between a pull request's base and head); those checks read
+   * only the guest, its cluster spec and its positions.
+   */
+  guestVerdicts?: GuestVerdicts;
+}
+
+/** A store of per-guest verdicts (see {@link ValidateOptions.guestVerdicts}). */
+export interface GuestVerdicts {
+  get(guest: GuestSpec, cluster: ClusterSpec | undefined): readonly SpecError[] | undefined;
+  set(guest: GuestSpec, cluster: ClusterSpec | undefined, errors: SpecError[]): void;
 }
 
 /** Validates a spec set; returns every error found (unordered). */
@@ -50,7 +62,18 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
   const posOf = (spec: ClusterSpec | GuestSpec): DocumentPositions => positions.get(spec) ?? fallbackPositions(spec);
   const clusters = validateClusters(specs.clusters, posOf, errors);
   validateIdentity(specs.guests, clusters, options.brokenClusters ?? new Set(), posOf, errors);
-  for (const guest of specs.guests) validateGuest(guest, clusters.get(guest.cluster), posOf(guest), errors);
+  for (const guest of specs.guests) {
+    const cluster = clusters.get(guest.cluster);
+    const known = options.guestVerdicts?.get(guest, cluster);
+    if (known) {
+      errors.push(...known);
+      continue;
+    }
+    const found: SpecError[] = [];
+    validateGuest(guest, cluster, posOf(guest), found);
+    options.guestVerdicts?.set(guest, cluster, found);
+    errors.push(...found);
+  }
   return errors;
 }
 
