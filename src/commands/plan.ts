@@ -39,6 +39,23 @@ export async function emit(text: string, out: string | undefined, io: CommandIO)
   note(io, `wrote ${out}`);
 }
 
+/**
+ * Loads the head's specs and the base's. Base and head share their parses through a cache that
+ * lives only here: a pull request leaves most files as they were, and once both are loaded the
+ * parses (YAML values, position tables) are garbage the plan's own work can reuse.
+ */
+async function loadHeadAndBase(
+  specs: string,
+  baseDir: string | undefined,
+  io: CommandIO,
+): Promise<{ head: Awaited<ReturnType<typeof loadSpecDir>>; base: Awaited<ReturnType<typeof loadSpecDir>> | undefined }> {
+  if (baseDir === undefined) return { head: await loadSpecDir(specs, io), base: undefined };
+  const cache = createSpecParseCache();
+  const head = await loadSpecDir(specs, io, cache);
+  const base = await loadSpecDir(baseDir, io, cache);
+  return { head, base };
+}
+
 export const planCommand: Command = {
   name: 'plan',
   summary: 'read-only plan of the specs against the clusters; exit 0 no changes, 2 changes, 1 error',
@@ -53,10 +70,7 @@ export const planCommand: Command = {
       clusters: { type: 'string' },
     });
     const format = parseFormat(flags.format);
-    // Base and head share their parses: a pull request leaves most files as they were.
-    const cache = flags.base === undefined ? undefined : createSpecParseCache();
-    const head = await loadSpecDir(flags.specs, io, cache);
-    const base = flags.base === undefined ? undefined : await loadSpecDir(flags.base, io, cache);
+    const { head, base } = await loadHeadAndBase(flags.specs, flags.base, io);
     const errors = [...head.errorLines, ...(base?.errorLines.map((l) => `base: ${l}`) ?? [])];
     if (reportInvalidSpecs(io, errors, 'nothing was planned')) return 1;
     const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);

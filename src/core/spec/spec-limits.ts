@@ -27,8 +27,8 @@ export interface SpecLimits {
 
 /** The default bounds. */
 export const DEFAULT_SPEC_LIMITS: Readonly<SpecLimits> = Object.freeze({
-  maxFileBytes: 4 * 1024 * 1024,
-  maxFiles: 20_000,
+  maxFileBytes: 8 * 1024 * 1024,
+  maxFiles: 50_000,
   maxTotalBytes: 64 * 1024 * 1024,
   maxAliases: 1_000,
   maxExpandedNodes: 5_000_000,

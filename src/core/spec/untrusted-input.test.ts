@@ -88,8 +88,8 @@ describe('the spec repository is bounded', () => {
 
   it('has limits far above what a spec document needs', () => {
     expect(DEFAULT_SPEC_LIMITS).toEqual({
-      maxFileBytes: 4 * 1024 * 1024,
-      maxFiles: 20_000,
+      maxFileBytes: 8 * 1024 * 1024,
+      maxFiles: 50_000,
       maxTotalBytes: 64 * 1024 * 1024,
       maxAliases: 1_000,
       maxExpandedNodes: 5_000_000,
