@@ -27,7 +27,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'check',
-    summary: 'check the connection to every cluster of the specs: TLS, both tokens, nodes; exit 0 ok, 1 problems',
+    summary: 'check the connection to every cluster of the specs: TLS, both tokens and their privileges, nodes; exit 0 ok, 1 problems',
     load: async () => (await import('./commands/check.js')).checkCommand,
   },
   {

@@ -128,7 +128,7 @@ describe('renderPlanText', () => {
     const cut = renderPlanText(plan([guest({ changes: [{ key: 'description', from: long, to: 'd', impact: 'live' }] })]));
     expect(cut).toContain(`~ description: ${'y'.repeat(199)}… (cut: 1,000 characters in all) → d (live)`);
     const whole = renderPlanText(plan([guest({ changes: [{ key: 'hookscript', to: long, impact: 'live', severity: 'host-access' }] })]));
-    expect(whole).toContain(`+ hookscript: ${long} (live)`);
+    expect(whole).toContain(`+ hookscript: ${long} (live, host access)`);
   });
 
   it('colours only when asked', () => {
