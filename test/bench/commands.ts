@@ -12,7 +12,7 @@
  * Prints medians with the spread (min–max) of several runs, peak RSS (`/usr/bin/time -v` when
  * present), and the table of issue 12 with the figures the issue measured beside today's.
  *
- *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply]
+ *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply] [--bin dist/bin.js]
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -29,12 +29,14 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '5' },
     'apply-runs': { type: 'string', default: '2' },
     only: { type: 'string', default: 'validate,plan,drift,apply' },
+    bin: { type: 'string' },
   },
 });
 const RUNS = Number(values.runs);
 const APPLY_RUNS = Number(values['apply-runs']);
 const ONLY = new Set(values.only.split(','));
-const BIN = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
+/** The built command line; `--bin` measures another build (an older one, for a before/after). */
+const BIN = values.bin ?? fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
 const TIME = '/usr/bin/time';
 const LATENCY_MS = 20;
 
@@ -43,6 +45,8 @@ interface Run {
   ms: number;
   /** Peak resident set in MiB, when measurable. */
   rssMiB?: number;
+  /** CPU seconds (user + system) of the command, when measurable: what a busy machine does not distort. */
+  cpuS?: number;
   stdout: string;
   stderr: string;
 }
@@ -50,7 +54,9 @@ interface Run {
 /** Runs the CLI as a process, timing it from spawn to exit. */
 async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string): Promise<Run> {
   const timed = existsSync(TIME);
-  const [command, argv] = timed ? [TIME, ['-f', '%M', '-o', rssFile, process.execPath, BIN, ...args]] : [process.execPath, [BIN, ...args]];
+  const [command, argv] = timed
+    ? [TIME, ['-f', '%M %U %S', '-o', rssFile, process.execPath, BIN, ...args]]
+    : [process.execPath, [BIN, ...args]];
   const started = performance.now();
   const child = spawn(command, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -62,8 +68,15 @@ async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string): Pro
     child.once('close', (status) => resolve(status ?? 1));
   });
   const ms = performance.now() - started;
-  const rssKiB = timed ? Number((await readFile(rssFile, 'utf8')).trim().split('\n').pop()) : Number.NaN;
-  return { code, ms, ...(Number.isFinite(rssKiB) ? { rssMiB: rssKiB / 1024 } : {}), stdout, stderr };
+  const [rssKiB, user, system] = timed ? ((await readFile(rssFile, 'utf8')).trim().split('\n').pop() ?? '').split(' ').map(Number) : [];
+  return {
+    code,
+    ms,
+    ...(rssKiB !== undefined && Number.isFinite(rssKiB) ? { rssMiB: rssKiB / 1024 } : {}),
+    ...(user !== undefined && system !== undefined && Number.isFinite(user + system) ? { cpuS: user + system } : {}),
+    stdout,
+    stderr,
+  };
 }
 
 interface Sim {
@@ -121,14 +134,16 @@ const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 const spread = (xs: readonly number[], unit: (n: number) => string = s): string =>
   `${unit(median(xs))} (${unit(Math.min(...xs))}–${unit(Math.max(...xs))}, n=${xs.length})`;
 const mib = (n: number): string => `${n.toFixed(0)} MiB`;
+const cpu = (series: Series): string => (series.cpu.length ? `; CPU ${median(series.cpu).toFixed(2)} s` : '');
 
 interface Series {
   ms: number[];
   rss: number[];
+  cpu: number[];
 }
 
 async function repeat(label: string, runs: number, run: () => Promise<Run>, expect: (r: Run) => boolean): Promise<Series> {
-  const series: Series = { ms: [], rss: [] };
+  const series: Series = { ms: [], rss: [], cpu: [] };
   for (let n = 0; n < runs; n++) {
     const result = await run();
     if (!expect(result)) {
@@ -138,7 +153,10 @@ async function repeat(label: string, runs: number, run: () => Promise<Run>, expe
     }
     series.ms.push(result.ms);
     if (result.rssMiB !== undefined) series.rss.push(result.rssMiB);
-    process.stderr.write(`  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}\n`);
+    if (result.cpuS !== undefined) series.cpu.push(result.cpuS);
+    process.stderr.write(
+      `  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}${result.cpuS ? `, ${result.cpuS.toFixed(2)} s CPU` : ''}\n`,
+    );
   }
   return series;
 }
@@ -180,6 +198,7 @@ async function main(): Promise<void> {
     await writeEstate(join(dir, 'base'), base);
     await writeEstate(join(dir, 'head'), head);
     let validateMedian = Number.NaN;
+    let validateCpu = 0;
 
     if (ONLY.has('validate') || ONLY.has('plan')) {
       process.stderr.write('validate, 10,000 guests in 250 files\n');
@@ -190,10 +209,11 @@ async function main(): Promise<void> {
         (r) => r.code === 0,
       );
       validateMedian = median(grouped.ms);
+      validateCpu = grouped.cpu.length ? median(grouped.cpu) : 0;
       rows.push({
         measure: '`validate`, 10,000 guests, 250 files',
         issue: '2.39–2.49 s (4.1 s with one core busy)',
-        now: `${spread(grouped.ms)}; ${mib(median(grouped.rss))}`,
+        now: `${spread(grouped.ms)}; ${mib(median(grouped.rss))}${cpu(grouped)}`,
         target: '< 1.8 s',
         met: validateMedian < 1800,
       });
@@ -210,7 +230,7 @@ async function main(): Promise<void> {
       rows.push({
         measure: '`validate`, 10,000 guests, one file per guest',
         issue: '3.10 s',
-        now: `${spread(perGuest.ms)}; ${mib(median(perGuest.rss))}`,
+        now: `${spread(perGuest.ms)}; ${mib(median(perGuest.rss))}${cpu(perGuest)}`,
         target: '< 2.2 s',
         met: median(perGuest.ms) < 2200,
       });
@@ -242,7 +262,7 @@ async function main(): Promise<void> {
         rows.push({
           measure: '`plan --base` of a 10-guest PR, 10,000 guests (whole command)',
           issue: '4.60 s; 1.89× one `validate`; 11 requests',
-          now: `${spread(plan.ms)}; ${ratio.toFixed(2)}× one \`validate\`; ${requests} requests`,
+          now: `${spread(plan.ms)}; ${ratio.toFixed(2)}× one \`validate\`${cpu(plan)}${validateCpu ? ` (${(median(plan.cpu) / validateCpu).toFixed(2)}× in CPU)` : ''}; ${requests} requests`,
           target: '< 2.5 s; ≤ 1.15× one `validate`',
           met: median(plan.ms) < 2500 && ratio <= 1.15,
         });
@@ -273,7 +293,7 @@ async function main(): Promise<void> {
           rows.push({
             measure: '`drift`, 1,000 guests (whole command)',
             issue: '2.77 s',
-            now: `${spread(drift.ms)}; ${mib(median(drift.rss))}`,
+            now: `${spread(drift.ms)}; ${mib(median(drift.rss))}${cpu(drift)}`,
             target: '< 1.8 s',
             met: median(drift.ms) < 1800,
           });
@@ -345,7 +365,7 @@ async function main(): Promise<void> {
   }
   const load = `load average ${loadBefore.toFixed(2)} before, ${(loadavg()[0] ?? 0).toFixed(2)} after`;
   process.stdout.write(
-    `\nwhole commands as processes (dist/bin.js), simulator in its own process (TLS, ${LATENCY_MS} ms per request), Node ${process.version}; ${load}\n\n`,
+    `\nwhole commands as processes (${BIN}), simulator in its own process (TLS, ${LATENCY_MS} ms per request), Node ${process.version}; ${load}\n\n`,
   );
   process.stdout.write('| measure | issue figure | now: median (min–max) | target | met |\n|---|---|---|---|---|\n');
   for (const row of rows)
