@@ -77,6 +77,11 @@ export interface PreparedSpecFiles {
   refused: boolean;
   /** Identifies the limits, so a cache never answers with a parse made under other limits. */
   limitsKey: string;
+  /**
+   * Whether parses may be shared with other loads (a cache was given): then what follows from a
+   * file's parse is kept for them too, and each load gets its own copies of the specs.
+   */
+  shared: boolean;
 }
 
 /**
@@ -87,7 +92,15 @@ export interface PreparedSpecFiles {
 export function prepareSpecFiles(files: readonly SpecFileInput[], options: LoadSpecsOptions = {}): PreparedSpecFiles {
   const limits = resolveSpecLimits(options.limits);
   const label = options.label ?? 'spec repository';
-  const prepared: PreparedSpecFiles = { limits, label, texts: [], errors: [], refused: false, limitsKey: JSON.stringify(limits) };
+  const prepared: PreparedSpecFiles = {
+    limits,
+    label,
+    texts: [],
+    errors: [],
+    refused: false,
+    limitsKey: JSON.stringify(limits),
+    shared: options.cache !== undefined,
+  };
   const whole = (message: string): PreparedSpecFiles => ({ ...prepared, errors: [fileError(label, message)], refused: true });
   if (files.length > limits.maxFiles) {
     return whole(`${files.length.toLocaleString('en-US')} spec files is more than allowed; ${limitHint(limits, 'maxFiles')}`);
@@ -184,6 +197,15 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
   // Each load gets its own copies of the guests (VMIDs are derived per load, callers may edit
   // them); what they were copied from keys the per-guest verdicts shared between loads.
   const origins = new Map<GuestSpec | ClusterSpec, GuestSpec | ClusterSpec>();
+  if (!prepared?.shared) {
+    // Nothing to share with: load straight into this load's state, no copies.
+    for (const file of parsed) assembleFile(file, state);
+    assignGuestVmids(state);
+    const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
+    const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
+    errors.sort(compareSpecErrors);
+    return { specs, errors, positions: state.positions };
+  }
   for (const file of parsed) {
     const done = assembledFile(file);
     state.errors.push(...done.errors);
