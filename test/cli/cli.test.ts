@@ -96,6 +96,19 @@ describe('pve-gitops validate', () => {
     expect(run.stderr).toMatch(/Unknown option '--spec'/);
     expect(run.stderr).toMatch(/Usage: pve-gitops validate/);
   });
+
+  it('takes the spec limits from the environment, and refuses a bad one', async () => {
+    const refused = await cli(['validate', '--specs', SPECS_EXAMPLE], { PVE_GITOPS_MAX_FILES: '2' });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/: more than 2 spec files; the limit is 2 \(PVE_GITOPS_MAX_FILES\)\n$/);
+    const big = await cli(['validate', '--specs', SPECS_EXAMPLE], { PVE_GITOPS_MAX_FILE_BYTES: '100' });
+    expect(big.stdout).toMatch(
+      /^clusters\.yaml: [\d.,]+ (bytes|KiB) is more than a spec file may hold; the limit is 100 bytes \(PVE_GITOPS_MAX_FILE_BYTES\)$/m,
+    );
+    const bad = await cli(['validate', '--specs', SPECS_EXAMPLE], { PVE_GITOPS_MAX_YAML_DEPTH: 'deep' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/PVE_GITOPS_MAX_YAML_DEPTH must be a positive integer/);
+  });
 });
 
 describe('pve-gitops plan, apply, drift against simulated clusters', () => {
