@@ -128,7 +128,12 @@ export const applyCommand: Command = {
     const open = await connect(plan.clusters, 'write', io, flags.clusters);
     let result: ApplyResult;
     try {
-      result = await executePlan(plan, open.clusters, { lockWaitMs, onEvent: reportEvent(io), ref: plan.ref });
+      result = await executePlan(plan, open.clusters, {
+        lockWaitMs,
+        onEvent: reportEvent(io),
+        ref: plan.ref,
+        allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
+      });
     } finally {
       await open.close();
     }

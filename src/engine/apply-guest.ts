@@ -3,6 +3,8 @@ import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/m
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
 import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
+import { hostAccessRefusals } from '../core/plan/plan-specs.js';
+import type { HostAccessRule } from '../core/key-rules.js';
 import {
   AlreadyInPowerStateError,
   DigestConflictError,
@@ -59,6 +61,12 @@ export interface ApplyGuestOptions {
    * Default: no limit.
    */
   acquireSlot?: (node: string) => Promise<ReleaseSlot>;
+  /**
+   * The host-reaching options the server's policy allows on this guest's cluster, in force now
+   * (default: none). A recomputed step that needs more is refused before anything is written,
+   * whatever the stored plan says.
+   */
+  allowHostAccess?: readonly HostAccessRule[];
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -330,6 +338,8 @@ class GuestJob {
         );
       }
       const op = now.operations[0];
+      const refused = op ? hostAccessRefusals(now, new Set(this.options.allowHostAccess ?? [])) : [];
+      if (refused.length > 0) return new Finish('failed', `${refused.join('; ')}; nothing more was written`);
       if (!op) {
         // Accepted but not in effect until a restart: say so instead of reporting it done.
         const pending = now.pending.map((p) => p.key);

@@ -1,5 +1,6 @@
 import type { ApplyResult, GuestApplyResult } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, Plan } from '../core/model.js';
+import type { HostAccessRule } from '../core/key-rules.js';
 import type { ClusterWriter } from '../core/ports.js';
 import { Semaphore } from '../util/semaphore.js';
 import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutApply } from './apply-guest.js';
@@ -7,7 +8,9 @@ import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutAppl
 export type { ApplyEvent, ApplyGuestOptions } from './apply-guest.js';
 
 /** Options of {@link executePlan}. */
-export interface ExecuteOptions extends Omit<ApplyGuestOptions, 'listed' | 'locate' | 'acquireSlot'> {
+export interface ExecuteOptions extends Omit<ApplyGuestOptions, 'listed' | 'locate' | 'acquireSlot' | 'allowHostAccess'> {
+  /** Per cluster, the host-reaching options the server's policy allows now (default: none). */
+  allowHostAccess?: Readonly<Record<string, readonly HostAccessRule[]>>;
   /** Guests being read and written at once per cluster (default 4). */
   clusterConcurrency?: number;
   /** Guests being read and written at once per node (default 2). */
@@ -96,7 +99,7 @@ export async function executePlan(
       byCluster.set(guest.cluster, [...(byCluster.get(guest.cluster) ?? []), guest]);
     }
   }
-  const { clusterConcurrency, nodeConcurrency, ref: _ref, now: _now, ...guestOptions } = options;
+  const { clusterConcurrency, nodeConcurrency, ref: _ref, now: _now, allowHostAccess, ...guestOptions } = options;
 
   await Promise.all(
     [...byCluster].map(async ([cluster, guests]) => {
@@ -130,7 +133,12 @@ export async function executePlan(
       const locate = async (vmid: number): Promise<ListedGuest | undefined> => (await listings()).get(vmid);
       await Promise.all(
         guests.map(async (guest) => {
-          const guestOptionsFor: ApplyGuestOptions = { ...guestOptions, locate, acquireSlot };
+          const guestOptionsFor: ApplyGuestOptions = {
+            ...guestOptions,
+            locate,
+            acquireSlot,
+            allowHostAccess: allowHostAccess?.[guest.cluster] ?? [],
+          };
           if (listing) guestOptionsFor.listed = listing.get(guest.vmid) ?? null;
           results.push(await applyGuest(guest, writer, guestOptionsFor));
         }),

@@ -274,3 +274,25 @@ describe('applyGuest on the in-memory cluster', () => {
     expect(lab.count('listGuests')).toBe(0);
   });
 });
+
+describe('the host-access policy at apply time', () => {
+  it('refuses a host-reaching change the server no longer allows, whatever the stored plan says, and writes nothing', async () => {
+    existing(101);
+    const planned = await runPlan({
+      head: { clusters: [LAB], guests: [spec(101, { config: { memory: '1024', args: '-no-hpet' } })] },
+      readers: { lab },
+      access: { lab: { allowHostAccess: ['args'] } },
+    });
+    lab.calls.length = 0;
+    expect(planned.guests[0]?.action).toBe('update');
+
+    const refused = await apply(planned);
+    expect(refused[101]?.status).toBe('failed');
+    expect(refused[101]?.error).toMatch(/args reaches the host.*ALLOW_HOST_ACCESS=args/);
+    expect(lab.count('updateConfig')).toBe(0);
+
+    const allowed = await apply(planned, { allowHostAccess: { lab: ['args'] } });
+    expect(allowed[101]?.status).toBe('applied');
+    expect(lab.count('updateConfig', 101)).toBe(1);
+  });
+});

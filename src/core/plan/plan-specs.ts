@@ -329,24 +329,35 @@ function applyHostAccessPolicy(guest: GuestPlan, allowed: ReadonlySet<HostAccess
   const items = guest.hostAccess;
   if (!items || items.length === 0 || guest.action === 'error') return;
   for (const item of items) item.allowed = allowed.has(item.rule);
-  const refused = items.filter((item) => !item.allowed);
   for (const item of items) {
     if (!allowed.has(item.rule) || !item.requires.startsWith('root@pam')) continue;
     guest.warnings.push(
       `${item.key}: host access allowed by the server's policy (${item.rule}), but Proxmox lets only root@pam write it: an apply with an API token will be refused`,
     );
   }
-  if (refused.length === 0) return;
-  const prefix = envPrefix(guest.cluster);
-  const messages = refused.map(
-    (item) =>
-      `${item.key} reaches the host: it ${item.reason} (Proxmox requires ${item.requires}). Not allowed on cluster '${guest.cluster}': the server's policy must allow '${item.rule}' (${prefix}ALLOW_HOST_ACCESS=${item.rule}, or allowHostAccess: [${item.rule}] in the connections file; never in the spec repository)${item.alternative ? `. Instead: ${item.alternative}` : ''}`,
-  );
+  const messages = hostAccessRefusals(guest, allowed);
+  if (messages.length === 0) return;
   toError(guest, messages[0]!);
   guest.errors.push(...messages.slice(1));
   // Still shown as host access: the reviewer sees which keys reach the host and why.
   guest.hostAccess = items;
   guest.severity = 'host-access';
+}
+
+/**
+ * Why a guest's host-reaching changes are not allowed by the server's policy, one message per
+ * key (empty when all are allowed). The plan uses it to make such a guest an error, and apply
+ * asks again with the policy in force when it writes, so a plan made under another policy — or
+ * edited by hand — cannot carry one through.
+ */
+export function hostAccessRefusals(guest: Pick<GuestPlan, 'cluster' | 'hostAccess'>, allowed: ReadonlySet<HostAccessRule>): string[] {
+  const prefix = envPrefix(guest.cluster);
+  return (guest.hostAccess ?? [])
+    .filter((item) => !allowed.has(item.rule))
+    .map(
+      (item) =>
+        `${item.key} reaches the host: it ${item.reason} (Proxmox requires ${item.requires}). Not allowed on cluster '${guest.cluster}': the server's policy must allow '${item.rule}' (${prefix}ALLOW_HOST_ACCESS=${item.rule}, or allowHostAccess: [${item.rule}] in the connections file; never in the spec repository)${item.alternative ? `. Instead: ${item.alternative}` : ''}`,
+    );
 }
 
 /**
