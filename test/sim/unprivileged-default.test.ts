@@ -51,7 +51,7 @@ describe('containers are unprivileged unless the spec says otherwise', () => {
     const access = { lab: { allowHostAccess: ['privileged' as const] } };
     const plan = await runPlan({ head: set, readers: estate.readers, access });
     expect(plan.errors).toEqual([]);
-    const result = await executePlan(plan, estate.writers, { lockPollMs: 20 });
+    const result = await executePlan(plan, estate.writers, { lockPollMs: 20, allowHostAccess: { lab: access.lab.allowHostAccess } });
     expect(result.guests.map((g) => g.status)).toEqual(['applied']);
     expect(rawValue(estate.sims.lab, 100201, 'unprivileged')).toBe(written);
 
