@@ -71,6 +71,8 @@ export function appEnvironment(
     HOST: '127.0.0.1',
     LOG_LEVEL: 'debug',
     SHUTDOWN_TIMEOUT: '10',
+    // No drift schedules unless a test asks: listing installations would be a GitHub request every test must expect.
+    DRIFT_INTERVAL: '0',
     ...extra,
   };
   const clean = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
