@@ -85,7 +85,14 @@ function status(error: unknown): number | undefined {
 /** The default branch's newest commit, or undefined for an empty repository (GitHub answers 409). */
 async function defaultBranchHead(octokit: ProbotOctokit, data: DriftJobData): Promise<string | undefined> {
   try {
-    const { data: commits } = await octokit.rest.repos.listCommits({ owner: data.repo.owner, repo: data.repo.name, per_page: 1 });
+    // GitHub answers an empty repository 409, which Octokit's retry plugin would repeat with backoff:
+    // here it is an answer. A transient failure fails the job, and BullMQ runs it again.
+    const { data: commits } = await octokit.rest.repos.listCommits({
+      owner: data.repo.owner,
+      repo: data.repo.name,
+      per_page: 1,
+      request: { retries: 0 },
+    });
     return commits[0]?.sha;
   } catch (error) {
     if (status(error) === 409) return undefined;

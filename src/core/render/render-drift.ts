@@ -225,7 +225,7 @@ export function renderDriftReport(report: DriftReport, options: DriftRenderOptio
     verdict(report),
     '',
     `${summaryTable(report)}Compared with the default branch at ${codeSpan(report.ref.slice(0, 12), 20)} on ${when(report.checkedAt)}. ` +
-      `${options.schedule ? `pve-gitops reads the clusters ${escapeText(options.schedule, 60)}; ` : ''}this issue is edited only when the findings change, ` +
+      `${options.schedule ? `pve-gitops reads the clusters ${escapeText(options.schedule, 60)}; this` : 'This'} issue is edited only when the findings change, ` +
       `and closed when none are left. ${codeSpan('/pve drift')} in any comment checks now.`,
     '',
     '',
