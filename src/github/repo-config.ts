@@ -23,7 +23,14 @@ const SpecRoot = z
 const Day = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
-  .refine((day) => new Date(`${day}T00:00:00Z`).toISOString().startsWith(day), { message: 'must be a real date YYYY-MM-DD' });
+  .refine(
+    (day) => {
+      // Checked on its own: zod runs this even when the pattern above failed.
+      const time = Date.parse(`${day}T00:00:00Z`);
+      return !/^\d{4}-\d{2}-\d{2}$/.test(day) || (Number.isFinite(time) && new Date(time).toISOString().startsWith(day));
+    },
+    { message: 'must be a real date YYYY-MM-DD' },
+  );
 
 /**
  * An intended difference the drift report does not report: on one guest (`cluster/name` or

@@ -91,7 +91,7 @@ export class AppMetrics {
     });
     this.jobDuration = new Histogram({
       name: 'pve_gitops_job_duration_seconds',
-      help: 'Job durations by queue, job kind (plan, command, rerun, apply, drift, …) and outcome (completed, failed)',
+      help: 'Job attempt durations by queue, job kind (plan, command, rerun, drift, sync, …) and outcome (completed, failed)',
       labelNames: ['queue', 'kind', 'outcome'],
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900],
       registers,
@@ -145,9 +145,23 @@ export class AppMetrics {
     this.pveRequests.inc({ cluster: event.cluster, method: event.method, status: event.status === 0 ? 'error' : String(event.status) });
   };
 
-  /** Records a finished job. */
-  job(queue: string, kind: string, outcome: 'completed' | 'failed', seconds: number): void {
-    this.jobDuration.observe({ queue, kind, outcome }, seconds);
+  /**
+   * A processor that records each attempt's duration by queue, job kind and outcome. Recorded when
+   * the attempt settles, before BullMQ marks the job, so whoever sees the job finished sees it counted.
+   */
+  timed<J extends { name: string }, R>(queue: string, processor: (job: J) => Promise<R>): (job: J) => Promise<R> {
+    return async (job) => {
+      const started = performance.now();
+      const seconds = (): number => (performance.now() - started) / 1000;
+      try {
+        const result = await processor(job);
+        this.jobDuration.observe({ queue, kind: job.name, outcome: 'completed' }, seconds());
+        return result;
+      } catch (error) {
+        this.jobDuration.observe({ queue, kind: job.name, outcome: 'failed' }, seconds());
+        throw error;
+      }
+    };
   }
 
   /** Counts applied guests by outcome (for the apply worker). */

@@ -191,7 +191,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           },
         },
       });
-      const planWorker = new Worker(QUEUE_NAMES.plan, processor, {
+      const planWorker = new Worker(QUEUE_NAMES.plan, metrics.timed(QUEUE_NAMES.plan, processor), {
         connection: workerRedis,
         prefix,
         concurrency: config.workerConcurrency,
@@ -201,28 +201,25 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       workers.push(planWorker);
       const driftWorker = new Worker(
         QUEUE_NAMES.drift,
-        createDriftProcessor({
-          logger,
-          redis: jobRedis,
-          store: driftStore,
-          specs,
-          scheduler,
-          github,
-          appGithub,
-          connections,
-          schedule: config.driftIntervalMs > 0 ? intervalWords(config.driftIntervalMs) : undefined,
-        }),
+        metrics.timed(
+          QUEUE_NAMES.drift,
+          createDriftProcessor({
+            logger,
+            redis: jobRedis,
+            store: driftStore,
+            specs,
+            scheduler,
+            github,
+            appGithub,
+            connections,
+            schedule: config.driftIntervalMs > 0 ? intervalWords(config.driftIntervalMs) : undefined,
+          }),
+        ),
         { connection: workerRedis, prefix, concurrency: config.workerConcurrency },
       );
       driftWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
       driftWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
       workers.push(driftWorker);
-      for (const w of workers) {
-        const seconds = (job: { processedOn?: number | undefined; finishedOn?: number | undefined }): number =>
-          Math.max(0, ((job.finishedOn ?? Date.now()) - (job.processedOn ?? Date.now())) / 1000);
-        w.on('completed', (job) => metrics.job(w.name, job.name, 'completed', seconds(job)));
-        w.on('failed', (job) => job && metrics.job(w.name, job.name, 'failed', seconds(job)));
-      }
       // The schedules follow the installations: listed now (one job, however many workers start), then kept by events.
       await scheduler.requestSync();
       closers.push({

@@ -50,3 +50,18 @@ export function value(families: readonly MetricFamily[], name: string, labels: R
   const found = sample(families, name, labels);
   return Number(found?.value ?? found?.count ?? 0);
 }
+
+/**
+ * The `_count` of a labelled histogram, read from the text: parse-prometheus-text-format folds a
+ * histogram's samples into one and drops their labels (it handles unlabelled histograms only),
+ * so per-label counts are read from the `<name>_count{…}` lines themselves. 0 when absent.
+ */
+export function histogramCount(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split('\n')) {
+    const match = new RegExp(`^${name}_count\\{([^}]*)\\} (\\S+)$`).exec(line);
+    if (!match) continue;
+    const found = Object.fromEntries([...(match[1] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[2]);
+  }
+  return 0;
+}
