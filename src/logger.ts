@@ -21,6 +21,12 @@ const REDACT = [
   'req.headers.authorization',
   'privateKey',
   '*.privateKey',
+  'webhookSecret',
+  '*.webhookSecret',
+  'password',
+  '*.password',
+  // Octokit's request errors carry the request they failed on.
+  'err.request.headers.authorization',
 ];
 
 /** One JSON logger for the process; callers take children per cluster, delivery or job. */

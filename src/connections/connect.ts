@@ -1,4 +1,4 @@
-import type { PveLogger } from '../pve/client.js';
+import type { PveLogger, PveResponseEvent } from '../pve/client.js';
 import type { SpecSet } from '../core/model.js';
 import { envPrefix, loadClusterConnections } from './cluster-connections.js';
 import { type OpenClusters, openClusters } from './open-clusters.js';
@@ -35,6 +35,8 @@ export interface ConnectOptions {
   /** Lines for a person watching a request or task that takes more than a few seconds. */
   progress?: (message: string) => void;
   logger?: PveLogger | undefined;
+  /** Observer of every Proxmox request's outcome (the App's request metric). */
+  onResponse?: ((event: PveResponseEvent) => void) | undefined;
 }
 
 /**
@@ -49,5 +51,10 @@ export async function connectClusters(names: string[], mode: 'read' | 'write', o
   const missing = names.filter((n) => !connections[n]);
   if (missing.length > 0) throw new MissingConnectionError(missing);
   const wanted = Object.fromEntries(names.map((n) => [n, connections[n]!]));
-  return openClusters(wanted, mode, { warn: options.warn, progress: options.progress, logger: options.logger });
+  return openClusters(wanted, mode, {
+    warn: options.warn,
+    progress: options.progress,
+    logger: options.logger,
+    onResponse: options.onResponse,
+  });
 }

@@ -1,6 +1,6 @@
 import type { ClusterAccess } from '../core/model.js';
 import { type ClusterConnection, clusterAccess } from './cluster-connections.js';
-import { PveClient, type PveLogger } from '../pve/client.js';
+import { PveClient, type PveLogger, type PveResponseEvent } from '../pve/client.js';
 import { PveClusterAdapter } from '../pve/cluster-adapter.js';
 
 /**
@@ -31,6 +31,8 @@ export interface OpenClustersOptions {
   progress?: (message: string) => void;
   /** After how long a request or task counts as slow, and how often it is reported (default 5 s). */
   slowAfterMs?: number;
+  /** Observer of every Proxmox request's outcome (the App's request metric). */
+  onResponse?: ((event: PveResponseEvent) => void) | undefined;
 }
 
 const SLOW_AFTER_MS = 5_000;
@@ -82,6 +84,7 @@ export function openClusters(
       slowRequestMs: slowAfterMs,
       // The client puts `cluster` on every line itself: no child logger binding it a second time.
       logger: options.logger,
+      onResponse: options.onResponse,
       onSlowRequest: progress
         ? (e) =>
             progress(

@@ -1,4 +1,4 @@
-import type { ClusterAccess, Plan, SpecSet } from '../core/model.js';
+import type { ClusterAccess, ObservedState, Plan, SpecSet } from '../core/model.js';
 import { planScope, planSpecs } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
 import { observeClusters, type ObserveOptions } from './observe-clusters.js';
@@ -28,7 +28,16 @@ export async function runPlan(input: RunPlanInput): Promise<Plan> {
  * the specs as their own base, so every difference is drift. It never writes.
  */
 export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan> {
+  return (await observeDrift(input)).plan;
+}
+
+/**
+ * {@link runDrift}, also returning what was read: the drift report needs the listings too
+ * (unowned guests inside a cluster's VMID range are in no plan).
+ */
+export async function observeDrift(input: Omit<RunPlanInput, 'base'>): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head);
   const observed = await observeClusters(input.readers, { head: input.head }, scope, input);
-  return planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access });
+  const plan = planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access });
+  return { plan, observed };
 }

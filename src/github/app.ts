@@ -7,6 +7,7 @@
  * ignored (Probot does that for events without a handler).
  */
 import type { ApplicationFunction, Context, Probot } from 'probot';
+import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift-schedule.js';
 import type { JobProducer } from '../queue/enqueue.js';
 import type { PlanReason, RepoRef } from '../queue/schema.js';
 import { parseCommands } from './chat-ops.js';
@@ -16,6 +17,8 @@ import { PLAN_CHECK_NAME } from './check-names.js';
 export interface AppDeps {
   producer: JobProducer;
   appId: number;
+  /** The drift schedules, kept in line with the installations' repositories. */
+  drift?: DriftProducer;
 }
 
 interface PayloadRepo {
@@ -76,11 +79,11 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
 async function onIssueComment(deps: AppDeps, context: Context<'issue_comment.created'>): Promise<void> {
   const { payload } = context;
   const installationId = payload.installation?.id;
-  // Comments on issues, and comments by bots (the App's own replies included), are not commands.
-  if (installationId === undefined || !payload.issue.pull_request) return;
+  // Comments by bots (the App's own replies included) are not commands; on issues only `/pve drift` is.
+  if (installationId === undefined) return;
   if (payload.comment.user?.type === 'Bot' || payload.sender.type === 'Bot') return;
   const [command] = parseCommands(payload.comment.body ?? '');
-  if (!command) return;
+  if (!command || (!payload.issue.pull_request && command.name !== 'drift')) return;
   const jobId = await deps.producer.enqueue({
     kind: 'command',
     installationId,
@@ -115,6 +118,37 @@ async function onCheckRunRerequested(deps: AppDeps, context: Context<'check_run.
   });
 }
 
+/** Repositories of an installation payload, as the drift schedules take them. */
+function installedRepos(installationId: number, repos: readonly { id: number; full_name: string }[] | undefined): InstalledRepo[] {
+  return (repos ?? []).flatMap((r) => {
+    const repo = repoFromFullName(r);
+    return repo ? [{ installationId, repo }] : [];
+  });
+}
+
+/**
+ * The App installed, removed, suspended or given other repositories: the drift schedules follow.
+ * GitHub sends these events to every App without a subscription.
+ */
+async function onInstallation(deps: AppDeps, context: Context<'installation' | 'installation_repositories'>): Promise<void> {
+  const drift = deps.drift;
+  if (!drift) return;
+  const { payload } = context;
+  const id = payload.installation.id;
+  if (context.name === 'installation_repositories') {
+    const p = payload as Context<'installation_repositories'>['payload'];
+    await drift.schedule(installedRepos(id, p.repositories_added));
+    await drift.unschedule(p.repositories_removed.flatMap((r) => (r.id === undefined ? [] : [r.id])));
+  } else {
+    const p = payload as Context<'installation'>['payload'];
+    if (p.action === 'created') await drift.schedule(installedRepos(id, p.repositories));
+    else if (p.action === 'deleted' || p.action === 'suspend') await drift.unscheduleInstallation(id);
+    else if (p.action === 'unsuspend') await drift.requestSync();
+    else return;
+  }
+  context.log.info({ installation: id, action: payload.action }, 'drift schedules updated');
+}
+
 /** The App: registers its webhook handlers on a Probot instance. The one default export of the project. */
 export default function createApp(deps: AppDeps): ApplicationFunction {
   return (app: Probot) => {
@@ -122,5 +156,6 @@ export default function createApp(deps: AppDeps): ApplicationFunction {
     app.on('pull_request.closed', (context) => onPullRequestClosed(deps, context));
     app.on('issue_comment.created', (context) => onIssueComment(deps, context));
     app.on('check_run.rerequested', (context) => onCheckRunRerequested(deps, context));
+    app.on(['installation', 'installation_repositories'], (context) => onInstallation(deps, context));
   };
 }

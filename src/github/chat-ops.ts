@@ -14,6 +14,7 @@ export interface ChatCommand {
 /** Commands the App understands, with their line in the help text; anything else is answered with the help. */
 export const COMMAND_HELP: Readonly<Record<string, string>> = {
   plan: 'plan the pull request again, against the clusters as they are now',
+  drift: 'read every cluster against the default branch now and update the drift report issue (also on issues)',
   help: 'this list',
 };
 

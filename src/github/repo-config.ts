@@ -19,10 +19,43 @@ const SpecRoot = z
     message: 'must be a path inside the repository (relative, without ..)',
   });
 
+/** `YYYY-MM-DD`, a real calendar day. */
+const Day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
+  .refine(
+    (day) => {
+      // Checked on its own: zod runs this even when the pattern above failed.
+      const time = Date.parse(`${day}T00:00:00Z`);
+      return !/^\d{4}-\d{2}-\d{2}$/.test(day) || (Number.isFinite(time) && new Date(time).toISOString().startsWith(day));
+    },
+    { message: 'must be a real date YYYY-MM-DD' },
+  );
+
+/**
+ * An intended difference the drift report does not report: on one guest (`cluster/name` or
+ * `cluster/vmid`), these keys (config keys, or `power`), for a reason, until an optional day
+ * (inclusive; after it the entry is reported as expired and the difference as drift again).
+ */
+export const DriftAllowEntry = z.strictObject({
+  guest: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'must be cluster/name or cluster/vmid'),
+  keys: z.array(z.string().min(1).max(64)).min(1).max(200),
+  reason: z.string().trim().min(1, 'must say why the difference is intended').max(500),
+  expires: Day.optional(),
+});
+export type DriftAllowEntry = z.infer<typeof DriftAllowEntry>;
+
+/** The drift report's settings. */
+export const DriftConfig = z.strictObject({
+  allow: z.array(DriftAllowEntry).max(1000).optional(),
+});
+
 /** The file's schema. */
 export const RepoConfig = z.strictObject({
   /** The spec root, relative to the repository root; default the root itself. */
   specs: SpecRoot.optional(),
+  /** The drift report: differences that are intended. */
+  drift: DriftConfig.optional(),
 });
 export type RepoConfig = z.infer<typeof RepoConfig>;
 
@@ -47,6 +80,13 @@ export function normaliseSpecRoot(path: string | undefined): string {
   return normal === '.' ? '' : normal;
 }
 
+/** The keys allowed where an unknown one was found, for the error message. */
+function knownKeys(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return 'specs, drift';
+  if (path.length === 1 && path[0] === 'drift') return 'allow';
+  return 'guest, keys, reason, expires';
+}
+
 /** Parses the config file's text; an absent file (undefined) is the default config. */
 export function parseRepoConfig(path: string, text: string | undefined): RepoConfig & { specRoot: string } {
   if (text === undefined || text.trim() === '') return { specRoot: '' };
@@ -61,7 +101,9 @@ export function parseRepoConfig(path: string, text: string | undefined): RepoCon
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? `${issue.path.join('.')}: ` : '';
     const what =
-      issue?.code === 'unrecognized_keys' ? `unknown key ${issue.keys.join(', ')} (known: specs)` : (issue?.message ?? 'invalid');
+      issue?.code === 'unrecognized_keys'
+        ? `unknown key ${issue.keys.join(', ')} (known: ${knownKeys(issue.path)})`
+        : (issue?.message ?? 'invalid');
     throw new RepoConfigError(path, `${where}${what}`);
   }
   return { ...parsed.data, specRoot: normaliseSpecRoot(parsed.data.specs) };

@@ -6,7 +6,7 @@
  */
 import type { SpecFile } from '../core/spec/load-specs.js';
 import { ArchiveError, type ArchiveContents, type ArchiveLink } from './read-archive.js';
-import { parseRepoConfig, REPO_CONFIG_PATHS } from './repo-config.js';
+import { parseRepoConfig, REPO_CONFIG_PATHS, type RepoConfig } from './repo-config.js';
 
 /** A commit's specs as read. */
 export interface SpecRepoFiles {
@@ -14,6 +14,8 @@ export interface SpecRepoFiles {
   specRoot: string;
   /** Spec files, paths relative to the root, sorted by code unit. */
   files: SpecFile[];
+  /** The App config of the commit (base commits only: a head's config is never read). */
+  config?: RepoConfig;
 }
 
 const SPEC_FILE = /\.ya?ml$/i;
@@ -79,7 +81,8 @@ export function baseSpecFiles(contents: ArchiveContents): SpecRepoFiles {
   const configPath = REPO_CONFIG_PATHS.find((path) => contents.files.has(path)) ?? REPO_CONFIG_PATHS[0];
   const config = parseRepoConfig(configPath, contents.files.get(configPath));
   refuseLinks(config.specRoot, contents.links);
-  return { specRoot: config.specRoot, files: specFiles(config.specRoot, contents) };
+  const { specRoot, ...repoConfig } = config;
+  return { specRoot, files: specFiles(specRoot, contents), config: repoConfig };
 }
 
 /** Reads the head commit with the base's spec root. Throws `ArchiveError` for a link where a spec could be. */

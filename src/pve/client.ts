@@ -24,11 +24,11 @@ import {
 } from './schema.js';
 import { observedFromPending } from './observed-guest.js';
 import { pollTask, type WaitOptions } from './task.js';
-import { PveTransport, type HttpMethod, type PveLogger, type PveParams, type SlowRequest } from './transport.js';
+import { PveTransport, type HttpMethod, type PveLogger, type PveParams, type PveResponseEvent, type SlowRequest } from './transport.js';
 
 export type { PveNode, PveVersion, PendingEntry, TaskListEntry, TaskLogLine, TaskStatus } from './schema.js';
 export type { WaitOptions } from './task.js';
-export type { HttpMethod, PveLogger, PveParams, SlowRequest } from './transport.js';
+export type { HttpMethod, PveLogger, PveParams, PveResponseEvent, SlowRequest } from './transport.js';
 
 /** How to reach and trust one cluster. */
 export interface PveClientOptions {
@@ -63,6 +63,8 @@ export interface PveClientOptions {
   /** Refuse anything but GET with `PveReadOnlyError`, before any I/O. */
   readOnly?: boolean;
   logger?: PveLogger;
+  /** Observer of every attempt's outcome (metrics); must not throw. */
+  onResponse?: (event: PveResponseEvent) => void;
 }
 
 /** A config write: values to set, keys to delete, and the digest of the read it is based on. */

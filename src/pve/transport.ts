@@ -40,6 +40,18 @@ export interface SlowRequest {
   timeoutMs: number;
 }
 
+/**
+ * One answered (or failed) attempt, for an observer such as a metrics counter: `status` is the
+ * HTTP status, 0 when no answer came (refused, reset, timed out). No token, no parameters.
+ */
+export interface PveResponseEvent {
+  cluster: string;
+  method: HttpMethod;
+  path: string;
+  status: number;
+  ms: number;
+}
+
 /** Default time for the TCP connection and TLS handshake of one connection. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** Default time one request may wait for its whole answer. */
@@ -60,6 +72,8 @@ export interface TransportOptions extends TlsPolicy {
   retryDelayMs?: number;
   readOnly?: boolean;
   logger?: PveLogger;
+  /** Called once per attempt when it ends, answered or not. */
+  onResponse?: (event: PveResponseEvent) => void;
 }
 
 // Gateway failures (and pveproxy's 595/596 when it cannot reach another node) say nothing about
@@ -103,6 +117,7 @@ export class PveTransport {
   readonly #retries: number;
   readonly #retryDelayMs: number;
   readonly #log: PveLogger;
+  readonly #onResponse: ((event: PveResponseEvent) => void) | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: TransportOptions) {
@@ -129,6 +144,7 @@ export class PveTransport {
     this.#retries = options.retries ?? 3;
     this.#retryDelayMs = options.retryDelayMs ?? 250;
     this.#log = options.logger ?? NO_LOGGER;
+    this.#onResponse = options.onResponse;
     const concurrency = options.concurrency ?? 8;
     this.#limit = new Semaphore(concurrency);
     this.#pool = new Pool(origin.origin, {
@@ -200,6 +216,7 @@ export class PveTransport {
     const timer = setTimeout(() => controller.abort(new RequestTimeout()), this.#timeoutMs);
     const started = Date.now();
     const slow = this.#watchSlow(method, path, started);
+    let status = 0;
     try {
       const response = await this.#pool.request({
         method,
@@ -209,7 +226,7 @@ export class PveTransport {
         signal: controller.signal,
       });
       const text = await response.body.text();
-      const status = response.statusCode;
+      status = response.statusCode;
       this.#log.debug({ cluster: this.cluster, method, path, status, ms: Date.now() - started }, 'proxmox request');
       if (status >= 200 && status < 300) return this.#parseEnvelope(method, path, status, text);
       const error = parsePveError(status, method, path, this.#redact(response.statusText ?? ''), this.#redact(text), sent);
@@ -221,6 +238,7 @@ export class PveTransport {
     } finally {
       clearTimeout(timer);
       if (slow) clearInterval(slow);
+      this.#onResponse?.({ cluster: this.cluster, method, path, status, ms: Date.now() - started });
     }
   }
 

@@ -11,6 +11,7 @@
 import type { ProbotOctokit } from 'probot';
 import type { LoadedSpecs, SpecFile } from '../core/spec/load-specs.js';
 import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS, readRepoArchive } from '../github/read-archive.js';
+import type { RepoConfig } from '../github/repo-config.js';
 import { baseSpecFiles, headSpecFiles, specFileFilter } from '../github/spec-repo.js';
 import { loadSpecFiles } from '../spec-files/load-spec-files.js';
 import type { RepoRef } from './schema.js';
@@ -22,6 +23,8 @@ export interface CommitSpecs {
   specRoot: string;
   fileCount: number;
   loaded: LoadedSpecs;
+  /** `.github/pve-gitops.yml` of a base commit (the drift report's allow-list); absent for heads. */
+  config?: RepoConfig;
 }
 
 /** Loads spec files (parsing big repositories on worker threads); the one place the App parses specs. */
@@ -59,8 +62,9 @@ export class CommitSpecsCache {
     return this.once(`${repo.id}:${sha}:base`, async () => {
       this.downloads += 1;
       const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(undefined), this.limits);
-      const { specRoot, files } = baseSpecFiles(contents);
-      return { sha, specRoot, fileCount: files.length, loaded: await loadCommitSpecFiles(files, this.options.onWorkerFailure) };
+      const { specRoot, files, config } = baseSpecFiles(contents);
+      const loaded = await loadCommitSpecFiles(files, this.options.onWorkerFailure);
+      return { sha, specRoot, fileCount: files.length, loaded, ...(config ? { config } : {}) };
     });
   }
 

@@ -10,6 +10,8 @@ import { z } from 'zod';
 export const QUEUE_NAMES = {
   /** Everything about one pull request's plan: pushes, `/pve` commands, re-runs, closing. */
   plan: 'plan',
+  /** Drift reports per repository: scheduled, and `/pve drift`; and keeping the schedules in line with the installations. */
+  drift: 'drift',
 } as const;
 
 /** A full 40-hex git commit SHA. */
@@ -93,3 +95,28 @@ export type PlanQueueJob = z.infer<typeof PlanQueueJob>;
 export function deliveryJobId(kind: PlanQueueJob['kind'], deliveryId: string): string {
   return `${kind}-${deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 }
+
+/** Why a drift report runs. */
+export const DriftTrigger = z.enum(['schedule', 'command']);
+export type DriftTrigger = z.infer<typeof DriftTrigger>;
+
+/** Read every owned guest of every cluster against the repository's default branch; keep the drift issue current. */
+export const DriftJobData = z.strictObject({
+  kind: z.literal('drift'),
+  installationId: z.int().positive(),
+  repo: RepoRef,
+  trigger: DriftTrigger,
+  /** The delivery of the `/pve drift` comment, for the logs. */
+  deliveryId: z.string().min(1).max(100).optional(),
+  /** Issue or pull request where `/pve drift` was asked: answered there when the report is done. */
+  replyTo: z.int().positive().optional(),
+});
+export type DriftJobData = z.infer<typeof DriftJobData>;
+
+/** List the installations and their repositories, and make the drift schedules match them. */
+export const DriftSyncJobData = z.strictObject({ kind: z.literal('sync') });
+export type DriftSyncJobData = z.infer<typeof DriftSyncJobData>;
+
+/** Any job of the drift queue. */
+export const DriftQueueJob = z.discriminatedUnion('kind', [DriftJobData, DriftSyncJobData]);
+export type DriftQueueJob = z.infer<typeof DriftQueueJob>;

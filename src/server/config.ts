@@ -41,6 +41,12 @@ export interface ServerConfig {
   shutdownTimeoutMs: number;
   /** Where cluster connections come from, exactly as the CLI reads them (see `connectClusters`). */
   connections: { env: NodeJS.ProcessEnv; cwd: string; file: string | undefined };
+  /** Interval of each repository's scheduled drift report; 0: no schedule (`/pve drift` still works). */
+  driftIntervalMs: number;
+  /** Path of the Prometheus metrics. */
+  metricsPath: string;
+  /** Port of a server for the metrics alone; undefined: served on PORT. */
+  metricsPort: number | undefined;
 }
 
 /** The outcome of {@link loadServerConfig}: a config, or every problem found. */
@@ -75,6 +81,43 @@ function intVar(
     return fallback;
   }
   return Number(raw);
+}
+
+/** Default interval of the scheduled drift report: hourly. */
+export const DEFAULT_DRIFT_INTERVAL_MS = 3600_000;
+
+/**
+ * DRIFT_INTERVAL: `0` (off), seconds (`3600`), or a number with a unit (`90s`, `30m`, `1h`, `1d`);
+ * at least a minute, at most a week.
+ */
+function parseDriftInterval(raw: string | undefined, problems: string[]): number {
+  if (raw === undefined || raw === '') return DEFAULT_DRIFT_INTERVAL_MS;
+  const match = /^(\d+)\s*(s|m|h|d)?$/.exec(raw.trim());
+  const unit = { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 } as const;
+  const ms = match ? Number(match[1]) * unit[(match[2] as keyof typeof unit | undefined) ?? 's'] : Number.NaN;
+  if (ms === 0) return 0;
+  if (!(ms >= 60_000 && ms <= 7 * 86_400_000)) {
+    problems.push(`DRIFT_INTERVAL: must be 0 (off) or from 60s to 7d, like 3600, 30m or 1h; got '${raw.slice(0, 40)}'`);
+    return DEFAULT_DRIFT_INTERVAL_MS;
+  }
+  return ms;
+}
+
+/** The interval in words for the report ("every hour"). */
+export function intervalWords(ms: number): string {
+  const units: [number, string][] = [
+    [86_400_000, 'day'],
+    [3600_000, 'hour'],
+    [60_000, 'minute'],
+    [1000, 'second'],
+  ];
+  for (const [size, name] of units) {
+    if (ms % size === 0) {
+      const n = ms / size;
+      return n === 1 ? `every ${name}` : `every ${n} ${name}s`;
+    }
+  }
+  return `every ${ms} ms`;
 }
 
 /**
@@ -241,6 +284,16 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
 
   if (worker) await checkConnections(env, options.cwd, problems);
 
+  const driftIntervalMs = parseDriftInterval(env.DRIFT_INTERVAL, problems);
+  const metricsPath = env.METRICS_PATH || '/metrics';
+  if (!/^\/[\w\-./~%]*$/.test(metricsPath))
+    problems.push(`METRICS_PATH: must be a URL path starting with '/'; got '${metricsPath.slice(0, 80)}'`);
+  else if (metricsPath === webhookPath || metricsPath === '/healthz' || metricsPath === '/readyz')
+    problems.push(`METRICS_PATH: '${metricsPath}' is taken by the webhook or health endpoints`);
+  const metricsPort = env.METRICS_PORT
+    ? intVar(env, 'METRICS_PORT', 0, { min: 0, max: 65535 }, problems, 'the TCP port of the metrics')
+    : undefined;
+
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -258,6 +311,9 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
       workerConcurrency,
       shutdownTimeoutMs,
       connections: { env: { ...env }, cwd: options.cwd, file: env.PVE_GITOPS_CLUSTERS || undefined },
+      driftIntervalMs,
+      metricsPath,
+      metricsPort,
     },
   };
 }

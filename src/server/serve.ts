@@ -4,6 +4,7 @@
  * in this process — `web` answers webhooks and enqueues, `worker` runs jobs, `all` both — so the
  * two scale out as separate replicas sharing one Redis.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AddressInfo } from 'node:net';
 import { Queue, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
@@ -18,8 +19,12 @@ import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { createPlanProcessor } from '../queue/plan-worker.js';
 import { PlanStore } from '../queue/plan-store.js';
 import { QUEUE_NAMES } from '../queue/schema.js';
-import type { ServerConfig, ServerRole } from './config.js';
+import { DriftScheduler, type DriftProducer } from '../queue/drift-schedule.js';
+import { DriftStore } from '../queue/drift-store.js';
+import { createDriftProcessor } from '../queue/drift-worker.js';
+import { intervalWords, type ServerConfig, type ServerRole } from './config.js';
 import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
+import { AppMetrics, createMetricsServer, eventLabel } from './metrics.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -37,6 +42,10 @@ export interface RunningServer {
   url: string;
   role: ServerRole;
   logger: Logger;
+  /** The process's metrics (the apply worker counts applies here). */
+  metrics: AppMetrics;
+  /** `http://host:port` of the metrics server when METRICS_PORT is set. */
+  metricsUrl?: string | undefined;
   readiness(): Promise<Readiness>;
   /**
    * Stops taking webhooks (readiness fails at once), lets running jobs finish for up to the
@@ -87,6 +96,12 @@ async function connectRedis(url: string, options: RedisOptions, what: string): P
   return redis;
 }
 
+/** `http://host:port` of a listening server, loopback for a wildcard address. */
+function listeningUrl(address: AddressInfo): string {
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host === '[::]' || host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
+}
+
 /** Starts the App in this process. */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
@@ -115,6 +130,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const redis = await connectRedis(config.redisUrl, FAIL_FAST, 'the App state');
     closers.push({ what: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
     const heads = new NewestHeads(redis, statePrefix(prefix));
+    const metrics = new AppMetrics();
+    metrics.watchDrift(() => new DriftStore(redis, statePrefix(prefix)).drifted());
 
     const probot = new Probot({
       appId: config.appId,
@@ -124,6 +141,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       baseUrl: config.githubBaseUrl,
       log: logger.child({ name: 'probot' }),
     });
+    // Every GitHub client the workers use reports the rate limit it has left.
+    const github = async (installationId: number) => metrics.instrumentOctokit(await probot.auth(installationId), String(installationId));
+    let appOctokit: Promise<Awaited<ReturnType<typeof probot.auth>>> | undefined;
+    const appGithub = () => (appOctokit ??= probot.auth().then((octokit) => metrics.instrumentOctokit(octokit, 'app')));
+    const connections = { ...config.connections, onResponse: metrics.pveResponse };
 
     const workers: Worker[] = [];
     if (worker) {
@@ -134,18 +156,42 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const jobRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 3 }, 'the jobs');
       closers.push({ what: 'job redis', close: () => jobRedis.quit().catch(() => jobRedis.disconnect()) });
       const state = statePrefix(prefix);
+      const specs = new CommitSpecsCache({
+        onWorkerFailure: (error) => logger.warn({ err: error }, 'parsing specs in the main thread instead of a worker thread'),
+      });
+      const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: jobRedis, prefix });
+      driftQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
+      closers.push({ what: 'drift queue', close: () => driftQueue.close() });
+      metrics.watchQueue(driftQueue);
+      const driftStore = new DriftStore(jobRedis, state);
+      const scheduler = new DriftScheduler(driftQueue, config.driftIntervalMs, (id) => driftStore.forget(id));
       const processor = createPlanProcessor({
         logger,
         redis: jobRedis,
         heads: new NewestHeads(jobRedis, state),
         store: new PlanStore(jobRedis, state),
-        specs: new CommitSpecsCache({
-          onWorkerFailure: (error) => logger.warn({ err: error }, 'parsing specs in the main thread instead of a worker thread'),
-        }),
-        github: (installationId) => probot.auth(installationId),
-        connections: config.connections,
+        specs,
+        github,
+        connections,
+        commands: {
+          // `/pve drift` from a writer (checked by the plan worker): a run now, answered where it was asked.
+          drift: async (job, ctx) => {
+            const jobId = await scheduler.runNow(
+              {
+                kind: 'drift',
+                installationId: job.installationId,
+                repo: job.repo,
+                trigger: 'command',
+                deliveryId: job.deliveryId,
+                replyTo: job.pr,
+              },
+              job.deliveryId,
+            );
+            ctx.logger.info({ driftJob: jobId }, 'drift report enqueued');
+          },
+        },
       });
-      const planWorker = new Worker(QUEUE_NAMES.plan, processor, {
+      const planWorker = new Worker(QUEUE_NAMES.plan, metrics.timed(QUEUE_NAMES.plan, processor), {
         connection: workerRedis,
         prefix,
         concurrency: config.workerConcurrency,
@@ -153,6 +199,29 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       planWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
       planWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
       workers.push(planWorker);
+      const driftWorker = new Worker(
+        QUEUE_NAMES.drift,
+        metrics.timed(
+          QUEUE_NAMES.drift,
+          createDriftProcessor({
+            logger,
+            redis: jobRedis,
+            store: driftStore,
+            specs,
+            scheduler,
+            github,
+            appGithub,
+            connections,
+            schedule: config.driftIntervalMs > 0 ? intervalWords(config.driftIntervalMs) : undefined,
+          }),
+        ),
+        { connection: workerRedis, prefix, concurrency: config.workerConcurrency },
+      );
+      driftWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+      driftWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
+      workers.push(driftWorker);
+      // The schedules follow the installations: listed now (one job, however many workers start), then kept by events.
+      await scheduler.requestSync();
       closers.push({
         what: 'workers',
         close: async () => {
@@ -173,12 +242,39 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const queue = new Queue(QUEUE_NAMES.plan, { connection: redis, prefix });
       queue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
       closers.push({ what: 'queue', close: () => queue.close() });
+      metrics.watchQueue(queue);
+      const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: redis, prefix });
+      driftQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
+      closers.push({ what: 'drift queue', close: () => driftQueue.close() });
+      metrics.watchQueue(driftQueue);
+      // Which delivery added a job or changed a schedule, for the deliveries metric's outcome.
+      const delivery = new AsyncLocalStorage<{ enqueued: boolean }>();
+      const enqueued = (): void => {
+        const scope = delivery.getStore();
+        if (scope) scope.enqueued = true;
+      };
+      queue.on('waiting', enqueued);
+      const store = new DriftStore(redis, statePrefix(prefix));
+      const scheduler = new DriftScheduler(driftQueue, config.driftIntervalMs, (id) => store.forget(id));
+      const drift: DriftProducer = {
+        schedule: (repos) => scheduler.schedule(repos).then(enqueued),
+        unschedule: (ids) => scheduler.unschedule(ids).then(enqueued),
+        unscheduleInstallation: (id) => scheduler.unscheduleInstallation(id).then(enqueued),
+        requestSync: () => scheduler.requestSync().then(enqueued),
+      };
       const producer = new PlanQueueProducer(queue, heads);
-      const middleware = await createNodeMiddleware(createApp({ producer, appId: config.appId }), {
+      const middleware = await createNodeMiddleware(createApp({ producer, appId: config.appId, drift }), {
         probot,
         webhooksPath: config.webhookPath,
       });
-      webhooks = (req, res) => middleware(req, res) as Promise<boolean>;
+      webhooks = (req, res) => {
+        const scope = { enqueued: false };
+        res.once('finish', () => {
+          const outcome = res.statusCode >= 500 ? 'failed' : res.statusCode >= 400 ? 'rejected' : scope.enqueued ? 'enqueued' : 'ignored';
+          metrics.delivery(eventLabel(req.headers['x-github-event']), outcome);
+        });
+        return delivery.run(scope, () => middleware(req, res) as Promise<boolean>);
+      };
     }
 
     const readiness = async (): Promise<Readiness> => {
@@ -197,7 +293,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       webhooks,
       webhookPath: config.webhookPath,
       readiness,
-      routes: options.routes,
+      routes: config.metricsPort === undefined ? { [config.metricsPath]: metrics.route(), ...options.routes } : options.routes,
       onError: (error) => logger.error({ err: error }, 'request failed'),
     });
     await new Promise<void>((resolve, reject) => {
@@ -215,9 +311,26 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           server.closeIdleConnections();
         }),
     });
-    const address = server.address() as AddressInfo;
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const url = `http://${host === '[::]' || host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`;
+    const url = listeningUrl(server.address() as AddressInfo);
+    let metricsUrl: string | undefined;
+    if (config.metricsPort !== undefined) {
+      const metricsServer = createMetricsServer(config.metricsPath, metrics);
+      await new Promise<void>((resolve, reject) => {
+        metricsServer.once('error', (error) =>
+          reject(new ServerStartError(`cannot listen on ${config.host ?? '*'}:${config.metricsPort} (METRICS_PORT): ${error.message}`)),
+        );
+        metricsServer.listen(config.metricsPort, config.host, () => resolve());
+      });
+      closers.push({
+        what: 'metrics http',
+        close: () =>
+          new Promise<void>((resolve) => {
+            metricsServer.close(() => resolve());
+            metricsServer.closeAllConnections();
+          }),
+      });
+      metricsUrl = listeningUrl(metricsServer.address() as AddressInfo);
+    }
     logger.info({ url, role, webhookPath: web ? config.webhookPath : undefined }, 'pve-gitops App serving');
 
     let closing: Promise<void> | undefined;
@@ -225,6 +338,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       url,
       role,
       logger,
+      metrics,
+      metricsUrl,
       readiness,
       close() {
         stopping = true;

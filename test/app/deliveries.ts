@@ -181,3 +181,34 @@ export function checkRunRerequestedEvent(options: CheckRunEventOptions): Payload
   run.pull_requests = [];
   return payload;
 }
+
+/** A repository as installation payloads list it (no owner object: `full_name` says it). */
+function installationRepo(repo: TestRepo): Payload {
+  return { id: repo.id, node_id: 'test', name: repo.name, full_name: `${repo.owner}/${repo.name}`, private: true };
+}
+
+/** An `installation` payload (created, deleted, suspend, unsuspend) built from GitHub's example. */
+export function installationEvent(options: {
+  action: 'created' | 'deleted' | 'suspend' | 'unsuspend';
+  installationId: number;
+  repos?: TestRepo[];
+}): Payload {
+  const payload = examplePayload('installation', options.action);
+  payload.installation = { ...payload.installation, id: options.installationId };
+  payload.repositories = (options.repos ?? []).map(installationRepo);
+  return payload;
+}
+
+/** An `installation_repositories` payload (repositories added or removed) built from GitHub's example. */
+export function installationRepositoriesEvent(options: {
+  action: 'added' | 'removed';
+  installationId: number;
+  added?: TestRepo[];
+  removed?: TestRepo[];
+}): Payload {
+  const payload = examplePayload('installation_repositories', options.action);
+  payload.installation = { ...payload.installation, id: options.installationId };
+  payload.repositories_added = (options.added ?? []).map(installationRepo);
+  payload.repositories_removed = (options.removed ?? []).map(installationRepo);
+  return payload;
+}

@@ -50,7 +50,8 @@ export interface Expectation {
    */
   // biome-ignore lint/suspicious/noExplicitAny: bodies are JSON the matcher reaches into
   body?: ((body: any) => boolean | undefined) | Record<string, unknown>;
-  reply: Reply | ((request: RecordedRequest) => Reply);
+  /** The answer; a function may return a promise to hold the answer back (a test's gate). */
+  reply: Reply | ((request: RecordedRequest) => Reply | Promise<Reply>);
   /** How many requests this expectation takes (default 1). */
   times?: number;
 }
@@ -175,7 +176,8 @@ export class GitHubDouble {
 
     const tokenMatch = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path);
     if (request.method === 'POST' && tokenMatch) return this.issueToken(req, res, Number(tokenMatch[1]));
-    this.checkInstallationToken(request);
+    if (request.path.startsWith('/app/') || request.path === '/app') this.checkAppJwt(request);
+    else this.checkInstallationToken(request);
 
     const expectation = this.expectations.find((e) => e.used.length < (e.times ?? 1) && this.matches(e, request));
     if (!expectation) {
@@ -183,7 +185,7 @@ export class GitHubDouble {
       return this.send(res, { status: 404, json: { message: `unexpected request to the GitHub test double: ${request.method} ${path}` } });
     }
     expectation.used.push(request);
-    const reply = typeof expectation.reply === 'function' ? expectation.reply(request) : expectation.reply;
+    const reply = typeof expectation.reply === 'function' ? await expectation.reply(request) : expectation.reply;
     this.send(res, reply);
     if (expectation.used.length === (expectation.times ?? 1)) expectation.resolve([...expectation.used]);
   }
@@ -205,12 +207,10 @@ export class GitHubDouble {
     return Object.entries(e.body).every(([key, value]) => isDeepStrictEqual(actual[key], value));
   }
 
-  /** Probot asks for an installation token with a JWT signed by the App's key (RS256, `iss` = App id). */
-  private issueToken(req: IncomingMessage, res: ServerResponse, installationId: number): void {
-    const auth = req.headers.authorization ?? '';
-    const jwt = /^bearer (.+)$/i.exec(auth)?.[1] ?? '';
+  /** Why the request's `Authorization: Bearer` JWT is not the App's (RS256, signed by its key, `iss` = App id); undefined when it is. */
+  private jwtProblem(authorization: string | undefined): string | undefined {
+    const jwt = /^bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '';
     const [header, payload, signature] = jwt.split('.');
-    let problem: string | undefined;
     try {
       if (!header || !payload || !signature) throw new Error('not a JWT');
       const verifier = createVerify('RSA-SHA256');
@@ -219,8 +219,21 @@ export class GitHubDouble {
       if (decodeJwtPart(header).alg !== 'RS256') throw new Error('not RS256');
       if (String(decodeJwtPart(payload).iss) !== String(this.app.id)) throw new Error('iss is not the App id');
     } catch (error) {
-      problem = `installation token requested with a bad JWT: ${(error as Error).message}`;
+      return (error as Error).message;
     }
+    return undefined;
+  }
+
+  /** App endpoints (`/app/…`: the App's installations) take the App's JWT, not an installation token. */
+  private checkAppJwt(request: RecordedRequest): void {
+    const problem = this.jwtProblem(request.headers.authorization);
+    if (problem) this.authProblems.push(`${request.method} ${request.path} without the App's JWT: ${problem}`);
+  }
+
+  /** Probot asks for an installation token with a JWT signed by the App's key (RS256, `iss` = App id). */
+  private issueToken(req: IncomingMessage, res: ServerResponse, installationId: number): void {
+    const jwtProblem = this.jwtProblem(req.headers.authorization);
+    const problem = jwtProblem ? `installation token requested with a bad JWT: ${jwtProblem}` : undefined;
     if (problem) {
       this.authProblems.push(problem);
       this.send(res, { status: 401, json: { message: 'A JSON web token could not be decoded' } });

@@ -9,7 +9,8 @@ import { Writable } from 'node:stream';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/logger.js';
-import { deliveryJobId, type PlanQueueJob, QUEUE_NAMES } from '../../src/queue/schema.js';
+import { DRIFT_JOB_OPTIONS } from '../../src/queue/drift-schedule.js';
+import { type DriftJobData, deliveryJobId, type PlanQueueJob, QUEUE_NAMES } from '../../src/queue/schema.js';
 import { loadServerConfig, type ServerConfig, type ServerRole } from '../../src/server/config.js';
 import { type RunningServer, startServer } from '../../src/server/serve.js';
 import { type DeliverOptions, type DeliveryResult, deliver } from './deliveries.js';
@@ -48,6 +49,17 @@ export interface TestApp {
   jobDone(kind: PlanQueueJob['kind'], deliveryId: string): Promise<void>;
   /** Every key under the App's prefix with its value (strings, hashes, lists, sets), for leak checks. */
   redisDump(): Promise<string>;
+  /** The drift queue (schedulers, jobs). */
+  driftQueue: Queue;
+  /** Adds a drift run as the schedule or `/pve drift` would; resolves with its job id. */
+  addDrift(data: Omit<DriftJobData, 'kind'>, jobId?: string): Promise<string>;
+  /** Resolves with a drift-queue job's return value once it completed (rejects when it failed for good). */
+  driftDone(jobId: string): Promise<unknown>;
+  /**
+   * Resolves with the first drift-queue job, past or future, that completed and matches `predicate`
+   * (the queue's event stream is read from its start); rejects when a matching job failed for good.
+   */
+  driftCompleted(predicate: (job: Job) => boolean): Promise<Job>;
   close(): Promise<void>;
 }
 
@@ -71,6 +83,8 @@ export function appEnvironment(
     HOST: '127.0.0.1',
     LOG_LEVEL: 'debug',
     SHUTDOWN_TIMEOUT: '10',
+    // No drift schedules unless a test asks: listing installations would be a GitHub request every test must expect.
+    DRIFT_INTERVAL: '0',
     ...extra,
   };
   const clean = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
@@ -107,6 +121,18 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     return events;
   };
 
+  const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: inspect, prefix });
+  let driftEvents: QueueEvents | undefined;
+  const driftQueueEvents = async (): Promise<QueueEvents> => {
+    if (!driftEvents) {
+      // From the stream's start: a job that finished before the test asked is found too.
+      driftEvents = new QueueEvents(QUEUE_NAMES.drift, { connection: { url: options.redisUrl }, prefix, lastEventId: '0-0' });
+      await driftEvents.waitUntilReady();
+    }
+    return driftEvents;
+  };
+  let driftJobs = 0;
+
   return {
     url: server.url,
     config: loaded.config,
@@ -140,10 +166,39 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       }
       return parts.join('\n');
     },
+    driftQueue,
+    async addDrift(data, jobId) {
+      driftJobs += 1;
+      const id = jobId ?? `drift-test-${driftJobs}-${randomBytes(4).toString('hex')}`;
+      await driftQueue.add('drift', { kind: 'drift', ...data }, { ...DRIFT_JOB_OPTIONS, attempts: 1, jobId: id });
+      return id;
+    },
+    async driftDone(jobId) {
+      const events = await driftQueueEvents();
+      const job = await driftQueue.getJob(jobId);
+      if (!job) throw new Error(`no drift job ${jobId}`);
+      return job.waitUntilFinished(events);
+    },
+    async driftCompleted(predicate) {
+      const events = await driftQueueEvents();
+      return new Promise<Job>((resolve, reject) => {
+        const check = async (jobId: string, failed?: string): Promise<void> => {
+          const job = await driftQueue.getJob(jobId);
+          if (!job || !predicate(job)) return;
+          if (failed !== undefined && job.attemptsMade >= (job.opts.attempts ?? 1))
+            reject(new Error(`drift job ${jobId} failed: ${failed}`));
+          else if (failed === undefined) resolve(job);
+        };
+        events.on('completed', ({ jobId }) => void check(jobId));
+        events.on('failed', ({ jobId, failedReason }) => void check(jobId, failedReason));
+      });
+    },
     async close() {
       await server.close();
       await events?.close();
+      await driftEvents?.close();
       await queue.close();
+      await driftQueue.close();
       inspect.disconnect();
     },
   };
