@@ -10,7 +10,7 @@ import type { ClusterAccess } from '../core/model.js';
 /**
  * Cluster connections: name → API URL, credentials and TLS trust. They come from the server's
  * environment or a config file, never from the spec repository, so a pull request can never
- * redirect a credential (DESIGN §6).
+ * redirect a credential (docs/design.md#cluster-connections).
  */
 export interface ClusterConnection {
   name: string;

@@ -23,7 +23,7 @@ export const NON_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Keys Proxmox manages itself (DESIGN §2 "Owned keys"): never set by a spec, never owned by the
+ * Keys Proxmox manages itself (docs/design.md#owned-keys): never set by a spec, never owned by the
  * repository. `smbios1` and `vmgenid` are not here: Proxmox fills them in at creation, but a spec
  * may pin them and then owns them.
  */

@@ -225,7 +225,7 @@ export interface SentContext {
 /**
  * Turns an error response into the right class. `body` is the parsed JSON or the raw text.
  * The text comes from JSON `message` and falls back to the reason phrase: servers before
- * libpve-http-server-perl 5.2 put it only in the status line (API-FACTS §1.2).
+ * libpve-http-server-perl 5.2 put it only in the status line (docs/proxmox-api.md#error-bodies).
  */
 export function parsePveError(
   status: number,

@@ -3,7 +3,7 @@ import type { PendingEntry } from './schema.js';
 
 /**
  * The core's view of a guest from one `GET …/pending` answer: current values, queued values,
- * queued deletions and the digest of exactly that read (API-FACTS §4).
+ * queued deletions and the digest of exactly that read (docs/proxmox-api.md#the-pending-list).
  */
 export function observedFromPending(
   entries: readonly PendingEntry[],

@@ -242,7 +242,7 @@ describe('every typed error from a real simulator response', () => {
   it('a task that fails exposes its exit status and the typed cause', async () => {
     addQemu(260);
     void running.sim.holdLock(260, 'backup', 60_000);
-    // QEMU destroy checks the lock only inside the worker (API-FACTS §8.1).
+    // QEMU destroy checks the lock only inside the worker (docs/proxmox-api.md#destroy).
     const upid = await client.destroyGuest(NODE, 'qemu', 260);
     const err = await failure(client.waitForTask(NODE, upid));
     expect(err).toBeInstanceOf(PveTaskFailedError);

@@ -80,7 +80,7 @@ describe('a token limited to some guests', () => {
   });
 });
 
-describe('root-only options for tokens (API-FACTS §2.3)', () => {
+describe('root-only options for tokens (docs/proxmox-api.md#token-privilege-separation)', () => {
   it('refuses args and lock even for root@pam tokens', async () => {
     const res = await api(sim, 'PUT', '/nodes/pve-01/qemu/101/config', { form: { args: '-no-reboot' } });
     expect(res.status).toBe(500);

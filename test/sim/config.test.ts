@@ -34,7 +34,7 @@ async function config(vmid: number, query = '', type = 'qemu', node = 'pve-01'):
   return res.body!.data as Record<string, unknown>;
 }
 
-describe('config files and digests (API-FACTS §3)', () => {
+describe('config files and digests (docs/proxmox-api.md#the-digest)', () => {
   it('digest is the SHA1 of the raw file text and changes with every write', async () => {
     const before = sim.sim.getGuest(100)!;
     expect(before.rawConfig).toBe(WEB_CONFIG);
@@ -81,7 +81,7 @@ describe('config files and digests (API-FACTS §3)', () => {
   });
 });
 
-describe('delete and revert (API-FACTS §5.2)', () => {
+describe('delete and revert (docs/proxmox-api.md#delete-and-revert)', () => {
   it.each([
     ['comma', 'onboot,tags'],
     ['semicolon', 'onboot;tags'],
@@ -121,7 +121,7 @@ describe('delete and revert (API-FACTS §5.2)', () => {
   });
 });
 
-describe('pending values on running guests (API-FACTS §4, §5.3)', () => {
+describe('pending values on running guests (docs/proxmox-api.md#the-pending-list, #hotplug-and-pending)', () => {
   it('keeps cores pending: visible in /pending and current=0, not in current=1, applied at restart', async () => {
     const put = await api(sim, 'PUT', '/nodes/pve-01/qemu/100/config', { form: { cores: '4', name: 'web-01b' } });
     expect(put.body).toEqual({ data: null });

@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => sim.close());
 
-describe('response envelopes (API-FACTS §1)', () => {
+describe('response envelopes (docs/proxmox-api.md#envelopes-and-status-codes)', () => {
   it('success: {"data":…} with the pve-api-daemon headers', async () => {
     const res = await api(sim, 'GET', '/version');
     expect(res.status).toBe(200);

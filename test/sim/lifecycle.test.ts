@@ -25,7 +25,7 @@ async function task(node: string, res: { body?: { data?: unknown } }): Promise<R
   return waitTask(sim, node, upid as string);
 }
 
-describe('create (API-FACTS §7)', () => {
+describe('create (docs/proxmox-api.md#create)', () => {
   it('creates a VM: lock: create while the task runs, then server-filled keys and allocated disks', async () => {
     await sim.sim.setTaskMs(200);
     const res = await api(sim, 'POST', '/nodes/pve-02/qemu', {
@@ -109,7 +109,7 @@ describe('create (API-FACTS §7)', () => {
   });
 });
 
-describe('cluster listing with an RRD lag (API-FACTS §10.1)', () => {
+describe('cluster listing with an RRD lag (docs/proxmox-api.md#cluster-resources)', () => {
   it('lists a new guest as unknown without a name, and power changes only at the next tick', async () => {
     sim.sim.setRrdLag(60_000);
     const listing = async (): Promise<Record<string, unknown>[]> =>
@@ -128,7 +128,7 @@ describe('cluster listing with an RRD lag (API-FACTS §10.1)', () => {
   });
 });
 
-describe('nextid (API-FACTS §7.3)', () => {
+describe('nextid (docs/proxmox-api.md#next-free-vmid)', () => {
   it('returns a string; a taken vmid is a 400 with the VM text', async () => {
     const next = await api(sim, 'GET', '/cluster/nextid');
     expect(next.body).toEqual({ data: '101' });
@@ -140,7 +140,7 @@ describe('nextid (API-FACTS §7.3)', () => {
   });
 });
 
-describe('tasks (API-FACTS §9)', () => {
+describe('tasks (docs/proxmox-api.md#tasks-and-upids)', () => {
   it('UPIDs have the real format and the status fields of §9.3, with tokenid for token tasks', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/shutdown');
     const upid = res.body!.data as string;
@@ -214,7 +214,7 @@ describe('tasks (API-FACTS §9)', () => {
   });
 });
 
-describe('power (API-FACTS §8.2)', () => {
+describe('power (docs/proxmox-api.md#power-endpoints)', () => {
   it('accepts root-only power options set to false from a token', async () => {
     const stop = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/stop', { form: { skiplock: '0' } });
     expect(stop.status).toBe(200);
@@ -259,7 +259,7 @@ describe('power (API-FACTS §8.2)', () => {
   });
 });
 
-describe('destroy (API-FACTS §8.1)', () => {
+describe('destroy (docs/proxmox-api.md#destroy)', () => {
   it('refuses a running VM synchronously; a locked VM fails only in the task', async () => {
     const running = await api(sim, 'DELETE', '/nodes/pve-01/qemu/100');
     expect(running.body?.message).toBe('VM 100 is running - destroy failed\n');

@@ -16,7 +16,7 @@ function change(from: string | undefined, to: string | undefined): { from?: stri
 }
 
 /**
- * Compares a guest's change recomputed at apply time with the reviewed one (DESIGN §4). The
+ * Compares a guest's change recomputed at apply time with the reviewed one (docs/design.md#recompute-and-compare). The
  * recomputed change may only be the reviewed change or what is left of it after a partial apply:
  * every key it touches must start from the reviewed value and go to the reviewed value, and every
  * other step must have been reviewed. Anything else means an owned value moved after review.

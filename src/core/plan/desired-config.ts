@@ -4,7 +4,7 @@ import type { GuestSpec, GuestType } from '../model.js';
 import { normaliseTags } from '../property-string.js';
 
 /**
- * Which config keys the repository owns (DESIGN §2): everything except server-managed keys,
+ * Which config keys the repository owns (docs/design.md#owned-keys): everything except server-managed keys,
  * keys Proxmox fills in at creation when the spec leaves them out, and the spec's `ignore` list.
  */
 

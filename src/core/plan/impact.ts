@@ -16,7 +16,7 @@ export interface KeyImpact {
 }
 
 /**
- * Impact of setting (`to`) or deleting (`to` undefined) one key (API-FACTS §5.3, §5.4): a stopped
+ * Impact of setting (`to`) or deleting (`to` undefined) one key (docs/proxmox-api.md#hotplug-and-pending): a stopped
  * guest takes everything at once; a running one follows Proxmox's hotplug rules, shared with the
  * simulator in `core/hotplug.ts`.
  */

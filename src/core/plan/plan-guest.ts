@@ -346,7 +346,7 @@ function powerOperation(spec: GuestSpec, status: string): Operation | undefined 
 }
 
 /**
- * Plans one guest (DESIGN §2–§3): create, update, destroy, no-op, orphan or error. Pure.
+ * Plans one guest (docs/design.md#per-guest-outcomes): create, update, destroy, no-op, orphan or error. Pure.
  * A guest is found where it lives (`listed.node`), never moved back to its spec's node.
  */
 export function planGuest(input: GuestPlanInput): GuestPlan {

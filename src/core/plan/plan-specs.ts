@@ -149,7 +149,7 @@ export function sortGuestPlans(guests: GuestPlan[]): GuestPlan[] {
 }
 
 /**
- * Plans `head` against the observed clusters (DESIGN §3). Pure: all reading happened before.
+ * Plans `head` against the observed clusters (docs/design.md#the-plan). Pure: all reading happened before.
  * An empty listing where the base says guests exist is an error, never "create everything".
  */
 export function planSpecs(input: PlanInput): Plan {

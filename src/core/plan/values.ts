@@ -5,7 +5,7 @@ import { normaliseTags, parsePropertyString, type PropertyString } from '../prop
 import { splitList } from '../proxmox-params.js';
 
 /**
- * Values are compared as Proxmox stores them (DESIGN §2): tags normalised, booleans 0/1, numbers
+ * Values are compared as Proxmox stores them (docs/design.md#value-comparison): tags normalised, booleans 0/1, numbers
  * numerically, property strings as key=value sets. Disks and NICs have their own parsers because
  * Proxmox fills in parts of them (volume names, sizes, MACs) that are not drift.
  */

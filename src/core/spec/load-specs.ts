@@ -1,5 +1,5 @@
 /**
- * Loads the spec repository (DESIGN §2) from file texts: parse every YAML document, check its
+ * Loads the spec repository (docs/design.md#the-spec-repository) from file texts: parse every YAML document, check its
  * shape, convert values to Proxmox's wire strings, derive missing VMIDs and validate the whole set.
  * Pure: the caller reads the files (`src/spec-files/read-spec-dir.ts`, or the GitHub API at a SHA).
  *

@@ -1,5 +1,5 @@
 /**
- * The spec documents as users write them (DESIGN §2). Strict objects: an unknown key is an error,
+ * The spec documents as users write them (docs/design.md#the-spec-repository). Strict objects: an unknown key is an error,
  * never silently ignored, because a misspelt key would otherwise quietly do nothing.
  *
  * These schemas check shape and types only. Rules that need context (a node of the named cluster,

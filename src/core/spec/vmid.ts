@@ -1,5 +1,5 @@
 /**
- * Deterministic VMIDs (DESIGN §2 "Identity"). A guest without a `vmid` gets one derived from
+ * Deterministic VMIDs (docs/design.md#identity). A guest without a `vmid` gets one derived from
  * `cluster/name`, so the same spec always means the same guest and a retried create can never
  * allocate a second one. `/cluster/nextid` is never used: it answers "free now", which changes
  * between plan and apply and between two runs.

@@ -1,7 +1,7 @@
 /**
  * Guest config files as pmxcfs holds them (`/etc/pve/nodes/<node>/qemu-server/<vmid>.conf`):
  * raw text <-> parsed sections, serialised byte-exactly like `QemuServer::write_vm_config` /
- * `LXC::Config::write_pct_config` (API-FACTS §3.2), so the digest — SHA1 hex of the whole
+ * `LXC::Config::write_pct_config` (docs/proxmox-api.md#the-digest), so the digest — SHA1 hex of the whole
  * text — is what a real cluster would report for the same content.
  */
 import { createHash } from 'node:crypto';

@@ -1,6 +1,6 @@
 /**
  * The error classes a simulated handler throws; the server turns each into the HTTP response
- * pve-http-server would send (API-FACTS §1.2). Messages keep Proxmox's trailing `\n`.
+ * pve-http-server would send (docs/proxmox-api.md#error-bodies). Messages keep Proxmox's trailing `\n`.
  */
 
 /** Base: an HTTP status plus the message text that goes into `message` and the reason phrase. */

@@ -12,7 +12,7 @@ import { configEndpoint, parseSize, parseOption } from './property-format.js';
 /** A JSON value of a config view. */
 export type JsonConfigValue = string | number | [string, string][];
 
-/** Kinds of JSON typing (API-FACTS §3.1): booleans/integers as numbers, everything else strings. */
+/** Kinds of JSON typing (docs/proxmox-api.md#value-types-on-the-wire): booleans/integers as numbers, everything else strings. */
 type ValueKind = 'number' | 'string';
 
 const kindCache: Record<GuestType, Map<string, ValueKind>> = { qemu: new Map(), lxc: new Map() };

@@ -1,6 +1,7 @@
 /**
  * Cluster-wide endpoints: `/version`, `/nodes`, `/cluster/resources`, `/cluster/nextid`, and the
- * task status/log of `/nodes/{node}/tasks/{upid}` (API-FACTS §7.3, §9, §10, §12).
+ * task status/log of `/nodes/{node}/tasks/{upid}` (docs/proxmox-api.md#next-free-vmid,
+ * #tasks-and-upids, #cluster-resources, #nodes-and-version).
  */
 import { splitList } from '../../core/proxmox-params.js';
 import { canSeeGuest, hasPrivilege } from './auth.js';
@@ -78,7 +79,7 @@ const published = new WeakMap<Guest, Published>();
 /**
  * The name and power state the listing shows. Live by default; with an RRD lag they are what was
  * published in the current interval, and a guest not yet published is `unknown` without a name
- * (API-FACTS §10.1). Publishing happens at interval boundaries, as pvestatd's cycle does.
+ * (docs/proxmox-api.md#cluster-resources). Publishing happens at interval boundaries, as pvestatd's cycle does.
  */
 function rrdView(guest: Guest, lagMs: number, live: { status: 'running' | 'stopped'; name: string }): Omit<Published, 'at'> {
   if (lagMs <= 0) return live;
@@ -190,7 +191,7 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
   return { json: `[${parts.join(',')}]` };
 }
 
-/** `GET /cluster/nextid`: the answer is a JSON string (API-FACTS §7.3). */
+/** `GET /cluster/nextid`: the answer is a JSON string (docs/proxmox-api.md#next-free-vmid). */
 export function getNextId(ctx: RequestContext): HandlerResult {
   const requested = ctx.params.vmid;
   if (requested !== undefined && requested !== '' && requested !== '0') {

@@ -1,7 +1,7 @@
 /**
  * Per-guest reads and config writes: listings, `GET …/config` (pending merged unless
  * `current=1`, or a snapshot), `GET …/pending`, `GET …/status/current`, and `PUT`/`POST
- * …/config` with the digest, lock and pending semantics of API-FACTS §3–§5.
+ * …/config` with the digest, lock and pending semantics of docs/proxmox-api.md#config-reads, #the-digest, #config-updates.
  */
 import type { GuestType } from '../../core/model.js';
 import { canSeeGuest } from './auth.js';

@@ -1,8 +1,8 @@
 /**
  * Guest lifecycle: create (`qmcreate`/`vzcreate`), destroy, start/stop/shutdown, resize and
  * disk moves. Synchronous checks and task-time checks are split exactly where Proxmox splits
- * them (API-FACTS §6–§8): e.g. a qemu destroy of a locked VM returns a UPID whose task fails,
- * while an LXC destroy fails at once.
+ * them (docs/proxmox-api.md#locks, #create, #destroy, #power-endpoints): e.g. a qemu destroy of a
+ * locked VM returns a UPID whose task fails, while an LXC destroy fails at once.
  */
 import { randomUUID } from 'node:crypto';
 import type { GuestType } from '../../core/model.js';
@@ -391,7 +391,7 @@ function volumesOf(guest: Guest): string[] {
   return out;
 }
 
-/** `POST …/status/{start|stop|shutdown}` with the qemu/lxc split of API-FACTS §8.2. */
+/** `POST …/status/{start|stop|shutdown}` with the qemu/lxc split of docs/proxmox-api.md#power-endpoints. */
 export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
   return (ctx: RequestContext): HandlerResult => {
     // Perl checks `if $param && $authuser ne 'root@pam'`: a false value (`skiplock=0`) passes.

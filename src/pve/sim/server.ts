@@ -1,7 +1,8 @@
 /**
  * The HTTP(S) front of the simulator, on node:http / node:https: request plumbing as
- * pveproxy does it (API-FACTS §1–§2) — body parsing, auth, routing, permission, proxy-to-node,
- * schema validation, envelopes, status lines and headers — plus the `/_sim` control API.
+ * pveproxy does it (docs/proxmox-api.md#envelopes-and-status-codes, #authentication) — body
+ * parsing, auth, routing, permission, proxy-to-node, schema validation, envelopes, status lines
+ * and headers — plus the `/_sim` control API.
  *
  * Control API (outside `/api2`, no authentication, JSON bodies, answers `{"ok":true}` or the
  * requested data; a bad request gets 400 `{"error":"…"}`):

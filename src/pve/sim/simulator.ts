@@ -269,7 +269,7 @@ export class Simulator {
   }
 
   /**
-   * `pool` on create: an unknown pool is a 403 before anything else is checked (API-FACTS §7.1).
+   * `pool` on create: an unknown pool is a 403 before anything else is checked (docs/proxmox-api.md#create).
    * Without a pool list every name is accepted, like storages.
    */
   assertPool(pool: string): void {

@@ -1,5 +1,5 @@
 /**
- * Worker tasks (`fork_worker`): UPIDs in the real format (API-FACTS §9.1), a log that ends in
+ * Worker tasks (`fork_worker`): UPIDs in the real format (docs/proxmox-api.md#upid-format), a log that ends in
  * `TASK OK` / `TASK ERROR: …` / `TASK WARNINGS: N`, and the status fields of §9.3. A task runs
  * for `taskMs`; its effect is applied when it ends, so clients really have to await it.
  */

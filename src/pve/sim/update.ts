@@ -1,5 +1,5 @@
 /**
- * Config updates with Proxmox's semantics (API-FACTS §5): the synchronous checks of
+ * Config updates with Proxmox's semantics (docs/proxmox-api.md#config-updates): the synchronous checks of
  * `$update_vm_api` (qemu) and `update_vm` (lxc), then the update function that writes values
  * to `[PENDING]`, cleans up, and either hot-plugs (running guest) or applies everything
  * (stopped guest). `applyAllPending` is what start/stop do.
@@ -194,7 +194,7 @@ export function checkQemuConfig(guest: Guest, digest: string | undefined, skiplo
   }
 }
 
-/** `check_lock` then `assert_if_modified` for containers (API-FACTS §5.4). */
+/** `check_lock` then `assert_if_modified` for containers (docs/proxmox-api.md#order-of-checks). */
 export function checkLxcConfig(guest: Guest, digest: string | undefined): void {
   if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   if (digest && digest !== guest.digest) {
