@@ -56,15 +56,21 @@ export interface Expectation {
   times?: number;
 }
 
-/** A declared expectation: `done` resolves with the requests once it was used `times` times. */
+/**
+ * A declared expectation: `requested` resolves when its first request arrives (before it is
+ * answered), `done` once it was used `times` times and answered.
+ */
 export interface ExpectationHandle {
+  requested: Promise<RecordedRequest>;
   done: Promise<RecordedRequest[]>;
   readonly requests: RecordedRequest[];
 }
 
 interface Pending extends Expectation {
   used: RecordedRequest[];
+  answered: number;
   resolve: (requests: RecordedRequest[]) => void;
+  arrived: (request: RecordedRequest) => void;
 }
 
 /** The App as the double knows it: its id and the key GitHub would have generated for it. */
@@ -120,10 +126,12 @@ export class GitHubDouble {
   /** Declares an expected request. */
   expect(expectation: Expectation): ExpectationHandle {
     let resolve: (requests: RecordedRequest[]) => void = () => {};
+    let arrived: (request: RecordedRequest) => void = () => {};
     const done = new Promise<RecordedRequest[]>((r) => (resolve = r));
-    const pending: Pending = { ...expectation, used: [], resolve };
+    const requested = new Promise<RecordedRequest>((r) => (arrived = r));
+    const pending: Pending = { ...expectation, used: [], answered: 0, resolve, arrived };
     this.expectations.push(pending);
-    return { done, requests: pending.used };
+    return { requested, done, requests: pending.used };
   }
 
   /** Requests other than the installation token exchange, in order, as `METHOD path`. */
@@ -185,9 +193,11 @@ export class GitHubDouble {
       return this.send(res, { status: 404, json: { message: `unexpected request to the GitHub test double: ${request.method} ${path}` } });
     }
     expectation.used.push(request);
+    if (expectation.used.length === 1) expectation.arrived(request);
     const reply = typeof expectation.reply === 'function' ? await expectation.reply(request) : expectation.reply;
     this.send(res, reply);
-    if (expectation.used.length === (expectation.times ?? 1)) expectation.resolve([...expectation.used]);
+    expectation.answered += 1;
+    if (expectation.answered === (expectation.times ?? 1)) expectation.resolve([...expectation.used]);
   }
 
   private matches(e: Expectation, r: RecordedRequest): boolean {

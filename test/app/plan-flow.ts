@@ -13,13 +13,20 @@ async function sentBody(handle: ExpectationHandle): Promise<string> {
 import type { TestRepo } from './deliveries.js';
 import { type RepoFiles, tarball } from './spec-repo.js';
 
-/** Serves the repository at `sha` as GitHub's tarball, once. */
-export async function expectArchive(github: GitHubDouble, repo: TestRepo, sha: string, files: RepoFiles): Promise<ExpectationHandle> {
+/** Serves the repository at `sha` as GitHub's tarball, once; with `hold`, only once it resolves. */
+export async function expectArchive(
+  github: GitHubDouble,
+  repo: TestRepo,
+  sha: string,
+  files: RepoFiles,
+  hold?: Promise<void>,
+): Promise<ExpectationHandle> {
   const body = await tarball(files, { owner: repo.owner, name: repo.name, sha });
+  const reply = { raw: body, contentType: 'application/x-gzip' };
   return github.expect({
     method: 'GET',
     path: `/repos/${repo.owner}/${repo.name}/tarball/${sha}`,
-    reply: { raw: body, contentType: 'application/x-gzip' },
+    reply: hold ? () => hold.then(() => reply) : reply,
   });
 }
 
