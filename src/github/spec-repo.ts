@@ -46,15 +46,15 @@ export function specFileFilter(root: string | undefined): (path: string) => bool
 }
 
 /**
- * Refuses a link where a spec or the config could be: under the spec root, or at a config path.
- * A link elsewhere in the repository is no concern of the App (it is never followed).
+ * Refuses a link where a spec or the config would be read: a link named like a spec file under
+ * the spec root, or at a config path. The CLI reads such a link's target; the App never follows a
+ * link, and skipping it would silently drop a spec. Other links (a directory link, a link to a
+ * README) are ignored, as the CLI does not descend into directory links either.
  */
 function refuseLinks(root: string, links: readonly ArchiveLink[]): void {
   for (const link of links) {
     const relative = underRoot(root, link.path);
-    const guarded =
-      (REPO_CONFIG_PATHS as readonly string[]).includes(link.path) ||
-      (relative !== undefined && !relative.split('/').some((s) => s.startsWith('.')));
+    const guarded = (REPO_CONFIG_PATHS as readonly string[]).includes(link.path) || (relative !== undefined && isSpecFile(relative));
     if (!guarded) continue;
     const kind = link.kind === 'symlink' ? 'a symbolic link' : 'a hard link';
     throw new ArchiveError(
