@@ -309,6 +309,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
+          logger.info('no longer taking webhooks: finishing running jobs');
         }),
     });
     const url = listeningUrl(server.address() as AddressInfo);

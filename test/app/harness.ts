@@ -110,16 +110,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   const logger = createLogger({ level: loaded.config.logLevel, stream });
   const server = await startServer({ config: loaded.config, role, logger });
 
-  const inspect = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
-  const queue = new Queue(QUEUE_NAMES.plan, { connection: inspect, prefix });
-  let events: QueueEvents | undefined;
-  const queueEvents = async (): Promise<QueueEvents> => {
-    if (!events) {
-      events = new QueueEvents(QUEUE_NAMES.plan, { connection: { url: options.redisUrl }, prefix });
-      await events.waitUntilReady();
-    }
-    return events;
-  };
+  const inspector = inspectQueue(options.redisUrl, prefix);
 
   const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: inspect, prefix });
   let driftEvents: QueueEvents | undefined;
@@ -142,6 +133,39 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     server,
     logs: () => logText,
     deliver: (delivery) => deliver(server.url, { ...delivery, secret: delivery.secret === undefined ? webhookSecret : delivery.secret }),
+    job: inspector.job,
+    jobs: inspector.jobs,
+    jobDone: inspector.jobDone,
+    redisDump: inspector.redisDump,
+    async close() {
+      await server.close();
+      await inspector.close();
+    },
+  };
+}
+
+/** Looks into the plan queue and state of an App (in this process or another) by its Redis prefix. */
+export interface QueueInspector {
+  job: TestApp['job'];
+  jobs: TestApp['jobs'];
+  jobDone: TestApp['jobDone'];
+  redisDump: TestApp['redisDump'];
+  close(): Promise<void>;
+}
+
+/** A {@link QueueInspector} for the App with Redis prefix `prefix`. */
+export function inspectQueue(redisUrl: string, prefix: string): QueueInspector {
+  const inspect = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  const queue = new Queue(QUEUE_NAMES.plan, { connection: inspect, prefix });
+  let events: QueueEvents | undefined;
+  const queueEvents = async (): Promise<QueueEvents> => {
+    if (!events) {
+      events = new QueueEvents(QUEUE_NAMES.plan, { connection: { url: redisUrl }, prefix });
+      await events.waitUntilReady();
+    }
+    return events;
+  };
+  return {
     job: async (kind, deliveryId) => (await queue.getJob(deliveryJobId(kind, deliveryId))) ?? undefined,
     jobs: () => queue.getJobs(['active', 'waiting', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children']),
     async jobDone(kind, deliveryId) {
@@ -194,7 +218,6 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
       });
     },
     async close() {
-      await server.close();
       await events?.close();
       await driftEvents?.close();
       await queue.close();
