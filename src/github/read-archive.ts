@@ -112,6 +112,8 @@ export async function readTarball(
   const tar = extract();
   let entries = 0;
   tar.on('entry', (header, stream, next) => {
+    // A failing archive destroys the entry stream too; the error is reported once, by the pipeline.
+    stream.on('error', () => {});
     const fail = (error: Error): void => {
       stream.resume();
       next(error);
@@ -150,7 +152,6 @@ export async function readTarball(
       files.set(path, Buffer.concat(chunks).toString('utf8'));
       next();
     });
-    stream.on('error', (error: Error) => next(error));
   });
   try {
     await pipeline(

@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { makeGuestPlan, makePlan } from '../helpers/factories.js';
+import { NewestHeads } from '../../src/queue/newest-head.js';
+import { PlanStore } from '../../src/queue/plan-store.js';
+import { acquireLock, withLock } from '../../src/queue/redis-lock.js';
+
+let redis: Redis;
+let prefix: string;
+
+beforeEach(() => {
+  redis = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 3 });
+  prefix = `t-${randomBytes(6).toString('hex')}:state`;
+});
+
+afterEach(() => {
+  redis.disconnect();
+});
+
+const sha = (c: string): string => c.repeat(40);
+
+describe('newest heads', () => {
+  it('are decided by updated_at, not arrival: an older delivery arriving late changes nothing, a tie goes to the later arrival', async () => {
+    const heads = new NewestHeads(redis, prefix);
+    expect(await heads.isNewest(1, 2, sha('a'))).toBe(true);
+    expect(await heads.record(1, 2, sha('b'), '2030-01-01T00:00:02Z')).toBe(true);
+    expect(await heads.record(1, 2, sha('a'), '2030-01-01T00:00:01Z')).toBe(false);
+    expect(await heads.get(1, 2)).toBe(sha('b'));
+    expect(await heads.isNewest(1, 2, sha('a'))).toBe(false);
+    expect(await heads.record(1, 2, sha('c'), '2030-01-01T00:00:02Z')).toBe(true);
+    expect(await heads.get(1, 2)).toBe(sha('c'));
+    // Another pull request, another repository: their own heads.
+    expect(await heads.get(1, 3)).toBeUndefined();
+    expect(await heads.get(9, 2)).toBeUndefined();
+  });
+});
+
+describe('the plan store', () => {
+  it('stores a plan per repository, pull request and head, and reads it back with its specs', async () => {
+    const store = new PlanStore(redis, prefix);
+    const plan = makePlan([makeGuestPlan({ action: 'update', changes: [{ key: 'cores', from: '1', to: '2', impact: 'live' }] })]);
+    const repo = { id: 5, owner: 'acme', name: 'estate' };
+    const cluster = {
+      name: 'lab',
+      vmids: { lower: 1, upper: 9 },
+      ownerTag: 'pve-gitops',
+      nodes: ['pve-01'],
+      prune: false,
+      source: { file: 'c.yaml', line: 1, col: 1 },
+    };
+    await store.savePlan({
+      repo,
+      pr: 2,
+      headSha: sha('a'),
+      baseSha: sha('b'),
+      specRoot: 'lab',
+      draft: true,
+      plan,
+      specs: { clusters: [cluster], guests: [] },
+    });
+    const stored = await store.getPlan(5, 2, sha('a'));
+    expect(stored?.plan).toEqual(plan);
+    expect(stored).toMatchObject({
+      repo,
+      pr: 2,
+      headSha: sha('a'),
+      baseSha: sha('b'),
+      specRoot: 'lab',
+      draft: true,
+      specs: { clusters: [cluster] },
+    });
+    expect(await store.latestPlanSha(5, 2)).toBe(sha('a'));
+    expect(await store.getPlan(5, 2, sha('c'))).toBeUndefined();
+  });
+
+  it('names for each guest the other pull requests whose latest plan touches it', async () => {
+    const store = new PlanStore(redis, prefix);
+    await store.setTouched(5, 1, sha('a'), [
+      { key: 'lab/100', name: 'lab/web' },
+      { key: 'lab/101', name: 'lab/db' },
+    ]);
+    await store.setTouched(5, 2, sha('b'), [{ key: 'lab/100', name: 'lab/web' }]);
+    await store.setTouched(6, 3, sha('c'), [{ key: 'lab/100', name: 'lab/web' }]);
+    const mine = [
+      { key: 'lab/100', name: 'lab/web' },
+      { key: 'lab/102', name: 'lab/new' },
+    ];
+    expect(await store.overlaps(5, 4, mine)).toEqual(new Map([['lab/100', [1, 2]]]));
+    // A newer plan of #1 replaces what its older one touched; a closed one is forgotten.
+    await store.setTouched(5, 1, sha('d'), [{ key: 'lab/101', name: 'lab/db' }]);
+    await store.removeTouched(5, 2);
+    expect(await store.overlaps(5, 4, mine)).toEqual(new Map());
+  });
+});
+
+describe('the Redis lock', () => {
+  it('is held by one at a time, with fencing tokens that only grow, and released only by its holder', async () => {
+    const key = `${prefix}:lock:x`;
+    const first = await acquireLock(redis, key, { ttlMs: 10_000 });
+    expect(first).toBeDefined();
+    expect(await acquireLock(redis, key, { waitMs: 0 })).toBeUndefined();
+    await first!.release();
+    const second = await acquireLock(redis, key, { waitMs: 0 });
+    expect(second!.token).toBeGreaterThan(first!.token);
+    // A stale holder releasing again does not free the new holder's lock.
+    await first!.release();
+    expect(await acquireLock(redis, key, { waitMs: 0 })).toBeUndefined();
+    await second!.release();
+  });
+
+  it('waits for a held lock and takes it when released', async () => {
+    const key = `${prefix}:lock:y`;
+    const holder = await acquireLock(redis, key);
+    let released = false;
+    const ranAfterRelease = withLock(redis, key, { waitMs: 30_000, retryMs: 5 }, async () => released);
+    // Let the waiter try (and fail) at least once while the lock is held.
+    await new Promise<void>((resolve) => {
+      const check = (): void =>
+        void redis.get(`${key}:fence`).then((fence) => (Number(fence) > holder!.token ? resolve() : setImmediate(check)));
+      check();
+    });
+    released = true;
+    await holder!.release();
+    expect(await ranAfterRelease).toBe(true);
+  });
+
+  it('tells its holder when the lock was lost', async () => {
+    const key = `${prefix}:lock:z`;
+    const lock = await acquireLock(redis, key, { ttlMs: 60 });
+    await redis.del(key);
+    await new Promise<void>((resolve) => lock!.lost.addEventListener('abort', () => resolve()));
+    expect(lock!.lost.aborted).toBe(true);
+    await lock!.release();
+  });
+});
