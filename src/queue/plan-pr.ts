@@ -127,10 +127,12 @@ async function readSpecs(ctx: PlanContext, target: PlanTarget): Promise<{ head: 
  * Opens read-only clients for the clusters the specs name that the server has a connection for.
  * A cluster without one is left out: the plan says it could not be read and why.
  */
-async function openReaders(ctx: PlanContext, names: string[], warnings: Plan['warnings'], log: Logger): Promise<OpenClusters> {
+async function openReaders(ctx: PlanContext, names: string[], log: Logger): Promise<OpenClusters> {
   const options: ConnectOptions = {
     ...ctx.connections,
-    warn: (message) => warnings.push({ message }),
+    // An insecure connection is recorded in the plan itself (and so in the comment); the log says it too.
+    warn: (message) => log.warn({ warning: message }, 'insecure cluster connection'),
+    progress: (message) => log.info({ progress: message }, 'a cluster is slow to answer'),
     logger: log,
   };
   try {
@@ -156,11 +158,15 @@ function touchedGuests(plan: Plan): TouchedGuest[] {
 
 async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<{ plan: Plan; head: CommitSpecs; base: CommitSpecs }> {
   const { head, base } = await readSpecs(ctx, target);
-  const warnings: Plan['warnings'] = [];
-  const open = await openReaders(ctx, clusterNames(head.loaded.specs, base.loaded.specs), warnings, log);
+  const open = await openReaders(ctx, clusterNames(head.loaded.specs, base.loaded.specs), log);
   try {
-    const result = await runPlan({ head: head.loaded.specs, base: base.loaded.specs, readers: open.clusters, ref: target.headSha });
-    result.warnings.push(...warnings);
+    const result = await runPlan({
+      head: head.loaded.specs,
+      base: base.loaded.specs,
+      readers: open.clusters,
+      access: open.access,
+      ref: target.headSha,
+    });
     return { plan: result, head, base };
   } finally {
     await open.close();
