@@ -9,7 +9,14 @@
  * `updated_at` has one-second resolution; on a tie the later arrival wins (deliveries of one
  * second usually arrive in order, and the tie-breaker must be deterministic).
  */
-import type { Redis } from 'ioredis';
+import type { Redis, Result } from 'ioredis';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    /** {@link NewestHeads.record}'s script, defined on first use. */
+    recordNewestHead(key: string, sha: string, at: string, ttlSeconds: string): Result<number, Context>;
+  }
+}
 
 /** How long a pull request's head is remembered without news: longer than any review. */
 const HEAD_TTL_SECONDS = 90 * 24 * 3600;
@@ -42,7 +49,9 @@ export class NewestHeads {
     const at = typeof updatedAt === 'number' ? updatedAt : Date.parse(updatedAt);
     if (!Number.isFinite(at))
       throw new Error(`cannot record the head of pull request ${pr}: updated_at '${String(updatedAt)}' is not a time`);
-    const result = await this.redis.eval(RECORD_SCRIPT, 1, this.key(repoId, pr), sha, String(at), String(HEAD_TTL_SECONDS));
+    // evalsha after the first call: a burst of deliveries does not send (and Redis does not hash) the script each time.
+    if (!this.redis.recordNewestHead) this.redis.defineCommand('recordNewestHead', { numberOfKeys: 1, lua: RECORD_SCRIPT });
+    const result = await this.redis.recordNewestHead(this.key(repoId, pr), sha, String(at), String(HEAD_TTL_SECONDS));
     return result === 1;
   }
 

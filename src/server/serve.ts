@@ -61,7 +61,14 @@ export class ServerStartError extends Error {
 }
 
 /** Redis options for connections whose commands must fail fast rather than queue while Redis is down. */
-const FAIL_FAST: RedisOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 5000, lazyConnect: true };
+const FAIL_FAST: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 5000,
+  lazyConnect: true,
+  // A burst of deliveries sends its commands in one write per event-loop tick instead of one each.
+  enableAutoPipelining: true,
+};
 
 /** Resolves `promise`, or undefined after `ms` (the timer does not hold the process). */
 function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
@@ -139,7 +146,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // A worker-only process receives no webhooks; Probot wants a secret all the same.
       secret: config.webhookSecret ?? 'worker-process-receives-no-webhooks',
       baseUrl: config.githubBaseUrl,
-      log: logger.child({ name: 'probot' }),
+      log: logger,
     });
     // Every GitHub client the workers use reports the rate limit it has left.
     const github = async (installationId: number) => metrics.instrumentOctokit(await probot.auth(installationId), String(installationId));

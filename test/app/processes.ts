@@ -22,7 +22,7 @@ export interface AppProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Spawns `pve-gitops serve --role <role>` with exactly `env` (plus PATH) and waits until it serves. */
+/** Spawns `pve-gitops serve --role <role>` with exactly `env` (plus PATH) and waits until it serves (its info log line: LOG_LEVEL info or lower). */
 export async function spawnApp(role: 'all' | 'web' | 'worker', env: Record<string, string>): Promise<AppProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/bin.ts', 'serve', '--role', role], {
     cwd: ROOT,
