@@ -4,7 +4,7 @@
  * queue's schemas first, so a malformed job fails with a clear error instead of half-running.
  * Each job gets the installation's own Octokit (Probot's, with its throttling and retry plugins).
  */
-import type { Job } from 'bullmq';
+import { type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
@@ -107,7 +107,10 @@ async function closed(ctx: PlanContext, job: ClosedJobData): Promise<void> {
 /** The processor BullMQ calls for each plan-queue job. */
 export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise<void> {
   return async (job) => {
-    const data = PlanQueueJob.parse(job.data);
+    const parsed = PlanQueueJob.safeParse(job.data);
+    // Retrying cannot fix a job this build cannot read: fail it at once, saying why.
+    if (!parsed.success) throw new UnrecoverableError(`malformed ${job.name} job: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const data = parsed.data;
     const logger = deps.logger.child({
       job: job.id,
       delivery: data.deliveryId,

@@ -218,6 +218,26 @@ describe('what a plan posts', () => {
     w.github.verify();
   });
 
+  it("retries GitHub's 5xx answers with backoff (Probot's Octokit) and posts the plan", async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
+    const baseSha = newSha();
+    const headSha = newSha();
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc() };
+    const unavailable = w.github.expect({
+      method: 'POST',
+      path: '/repos/acme/estate/check-runs',
+      reply: { status: 502, json: { message: 'Server Error' } },
+    });
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 10, id: 607 });
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, { ...base, 'web.yaml': vmDoc('web-01', 100101) });
+    expectNewComment(w.github, w.repo, 10, 707);
+    await w.app.jobDone('plan', await open(w, 10, headSha, baseSha));
+    w.github.verify();
+    expect((await unavailable.done).length).toBe(1);
+    expect((await check.result()).conclusion).toBe('success');
+  });
+
   it('edits the comment a lost Redis entry forgot, found by its marker among the comments', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
     const baseSha = newSha();
