@@ -84,6 +84,7 @@ describe('spec files of a commit', () => {
       }),
     );
     expect(base).toEqual({
+      config: { specs: './estate/' },
       specRoot: 'estate',
       files: [
         { path: 'a/x.yml', text: 'x' },
@@ -93,7 +94,7 @@ describe('spec files of a commit', () => {
   });
 
   it.each([
-    ['an unknown key', 'spec: x\n', /\.github\/pve-gitops\.yml: unknown key spec \(known: specs\)/],
+    ['an unknown key', 'spec: x\n', /\.github\/pve-gitops\.yml: unknown key spec\b/],
     ['a path that climbs out', 'specs: ../elsewhere\n', /specs: must be a path inside the repository/],
     ['an absolute path', 'specs: /etc\n', /specs: must be a path inside the repository/],
     ['invalid YAML', 'specs: [\n', /not valid YAML/],

@@ -5,15 +5,17 @@
  * archive download (its head) and one load; a re-plan of the same head (`/pve plan`, "Re-run")
  * costs neither. Concurrent plans of one commit share one read.
  *
- * Loading goes through {@link loadCommitSpecFiles}, the one call into spec loading, so a
- * content-addressed parse cache (a file's blob SHA as its identity) plugs in at one place.
+ * Below that, loading goes through {@link loadCommitSpecFiles} with one content-addressed parse
+ * cache per worker process (`createSpecParseCache`): a push re-parses only the files it changed —
+ * the rest were parsed for the base, or an earlier push — while cross-file checks still see every
+ * guest.
  */
 import type { ProbotOctokit } from 'probot';
 import type { LoadedSpecs, SpecFile } from '../core/spec/load-specs.js';
 import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS, readRepoArchive } from '../github/read-archive.js';
 import type { RepoConfig } from '../github/repo-config.js';
 import { baseSpecFiles, headSpecFiles, specFileFilter } from '../github/spec-repo.js';
-import { loadSpecFiles } from '../spec-files/load-spec-files.js';
+import { createSpecParseCache, loadSpecFiles, type SpecParseCache } from '../spec-files/load-spec-files.js';
 import type { RepoRef } from './schema.js';
 
 /** One commit's specs, loaded. */
@@ -27,9 +29,16 @@ export interface CommitSpecs {
   config?: RepoConfig;
 }
 
-/** Loads spec files (parsing big repositories on worker threads); the one place the App parses specs. */
-export function loadCommitSpecFiles(files: readonly SpecFile[], onWorkerFailure?: (error: Error) => void): Promise<LoadedSpecs> {
-  return loadSpecFiles(files, onWorkerFailure ? { onWorkerFailure } : {});
+/**
+ * Loads spec files — texts in `cache` are not parsed again, the rest on worker threads when there
+ * is enough of it; the one place the App parses specs.
+ */
+export function loadCommitSpecFiles(
+  files: readonly SpecFile[],
+  cache: SpecParseCache,
+  onWorkerFailure?: (error: Error) => void,
+): Promise<LoadedSpecs> {
+  return loadSpecFiles(files, { cache, ...(onWorkerFailure ? { onWorkerFailure } : {}) });
 }
 
 /** Options of {@link CommitSpecsCache}. */
@@ -37,6 +46,8 @@ export interface CommitSpecsOptions {
   /** Commits kept; each holds a whole loaded spec set (tens of MB for 10,000 guests). Default 6. */
   maxEntries?: number;
   limits?: ArchiveLimits;
+  /** Parsed texts shared by every commit loaded here; default a cache of 20,000 texts. */
+  parseCache?: SpecParseCache;
   onWorkerFailure?: (error: Error) => void;
 }
 
@@ -45,6 +56,8 @@ export class CommitSpecsCache {
   private readonly entries = new Map<string, Promise<CommitSpecs>>();
   private readonly maxEntries: number;
   private readonly limits: ArchiveLimits;
+  /** Parsed spec texts, by content, across commits. */
+  readonly parseCache: SpecParseCache;
 
   /** Archives downloaded so far (for measurements). */
   downloads = 0;
@@ -52,6 +65,7 @@ export class CommitSpecsCache {
   constructor(private readonly options: CommitSpecsOptions = {}) {
     this.maxEntries = options.maxEntries ?? 6;
     this.limits = options.limits ?? DEFAULT_ARCHIVE_LIMITS;
+    this.parseCache = options.parseCache ?? createSpecParseCache();
   }
 
   /**
@@ -63,7 +77,7 @@ export class CommitSpecsCache {
       this.downloads += 1;
       const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(undefined), this.limits);
       const { specRoot, files, config } = baseSpecFiles(contents);
-      const loaded = await loadCommitSpecFiles(files, this.options.onWorkerFailure);
+      const loaded = await loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure);
       return { sha, specRoot, fileCount: files.length, loaded, ...(config ? { config } : {}) };
     });
   }
@@ -74,7 +88,12 @@ export class CommitSpecsCache {
       this.downloads += 1;
       const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(specRoot), this.limits);
       const { files } = headSpecFiles(contents, specRoot);
-      return { sha, specRoot, fileCount: files.length, loaded: await loadCommitSpecFiles(files, this.options.onWorkerFailure) };
+      return {
+        sha,
+        specRoot,
+        fileCount: files.length,
+        loaded: await loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure),
+      };
     });
   }
 

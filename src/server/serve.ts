@@ -66,8 +66,6 @@ const FAIL_FAST: RedisOptions = {
   maxRetriesPerRequest: 1,
   connectTimeout: 5000,
   lazyConnect: true,
-  // A burst of deliveries sends its commands in one write per event-loop tick instead of one each.
-  enableAutoPipelining: true,
 };
 
 /** Resolves `promise`, or undefined after `ms` (the timer does not hold the process). */

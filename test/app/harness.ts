@@ -112,19 +112,8 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
 
   const inspector = inspectQueue(options.redisUrl, prefix);
 
-  const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: inspect, prefix });
-  let driftEvents: QueueEvents | undefined;
-  const driftQueueEvents = async (): Promise<QueueEvents> => {
-    if (!driftEvents) {
-      // From the stream's start: a job that finished before the test asked is found too.
-      driftEvents = new QueueEvents(QUEUE_NAMES.drift, { connection: { url: options.redisUrl }, prefix, lastEventId: '0-0' });
-      await driftEvents.waitUntilReady();
-    }
-    return driftEvents;
-  };
-  let driftJobs = 0;
-
   return {
+    ...inspector,
     url: server.url,
     config: loaded.config,
     env,
@@ -133,10 +122,6 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     server,
     logs: () => logText,
     deliver: (delivery) => deliver(server.url, { ...delivery, secret: delivery.secret === undefined ? webhookSecret : delivery.secret }),
-    job: inspector.job,
-    jobs: inspector.jobs,
-    jobDone: inspector.jobDone,
-    redisDump: inspector.redisDump,
     async close() {
       await server.close();
       await inspector.close();
@@ -144,14 +129,13 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
   };
 }
 
-/** Looks into the plan queue and state of an App (in this process or another) by its Redis prefix. */
-export interface QueueInspector {
-  job: TestApp['job'];
-  jobs: TestApp['jobs'];
-  jobDone: TestApp['jobDone'];
-  redisDump: TestApp['redisDump'];
+/** Looks into the queues and state of an App (in this process or another) by its Redis prefix. */
+export type QueueInspector = Pick<
+  TestApp,
+  'job' | 'jobs' | 'jobDone' | 'redisDump' | 'driftQueue' | 'addDrift' | 'driftDone' | 'driftCompleted'
+> & {
   close(): Promise<void>;
-}
+};
 
 /** A {@link QueueInspector} for the App with Redis prefix `prefix`. */
 export function inspectQueue(redisUrl: string, prefix: string): QueueInspector {
@@ -165,6 +149,19 @@ export function inspectQueue(redisUrl: string, prefix: string): QueueInspector {
     }
     return events;
   };
+
+  const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: inspect, prefix });
+  let driftEvents: QueueEvents | undefined;
+  const driftQueueEvents = async (): Promise<QueueEvents> => {
+    if (!driftEvents) {
+      // From the stream's start: a job that finished before the test asked is found too.
+      driftEvents = new QueueEvents(QUEUE_NAMES.drift, { connection: { url: redisUrl }, prefix, lastEventId: '0-0' });
+      await driftEvents.waitUntilReady();
+    }
+    return driftEvents;
+  };
+  let driftJobs = 0;
+
   return {
     job: async (kind, deliveryId) => (await queue.getJob(deliveryJobId(kind, deliveryId))) ?? undefined,
     jobs: () => queue.getJobs(['active', 'waiting', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children']),
