@@ -39,7 +39,7 @@ export class PlanQueueProducer implements JobProducer {
   ) {}
 
   async enqueue(job: PlanQueueJob): Promise<string> {
-    const jobId = deliveryJobId(job.kind, job.deliveryId);
+    const jobId = deliveryJobId(job.kind, job.deliveryId, job.kind === 'refresh' ? job.pr : undefined);
     await this.queue.add(job.kind, job, { ...PLAN_JOB_OPTIONS, jobId });
     return jobId;
   }

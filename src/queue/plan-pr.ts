@@ -49,6 +49,11 @@ export interface PlanContext {
   specs: CommitSpecsCache;
   /** The server's cluster connections (never the repository's). */
   connections: Omit<ConnectOptions, 'warn' | 'logger'>;
+  /**
+   * Asks for the sticky comments of these other pull requests to be rendered again (their list of
+   * racing pull requests changed); absent, they are brought up to date at their next plan.
+   */
+  refreshComments?: (prs: readonly number[]) => Promise<void>;
 }
 
 /** The pull request head to plan. */
@@ -173,6 +178,19 @@ async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<
   }
 }
 
+/** For each guest of `touched`, the other open pull requests whose latest plan touches it too. */
+async function overlapsOf(ctx: PlanContext, repoId: number, pr: number, touched: readonly TouchedGuest[]): Promise<Overlap[]> {
+  const byKey = await ctx.store.overlaps(repoId, pr, touched);
+  return touched
+    .filter((guest) => byKey.has(guest.key))
+    .map((guest) => ({ guest: guest.name, vmid: Number(guest.key.split('/').pop()), prs: byKey.get(guest.key) ?? [] }));
+}
+
+/** The other pull requests in `overlaps`, each once. */
+function racingPrs(...lists: readonly Overlap[][]): number[] {
+  return [...new Set(lists.flat().flatMap((o) => o.prs))].sort((a, b) => a - b);
+}
+
 /** The head specs a plan covers: stored with it, so the plan can be applied as reviewed. */
 function specsOf(plan: Plan, head: CommitSpecs): { clusters: CommitSpecs['loaded']['specs']['clusters']; guests: GuestSpec[] } {
   const planned = new Set(plan.guests.map((g) => guestKey(g.cluster, g.vmid)));
@@ -206,6 +224,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
     let body: string;
     let result: ReturnType<typeof planCheckResult>;
     let touched: TouchedGuest[] = [];
+    let overlaps: Overlap[] = [];
     try {
       const planned = await plan(ctx, target, log);
       touched = touchedGuests(planned.plan);
@@ -219,10 +238,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
         plan: planned.plan,
         specs: specsOf(planned.plan, planned.head),
       });
-      const overlapsByKey = await ctx.store.overlaps(repo.id, target.pr, touched);
-      const overlaps: Overlap[] = touched
-        .filter((guest) => overlapsByKey.has(guest.key))
-        .map((guest) => ({ guest: guest.name, vmid: Number(guest.key.split('/').pop()), prs: overlapsByKey.get(guest.key) ?? [] }));
+      overlaps = await overlapsOf(ctx, repo.id, target.pr, touched);
       const repoPath = (file: string): string => repoFilePath(planned.head.specRoot, file);
       body = renderPlanComment(planned.plan, commits, overlaps, repoPath);
       const clusterSources = new Map(planned.head.loaded.specs.clusters.map((c) => [c.name, c.source]));
@@ -247,6 +263,8 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
         });
         return 'superseded';
       }
+      // Pull requests that raced with this one's previous plan may not race with this one: they hear too.
+      const before = await overlapsOf(ctx, repo.id, target.pr, await ctx.store.getTouched(repo.id, target.pr));
       await ctx.store.setTouched(repo.id, target.pr, target.headSha, touched);
       const known = await ctx.store.getComment(repo.id, target.pr);
       const comment = await ensureComment(ctx.octokit, {
@@ -260,6 +278,8 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       await ctx.store.setComment(repo.id, target.pr, comment);
       await completeCheckRun(ctx.octokit, check, run.id, result);
       log.info({ comment: comment.action, commentId: comment.id, conclusion: result.conclusion }, 'plan posted');
+      const others = racingPrs(before, overlaps);
+      if (others.length > 0) await ctx.refreshComments?.(others);
       return 'posted';
     });
   } catch (error) {
@@ -271,4 +291,46 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
     }).catch(() => {});
     throw error;
   }
+}
+
+/**
+ * Renders a pull request's sticky comment again from its latest stored plan, with the open pull
+ * requests that race for its guests now. Nothing is planned and no check run changes; the comment
+ * is edited only when its text changed. Skipped when a newer head is on its way (its own plan will
+ * say it), or when the pull request has no posted plan.
+ */
+export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; pr: number }): Promise<'edited' | 'unchanged' | 'skipped'> {
+  const { repo, pr } = target;
+  return withLock(ctx.redis, ctx.store.postLockKey(repo.id, pr), { ttlMs: 30_000, waitMs: 120_000 }, async () => {
+    const sha = await ctx.store.latestPlanSha(repo.id, pr);
+    const known = await ctx.store.getComment(repo.id, pr);
+    if (sha === undefined || known === undefined || !(await ctx.heads.isNewest(repo.id, pr, sha))) return 'skipped';
+    const stored = await ctx.store.getPlan(repo.id, pr, sha);
+    if (!stored) return 'skipped';
+    const overlaps = await overlapsOf(ctx, repo.id, pr, touchedGuests(stored.plan));
+    const body = renderPlanComment(
+      stored.plan,
+      { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
+      overlaps,
+      (file) => repoFilePath(stored.specRoot, file),
+    );
+    const comment = await ensureComment(ctx.octokit, {
+      owner: repo.owner,
+      repo: repo.name,
+      issueNumber: pr,
+      marker: PLAN_MARKER,
+      body,
+      known,
+    });
+    await ctx.store.setComment(repo.id, pr, comment);
+    return comment.action === 'unchanged' ? 'unchanged' : 'edited';
+  });
+}
+
+/** The other open pull requests a closed one raced with: their comments should stop naming it. */
+export async function forgetClosed(ctx: PlanContext, target: { repo: RepoRef; pr: number }): Promise<void> {
+  const touched = await ctx.store.getTouched(target.repo.id, target.pr);
+  const others = racingPrs(await overlapsOf(ctx, target.repo.id, target.pr, touched));
+  await ctx.store.removeTouched(target.repo.id, target.pr);
+  if (others.length > 0) await ctx.refreshComments?.(others);
 }

@@ -129,6 +129,14 @@ export class PlanStore {
     await this.redis.hset(this.touchedKey(repoId), String(pr), JSON.stringify({ headSha, guests }));
   }
 
+  /** The guests the pull request's latest plan touches (none when unknown). */
+  async getTouched(repoId: number, pr: number): Promise<TouchedGuest[]> {
+    const value = await this.redis.hget(this.touchedKey(repoId), String(pr));
+    if (value === null) return [];
+    const parsed = TouchedEntry.safeParse(JSON.parse(value));
+    return parsed.success ? parsed.data.guests : [];
+  }
+
   /** Forgets a closed pull request's guests. */
   async removeTouched(repoId: number, pr: number): Promise<void> {
     await this.redis.hdel(this.touchedKey(repoId), String(pr));

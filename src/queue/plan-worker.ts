@@ -12,7 +12,7 @@ import { helpText } from '../github/chat-ops.js';
 import { commandPermission } from '../github/permissions.js';
 import type { CommitSpecsCache } from './commit-specs.js';
 import type { NewestHeads } from './newest-head.js';
-import { type PlanContext, type PlanTarget, planPullRequest } from './plan-pr.js';
+import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refreshComment } from './plan-pr.js';
 import type { PlanStore } from './plan-store.js';
 import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from './schema.js';
 
@@ -26,6 +26,8 @@ export interface PlanWorkerDeps {
   /** The installation's Octokit (`probot.auth(installationId)`). */
   github: (installationId: number) => Promise<ProbotOctokit>;
   connections: PlanContext['connections'];
+  /** Adds a job to the plan queue (refreshing other pull requests' comments); absent, nothing is refreshed. */
+  enqueue?: (job: PlanQueueJob) => Promise<unknown>;
   /**
    * `/pve` commands beyond `plan` and `help`, by name (merge-to-apply adds `apply`, the drift
    * report `drift`). Called after the author's permission was checked and the comment reacted to.
@@ -101,7 +103,7 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
 
 async function closed(ctx: PlanContext, job: ClosedJobData): Promise<void> {
   // A closed pull request no longer races with the others for its guests.
-  await ctx.store.removeTouched(job.repo.id, job.pr);
+  await forgetClosed(ctx, job);
 }
 
 /** The processor BullMQ calls for each plan-queue job. */
@@ -130,6 +132,16 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
       store: deps.store,
       specs: deps.specs,
       connections: deps.connections,
+      ...(deps.enqueue
+        ? {
+            refreshComments: async (prs: readonly number[]) => {
+              const enqueue = deps.enqueue!;
+              for (const pr of prs) {
+                await enqueue({ kind: 'refresh', installationId: data.installationId, repo: data.repo, deliveryId: data.deliveryId, pr });
+              }
+            },
+          }
+        : {}),
     };
     switch (data.kind) {
       case 'plan':
@@ -143,6 +155,9 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
         return;
       case 'closed':
         await closed(ctx, data);
+        return;
+      case 'refresh':
+        logger.info({ outcome: await refreshComment(ctx, data) }, 'comment refreshed');
         return;
     }
   };

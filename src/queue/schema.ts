@@ -83,8 +83,19 @@ export const ClosedJobData = z.strictObject({
 });
 export type ClosedJobData = z.infer<typeof ClosedJobData>;
 
+/**
+ * Render a pull request's sticky comment again from its stored plan, because the other open pull
+ * requests touching its guests changed (another one was planned or closed). Nothing is re-planned.
+ */
+export const RefreshJobData = z.strictObject({
+  kind: z.literal('refresh'),
+  ...common,
+  pr: z.int().positive(),
+});
+export type RefreshJobData = z.infer<typeof RefreshJobData>;
+
 /** Any job of the plan queue. */
-export const PlanQueueJob = z.discriminatedUnion('kind', [PlanJobData, CommandJobData, RerunJobData, ClosedJobData]);
+export const PlanQueueJob = z.discriminatedUnion('kind', [PlanJobData, CommandJobData, RerunJobData, ClosedJobData, RefreshJobData]);
 export type PlanQueueJob = z.infer<typeof PlanQueueJob>;
 
 /**
@@ -92,8 +103,10 @@ export type PlanQueueJob = z.infer<typeof PlanQueueJob>;
  * delivery GitHub sends again (same `X-GitHub-Delivery`) is not run twice. Ids may not contain
  * `:` nor be plain integers, so the kind goes first and anything unusual in the id is replaced.
  */
-export function deliveryJobId(kind: PlanQueueJob['kind'], deliveryId: string): string {
-  return `${kind}-${deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+export function deliveryJobId(kind: PlanQueueJob['kind'], deliveryId: string, pr?: number): string {
+  const id = `${kind}-${deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  // A delivery that causes one job per pull request (refreshing the others' comments) numbers them.
+  return pr === undefined ? id : `${id}-pr${pr}`;
 }
 
 /** Why a drift report runs. */

@@ -170,10 +170,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       metrics.watchQueue(driftQueue);
       const driftStore = new DriftStore(jobRedis, state);
       const scheduler = new DriftScheduler(driftQueue, config.driftIntervalMs, (id) => driftStore.forget(id));
+      // Workers add plan-queue jobs too: a plan asks for the comments of pull requests it races with to be refreshed.
+      const planQueue = new Queue(QUEUE_NAMES.plan, { connection: jobRedis, prefix });
+      planQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
+      closers.push({ what: 'plan queue (workers)', close: () => planQueue.close() });
+      const jobHeads = new NewestHeads(jobRedis, state);
+      const producer = new PlanQueueProducer(planQueue, jobHeads);
       const processor = createPlanProcessor({
         logger,
         redis: jobRedis,
-        heads: new NewestHeads(jobRedis, state),
+        enqueue: (job) => producer.enqueue(job),
+        heads: jobHeads,
         store: new PlanStore(jobRedis, state),
         specs,
         github,

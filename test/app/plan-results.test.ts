@@ -166,7 +166,7 @@ describe('what a plan posts', () => {
     expect((await check.result()).conclusion).toBe('success');
   });
 
-  it('names, for every guest a plan touches, the other open pull requests whose latest plan touches it; a closed one no longer', async () => {
+  it('names, for every guest a plan touches, the other open pull requests whose latest plan touches it, in every racing comment; a closed one no longer', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
     const baseSha = newSha();
     const base: RepoFiles = { 'cluster.yaml': clusterDoc() };
@@ -178,23 +178,29 @@ describe('what a plan posts', () => {
       'db.yaml': vmDoc('db-01', 100102),
     });
 
-    // #11 and #12 both change web-01 (and db-01): #12's comment names #11.
+    // #11 changes web-01 and db-01: nobody races with it yet.
     await expectArchive(w.github, w.repo, heads[11], files(1024));
     expectCheckRun(w.github, w.repo, { headSha: heads[11], pr: 11, id: 611 });
     const comment11 = expectNewComment(w.github, w.repo, 11, 711);
     await w.app.jobDone('plan', await open(w, 11, heads[11], baseSha));
     expect(await comment11.body()).not.toContain('Other open pull requests');
 
+    // #12 changes web-01 too: its comment names #11, and #11's comment is edited to name #12.
     await expectArchive(w.github, w.repo, heads[12], { ...base, 'web.yaml': vmDoc('web-01', 100101, { memory: 3072 }) });
     expectCheckRun(w.github, w.repo, { headSha: heads[12], pr: 12, id: 612 });
     const comment12 = expectNewComment(w.github, w.repo, 12, 712);
+    const refreshed11 = expectCommentEdit(w.github, w.repo, 711);
     await w.app.jobDone('plan', await open(w, 12, heads[12], baseSha));
     const body12 = await comment12.body();
     expect(body12).toContain('### 🔀 Other open pull requests touch these guests');
     expect(body12).toContain('| **lab/web-01** (100101) | #11 |');
     expect(body12).not.toContain('lab/db-01');
+    const body11 = await refreshed11.body();
+    expect(body11).toContain('| **lab/web-01** (100101) | #12 |');
+    expect(body11).not.toContain('lab/db-01** (100102) |');
 
-    // #11 closes: #13 touching web-01 hears only of #12.
+    // #11 closes: #12's comment no longer names it.
+    const refreshed12 = expectCommentEdit(w.github, w.repo, 712);
     const closed = await w.app.deliver({
       event: 'pull_request',
       payload: pullRequestEvent({
@@ -208,13 +214,19 @@ describe('what a plan posts', () => {
       }),
     });
     await w.app.jobDone('closed', closed.deliveryId);
+    await refreshed12.edited.done;
+    expect(await refreshed12.body()).not.toContain('Other open pull requests');
+
+    // #13 touching web-01 hears only of #12, and #12 hears of #13.
     await expectArchive(w.github, w.repo, heads[13], files(512));
     expectCheckRun(w.github, w.repo, { headSha: heads[13], pr: 13, id: 613 });
     const comment13 = expectNewComment(w.github, w.repo, 13, 713);
+    const refreshedAgain12 = expectCommentEdit(w.github, w.repo, 712);
     await w.app.jobDone('plan', await open(w, 13, heads[13], baseSha));
     const body13 = await comment13.body();
     expect(body13).toContain('| **lab/web-01** (100101) | #12 |');
     expect(body13).not.toContain('#11');
+    expect(await refreshedAgain12.body()).toContain('| **lab/web-01** (100101) | #13 |');
     w.github.verify();
   });
 
