@@ -18,6 +18,11 @@ COPY app.yml ./
 COPY specs-example ./specs-example
 USER node
 ENTRYPOINT ["node", "dist/bin.js"]
-# The GitHub App (webhooks and workers in one process; `serve --role web|worker` runs one of them).
+# The GitHub App (webhooks and workers in one process; `serve --role web|worker` runs one of them),
+# configured by the environment the README describes. SIGTERM stops it: webhooks first, running
+# applies handed back to the queue, then Redis; exit 0.
 EXPOSE 3000
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["serve"]

@@ -9,7 +9,7 @@
 import type { ApplicationFunction, Context, Probot } from 'probot';
 import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift-schedule.js';
 import type { JobProducer } from '../queue/enqueue.js';
-import type { PlanReason, RepoRef } from '../queue/schema.js';
+import type { MergeJobData, PlanReason, RepoRef } from '../queue/schema.js';
 import { parseCommands } from './chat-ops.js';
 import { PLAN_CHECK_NAME } from './check-names.js';
 
@@ -19,6 +19,13 @@ export interface AppDeps {
   appId: number;
   /** The drift schedules, kept in line with the installations' repositories. */
   drift?: DriftProducer;
+  /** Merge-to-apply's producer: a merge into the default branch enqueues its apply (`src/queue/apply-run.ts`). */
+  applies?: MergeProducer;
+}
+
+/** Adds the job that applies a merged pull request; throws when Redis cannot take it. */
+export interface MergeProducer {
+  enqueueMerge(job: MergeJobData): Promise<string>;
 }
 
 interface PayloadRepo {
@@ -74,6 +81,21 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
     headSha: pr.head.sha,
     ...(pr.merged === true && pr.merge_commit_sha ? { mergeSha: pr.merge_commit_sha } : {}),
   });
+  // Only a merge into the default branch is applied: the specs on it are the desired state.
+  if (!deps.applies || pr.merged !== true || !pr.merge_commit_sha || !pr.merged_at) return;
+  if (pr.base.ref !== payload.repository.default_branch) return;
+  const jobId = await deps.applies.enqueueMerge({
+    kind: 'merge',
+    installationId,
+    repo: repoRef(payload.repository),
+    deliveryId: context.id,
+    pr: pr.number,
+    headSha: pr.head.sha,
+    baseSha: pr.base.sha,
+    mergeSha: pr.merge_commit_sha,
+    mergedAt: pr.merged_at,
+  });
+  context.log.info({ pr: pr.number, merge: pr.merge_commit_sha, jobId }, 'apply of the merge enqueued');
 }
 
 async function onIssueComment(deps: AppDeps, context: Context<'issue_comment.created'>): Promise<void> {

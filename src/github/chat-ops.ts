@@ -15,6 +15,8 @@ export interface ChatCommand {
 export const COMMAND_HELP: Readonly<Record<string, string>> = {
   plan: 'plan the pull request again, against the clusters as they are now',
   drift: 'read every cluster against the default branch now and update the drift report issue (also on issues)',
+  apply:
+    'on a merged pull request: apply its latest plan again (after a conflict, re-plan with /pve plan first); open pull requests are applied when they merge',
   help: 'this list',
 };
 

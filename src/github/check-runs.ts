@@ -102,3 +102,42 @@ export async function completeCheckRun(
   });
   return batches.length + 1;
 }
+
+/** Updates an in-progress check run's title and summary (a long job showing how far it got). */
+export async function updateCheckRun(
+  octokit: ProbotOctokit,
+  target: CheckTarget,
+  checkRunId: number,
+  output: { title: string; summary: string },
+): Promise<void> {
+  await octokit.rest.checks.update({
+    owner: target.owner,
+    repo: target.repo,
+    check_run_id: checkRunId,
+    status: 'in_progress',
+    output: { title: clip(output.title, MAX_TITLE), summary: clip(output.summary, MAX_SUMMARY) },
+  });
+}
+
+/** Creates a check run that is complete from the start (a result known before any work). Resolves with its id. */
+export async function createCompletedCheckRun(
+  octokit: ProbotOctokit,
+  target: CheckTarget,
+  run: { name: string; externalId: string },
+  result: Omit<CheckResult, 'annotations'>,
+): Promise<number> {
+  const now = new Date().toISOString();
+  const created = await octokit.rest.checks.create({
+    owner: target.owner,
+    repo: target.repo,
+    head_sha: target.headSha,
+    name: run.name,
+    external_id: run.externalId,
+    status: 'completed',
+    conclusion: result.conclusion,
+    started_at: now,
+    completed_at: now,
+    output: { title: clip(result.title, MAX_TITLE), summary: clip(result.summary, MAX_SUMMARY) },
+  });
+  return created.data.id;
+}

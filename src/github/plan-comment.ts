@@ -27,6 +27,15 @@ export interface Overlap {
   prs: number[];
 }
 
+/** A guest of this pull request that an apply is queued or running for right now. */
+export interface ApplyingGuest {
+  /** `cluster/name` */
+  guest: string;
+  vmid: number;
+  /** The pull requests whose applies it is (`#12`, or `owner/repo#12` from another repository). */
+  applies: string[];
+}
+
 /** A problem that stopped the plan before Proxmox was asked: a spec error, an unusable archive or config. */
 export interface SpecProblem {
   /** Repository path of the file, when the problem is in one. */
@@ -70,6 +79,20 @@ function renderOverlaps(overlaps: readonly Overlap[]): string {
   );
 }
 
+function renderApplying(applying: readonly ApplyingGuest[]): string {
+  if (applying.length === 0) return '';
+  const rows = applying
+    .slice(0, MAX_OVERLAP_ROWS)
+    .map((a) => [`**${escapeText(a.guest, 160)}** (${a.vmid})`, a.applies.map((label) => escapeText(label, 200)).join(', ')]);
+  const more = applying.length > rows.length ? `\n\n_…and ${plural(applying.length - rows.length, 'more guest')}._` : '';
+  return (
+    `### ⏳ Applies in progress for these guests\n\n` +
+    `A merged pull request's apply of these guests is queued or running: this plan was made before it finished, ` +
+    `so plan again (\`/pve plan\`) once it has.\n\n` +
+    `${markdownTable(['Guest', 'Apply of'], rows)}${more}\n\n`
+  );
+}
+
 const DRAFT_NOTE = '> 📝 **Draft pull request** — planned like any other, so the plan is ready when it is.\n\n';
 
 /** A copy of the plan whose spec sources name repository paths (the plan keeps them relative to the spec root). */
@@ -87,8 +110,9 @@ export function renderPlanComment(
   commits: PlannedCommits,
   overlaps: readonly Overlap[],
   repoPath: (file: string) => string = (f) => f,
+  applying: readonly ApplyingGuest[] = [],
 ): string {
-  const overlapText = renderOverlaps(overlaps);
+  const overlapText = renderOverlaps(overlaps) + renderApplying(applying);
   const note = commits.draft ? DRAFT_NOTE : '';
   const body = renderPlanMarkdown(
     { ...withRepoPaths(plan, repoPath), ref: undefined, createdAt: commitsLabel(commits) },
@@ -162,7 +186,13 @@ export function planAnnotations(
 }
 
 /** The check run's result for a plan: failure when the plan has errors, success otherwise (changes are for review). */
-export function planCheckResult(plan: Plan, commits: PlannedCommits, overlaps: readonly Overlap[], annotations: Annotation[]): CheckResult {
+export function planCheckResult(
+  plan: Plan,
+  commits: PlannedCommits,
+  overlaps: readonly Overlap[],
+  annotations: Annotation[],
+  applying: readonly ApplyingGuest[] = [],
+): CheckResult {
   const { total, rows } = countPlan(plan);
   const verdict = planVerdict(total);
   const lines = [`**${verdict}**${commits.draft ? ' · draft pull request' : ''}`, ''];
@@ -185,6 +215,8 @@ export function planCheckResult(plan: Plan, commits: PlannedCommits, overlaps: r
     lines.push(`- ❌ ${escapeText(`${error.cluster ? `${error.cluster}: ` : ''}${error.message}`)}`);
   if (overlaps.length > 0)
     lines.push(`- 🔀 ${plural(overlaps.length, 'guest')} also touched by other open pull requests (see the comment)`);
+  if (applying.length > 0)
+    lines.push(`- ⏳ an apply is in progress for ${plural(applying.length, 'guest')} of this plan (see the comment)`);
   lines.push('', 'The plan, with every change, drift and pending value, is in the pull request comment.');
   return {
     conclusion: planHasErrors(plan) ? 'failure' : 'success',

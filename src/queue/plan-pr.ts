@@ -18,6 +18,7 @@ import { runPlan } from '../engine/run-plan.js';
 import { PLAN_CHECK_NAME } from '../github/check-names.js';
 import { completeCheckRun, startCheckRun, type CheckTarget } from '../github/check-runs.js';
 import {
+  type ApplyingGuest,
   type Overlap,
   type PlannedCommits,
   planAnnotations,
@@ -54,6 +55,8 @@ export interface PlanContext {
    * racing pull requests changed); absent, they are brought up to date at their next plan.
    */
   refreshComments?: (prs: readonly number[]) => Promise<void>;
+  /** Applies queued or running, by guest key (merge-to-apply's state); absent: none shown. */
+  applies?: { inProgress(guests: readonly string[]): Promise<Map<string, { repo: RepoRef; pr: number }[]>> };
 }
 
 /** The pull request head to plan. */
@@ -186,6 +189,19 @@ async function overlapsOf(ctx: PlanContext, repoId: number, pr: number, touched:
     .map((guest) => ({ guest: guest.name, vmid: Number(guest.key.split('/').pop()), prs: byKey.get(guest.key) ?? [] }));
 }
 
+/** The guests of the plan that an apply is queued or running for (another merge's, or this one's `/pve apply`). */
+async function appliesInProgress(ctx: PlanContext, repo: RepoRef, touched: readonly TouchedGuest[]): Promise<ApplyingGuest[]> {
+  if (!ctx.applies || touched.length === 0) return [];
+  const found = await ctx.applies.inProgress(touched.map((guest) => guest.key));
+  return touched
+    .filter((guest) => found.has(guest.key))
+    .map((guest) => ({
+      guest: guest.name,
+      vmid: Number(guest.key.split('/').pop()),
+      applies: (found.get(guest.key) ?? []).map((a) => (a.repo.id === repo.id ? `#${a.pr}` : `${a.repo.owner}/${a.repo.name}#${a.pr}`)),
+    }));
+}
+
 /** The other pull requests in `overlaps`, each once. */
 function racingPrs(...lists: readonly Overlap[][]): number[] {
   return [...new Set(lists.flat().flatMap((o) => o.prs))].sort((a, b) => a - b);
@@ -239,11 +255,12 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
         specs: specsOf(planned.plan, planned.head),
       });
       overlaps = await overlapsOf(ctx, repo.id, target.pr, touched);
+      const applying = await appliesInProgress(ctx, repo, touched);
       const repoPath = (file: string): string => repoFilePath(planned.head.specRoot, file);
-      body = renderPlanComment(planned.plan, commits, overlaps, repoPath);
+      body = renderPlanComment(planned.plan, commits, overlaps, repoPath, applying);
       const clusterSources = new Map(planned.head.loaded.specs.clusters.map((c) => [c.name, c.source]));
       const annotations = planAnnotations(planned.plan, repoPath, clusterSources);
-      result = planCheckResult(planned.plan, commits, overlaps, annotations);
+      result = planCheckResult(planned.plan, commits, overlaps, annotations, applying);
       log.info({ summary: planned.plan.summary, errors: planned.plan.errors.length, overlaps: overlaps.length }, 'planned');
     } catch (error) {
       if (!(error instanceof PlanProblems)) throw error;
@@ -307,12 +324,14 @@ export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; 
     if (sha === undefined || known === undefined || !(await ctx.heads.isNewest(repo.id, pr, sha))) return 'skipped';
     const stored = await ctx.store.getPlan(repo.id, pr, sha);
     if (!stored) return 'skipped';
-    const overlaps = await overlapsOf(ctx, repo.id, pr, touchedGuests(stored.plan));
+    const touched = touchedGuests(stored.plan);
+    const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
     const body = renderPlanComment(
       stored.plan,
       { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
       overlaps,
       (file) => repoFilePath(stored.specRoot, file),
+      await appliesInProgress(ctx, repo, touched),
     );
     const comment = await ensureComment(ctx.octokit, {
       owner: repo.owner,

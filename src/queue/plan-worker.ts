@@ -33,6 +33,8 @@ export interface PlanWorkerDeps {
    * report `drift`). Called after the author's permission was checked and the comment reacted to.
    */
   commands?: Readonly<Record<string, CommandHandler>>;
+  /** Applies queued or running per guest, so a plan can say an apply is in progress for a guest it touches. */
+  applies?: PlanContext['applies'];
 }
 
 /** Runs one accepted `/pve` command. */
@@ -59,10 +61,13 @@ async function react(octokit: ProbotOctokit, job: CommandJobData, content: React
  */
 async function planCurrentHead(ctx: PlanContext, job: CommandJobData | RerunJobData, reason: PlanReason): Promise<'closed' | 'planned'> {
   const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
-  if (pr.state !== 'open') return 'closed';
+  // A merged pull request is planned again too: after a conflict, that plan is what `/pve apply` applies.
+  if (pr.state !== 'open' && pr.merged !== true) return 'closed';
   await ctx.heads.record(job.repo.id, job.pr, pr.head.sha, pr.updated_at);
   const target: PlanTarget = { repo: job.repo, pr: job.pr, headSha: pr.head.sha, baseSha: pr.base.sha, draft: pr.draft === true, reason };
   await planPullRequest(ctx, target);
+  // Merged, it races with no open pull request for its guests.
+  if (pr.merged === true) await ctx.store.removeTouched(job.repo.id, job.pr);
   return 'planned';
 }
 
@@ -142,6 +147,7 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
             },
           }
         : {}),
+      ...(deps.applies ? { applies: deps.applies } : {}),
     };
     switch (data.kind) {
       case 'plan':

@@ -16,6 +16,8 @@ export interface HeldLock {
   lost: AbortSignal;
   /** Releases the lock if still held; idempotent. */
   release(): Promise<void>;
+  /** Asks Redis whether this holder still has the lock (its token is the lock's value). */
+  stillHeld(): Promise<boolean>;
 }
 
 /** Options of {@link acquireLock}. */
@@ -78,6 +80,9 @@ function held(redis: Redis, key: string, token: number, ttlMs: number): HeldLock
       released = true;
       clearInterval(timer);
       await redis.eval(RELEASE, 1, key, String(token));
+    },
+    async stillHeld() {
+      return !released && (await redis.get(key)) === String(token);
     },
   };
 }

@@ -12,6 +12,10 @@ export const QUEUE_NAMES = {
   plan: 'plan',
   /** Drift reports per repository: scheduled, and `/pve drift`; and keeping the schedules in line with the installations. */
   drift: 'drift',
+  /** Merge-to-apply, per run: a merge starting one, the reports of its progress to GitHub. */
+  applyRun: 'apply-run',
+  /** Merge-to-apply, per guest: one job per guest of a run (`src/queue/apply-worker.ts`). */
+  applyGuest: 'apply-guest',
 } as const;
 
 /** A full 40-hex git commit SHA. */
@@ -33,7 +37,7 @@ const common = {
 };
 
 /** Why a plan runs; shown in logs and the check run. */
-export const PlanReason = z.enum(['opened', 'synchronize', 'reopened', 'ready_for_review', 'command', 'rerequested']);
+export const PlanReason = z.enum(['opened', 'synchronize', 'reopened', 'ready_for_review', 'command', 'rerequested', 'merged']);
 export type PlanReason = z.infer<typeof PlanReason>;
 
 /** Plan the pull request's head against its base. */
@@ -133,3 +137,44 @@ export type DriftSyncJobData = z.infer<typeof DriftSyncJobData>;
 /** Any job of the drift queue. */
 export const DriftQueueJob = z.discriminatedUnion('kind', [DriftJobData, DriftSyncJobData]);
 export type DriftQueueJob = z.infer<typeof DriftQueueJob>;
+
+/**
+ * A pull request was merged into the default branch: apply the plan stored for its head. Sent
+ * beside the `closed` job of the same delivery (which forgets the pull request's open plan).
+ */
+export const MergeJobData = z.strictObject({
+  kind: z.literal('merge'),
+  ...common,
+  pr: z.int().positive(),
+  headSha: CommitSha,
+  baseSha: CommitSha,
+  mergeSha: CommitSha,
+  /** GitHub's `merged_at`: the order of merges, whatever order their webhooks arrive in. */
+  mergedAt: z.iso.datetime({ offset: true }),
+});
+export type MergeJobData = z.infer<typeof MergeJobData>;
+
+/** An apply run's id: `m-<delivery>` for a merge, `c-<delivery>` for `/pve apply` (so a retried job makes the same run). */
+export const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,120}$/, 'an apply run id');
+
+/** Bring the pull request's apply comment and check run up to date with the run's state. */
+export const ReportJobData = z.strictObject({
+  kind: z.literal('report'),
+  runId: RunId,
+  /** Also look for guests whose jobs ended without a result (the periodic report of a long run). */
+  heal: z.boolean().optional(),
+});
+export type ReportJobData = z.infer<typeof ReportJobData>;
+
+/** Any job of the apply-run queue. */
+export const ApplyRunJob = z.discriminatedUnion('kind', [MergeJobData, ReportJobData]);
+export type ApplyRunJob = z.infer<typeof ApplyRunJob>;
+
+/** Apply one guest of a run; the guest's reviewed plan is kept with the run in Redis, not in the job. */
+export const GuestJobData = z.strictObject({
+  kind: z.literal('guest'),
+  runId: RunId,
+  /** `cluster/vmid`. */
+  guest: z.string().min(3).max(200),
+});
+export type GuestJobData = z.infer<typeof GuestJobData>;

@@ -39,6 +39,15 @@ export interface ServerConfig {
   workerConcurrency: number;
   /** How long a stopping process waits for running jobs before handing them back. */
   shutdownTimeoutMs: number;
+  /**
+   * BullMQ's job lock: a worker renews it while a job runs; a job whose lock expired (its worker
+   * died) is found by the stall check and runs again on another worker.
+   */
+  jobLockMs: number;
+  /** How often each worker looks for stalled jobs. */
+  stalledIntervalMs: number;
+  /** Merge-to-apply (README "Merge to apply"). */
+  apply: ApplySettings;
   /** Where cluster connections come from, exactly as the CLI reads them (see `connectClusters`). */
   connections: { env: NodeJS.ProcessEnv; cwd: string; file: string | undefined };
   /** Interval of each repository's scheduled drift report; 0: no schedule (`/pve drift` still works). */
@@ -47,6 +56,26 @@ export interface ServerConfig {
   metricsPath: string;
   /** Port of a server for the metrics alone; undefined: served on PORT. */
   metricsPort: number | undefined;
+}
+
+/** How merged plans are applied; shared by every worker process on one Redis. */
+export interface ApplySettings {
+  /** Guest jobs one worker process runs at once (guests waiting out a Proxmox lock included). */
+  concurrency: number;
+  /** Guests being read and written at once per cluster, across all workers. */
+  clusterLimit: number;
+  /** Guests being read and written at once per node, across all workers. */
+  nodeLimit: number;
+  /** How long a Proxmox lock (a backup) is waited out before the guest is reported. */
+  lockWaitMs: number;
+  /** First pause while a Proxmox lock is waited out; doubles up to 15 s. */
+  lockPollMs: number;
+  /** Runs of a guest job when the cluster is unreachable (the first included). */
+  attempts: number;
+  /** First pause before running a guest job again; doubles each time. */
+  backoffMs: number;
+  /** The pull request's apply comment and check run are updated at most this often. */
+  reportIntervalMs: number;
 }
 
 /** The outcome of {@link loadServerConfig}: a config, or every problem found. */
@@ -282,6 +311,40 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
   const shutdownTimeoutMs =
     1000 * intVar(env, 'SHUTDOWN_TIMEOUT', 25, { min: 1, max: 3600 }, problems, 'seconds to wait for running jobs when stopping');
 
+  const jobLockMs = intVar(env, 'JOB_LOCK_MS', 30_000, { min: 1000, max: 600_000 }, problems, 'milliseconds of a job lock');
+  const stalledIntervalMs = intVar(
+    env,
+    'JOB_STALLED_INTERVAL_MS',
+    30_000,
+    { min: 500, max: 600_000 },
+    problems,
+    'milliseconds between stalled-job checks',
+  );
+  const apply: ApplySettings = {
+    concurrency: intVar(env, 'APPLY_CONCURRENCY', 16, { min: 1, max: 256 }, problems, 'how many guest applies a worker runs at once'),
+    clusterLimit: intVar(env, 'APPLY_CLUSTER_LIMIT', 4, { min: 1, max: 256 }, problems, 'guests written at once per cluster'),
+    nodeLimit: intVar(env, 'APPLY_NODE_LIMIT', 2, { min: 1, max: 64 }, problems, 'guests written at once per node'),
+    lockWaitMs: 1000 * intVar(env, 'APPLY_LOCK_WAIT', 600, { min: 0, max: 86_400 }, problems, 'seconds to wait out a Proxmox lock'),
+    lockPollMs: intVar(
+      env,
+      'APPLY_LOCK_POLL_MS',
+      1000,
+      { min: 10, max: 60_000 },
+      problems,
+      'milliseconds of the first pause in a lock wait',
+    ),
+    attempts: intVar(env, 'APPLY_ATTEMPTS', 5, { min: 1, max: 50 }, problems, 'runs of a guest apply when the cluster is unreachable'),
+    backoffMs: intVar(env, 'APPLY_BACKOFF_MS', 10_000, { min: 10, max: 3_600_000 }, problems, 'milliseconds before the first retry'),
+    reportIntervalMs: intVar(
+      env,
+      'APPLY_REPORT_INTERVAL_MS',
+      3000,
+      { min: 10, max: 600_000 },
+      problems,
+      'milliseconds between updates of the apply comment',
+    ),
+  };
+
   if (worker) await checkConnections(env, options.cwd, problems);
 
   const driftIntervalMs = parseDriftInterval(env.DRIFT_INTERVAL, problems);
@@ -310,6 +373,9 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
       redisPrefix,
       workerConcurrency,
       shutdownTimeoutMs,
+      jobLockMs,
+      stalledIntervalMs,
+      apply,
       connections: { env: { ...env }, cwd: options.cwd, file: env.PVE_GITOPS_CLUSTERS || undefined },
       driftIntervalMs,
       metricsPath,

@@ -149,16 +149,24 @@ export class AppMetrics {
    * A processor that records each attempt's duration by queue, job kind and outcome. Recorded when
    * the attempt settles, before BullMQ marks the job, so whoever sees the job finished sees it counted.
    */
-  timed<J extends { name: string }, R>(queue: string, processor: (job: J) => Promise<R>): (job: J) => Promise<R> {
-    return async (job) => {
+  timed<J extends { name: string }, A extends unknown[], R>(
+    queue: string,
+    processor: (job: J, ...rest: A) => Promise<R>,
+  ): (job: J, ...rest: A) => Promise<R> {
+    // The rest (BullMQ's lock token) goes through: a processor may move its own job (to delayed).
+    return async (job, ...rest) => {
       const started = performance.now();
       const seconds = (): number => (performance.now() - started) / 1000;
       try {
-        const result = await processor(job);
+        const result = await processor(job, ...rest);
         this.jobDuration.observe({ queue, kind: job.name, outcome: 'completed' }, seconds());
         return result;
       } catch (error) {
-        this.jobDuration.observe({ queue, kind: job.name, outcome: 'failed' }, seconds());
+        // A job that parks itself (moved to delayed: a guest waiting behind another apply) is
+        // neither done nor failed; its attempt is not a duration worth a bucket.
+        if ((error as Error | undefined)?.name !== 'DelayedError') {
+          this.jobDuration.observe({ queue, kind: job.name, outcome: 'failed' }, seconds());
+        }
         throw error;
       }
     };

@@ -16,9 +16,16 @@ import { PlanQueueProducer } from '../queue/enqueue.js';
 import { statePrefix } from '../queue/keys.js';
 import { NewestHeads } from '../queue/newest-head.js';
 import { CommitSpecsCache } from '../queue/commit-specs.js';
+import { ApplyJobs, enqueueMerge } from '../queue/apply-jobs.js';
+import { applyCommand, createRunProcessor } from '../queue/apply-run.js';
+import { ApplyStore } from '../queue/apply-store.js';
+import { createGuestProcessor } from '../queue/apply-worker.js';
+import { ClusterWriters } from '../queue/cluster-writers.js';
+import { planPullRequest, type PlanTarget } from '../queue/plan-pr.js';
 import { createPlanProcessor } from '../queue/plan-worker.js';
 import { PlanStore } from '../queue/plan-store.js';
-import { QUEUE_NAMES } from '../queue/schema.js';
+import { RedisSlots } from '../queue/redis-slots.js';
+import { type MergeJobData, QUEUE_NAMES } from '../queue/schema.js';
 import { DriftScheduler, type DriftProducer } from '../queue/drift-schedule.js';
 import { DriftStore } from '../queue/drift-store.js';
 import { createDriftProcessor } from '../queue/drift-worker.js';
@@ -174,18 +181,59 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const planQueue = new Queue(QUEUE_NAMES.plan, { connection: jobRedis, prefix });
       planQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
       closers.push({ what: 'plan queue (workers)', close: () => planQueue.close() });
-      const jobHeads = new NewestHeads(jobRedis, state);
-      const producer = new PlanQueueProducer(planQueue, jobHeads);
+      const heads = new NewestHeads(jobRedis, state);
+      const producer = new PlanQueueProducer(planQueue, heads);
+      const planStore = new PlanStore(jobRedis, state);
+
+      // Merge-to-apply. Its own connection waits out a Redis restart (AOF keeps every queued and
+      // running apply) instead of failing a guest half-way through; a subscriber hears slot releases.
+      const applyRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 50 }, 'the applies');
+      closers.push({ what: 'apply redis', close: () => applyRedis.quit().catch(() => applyRedis.disconnect()) });
+      const subscriber = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'apply slot releases');
+      closers.push({ what: 'apply subscriber', close: () => subscriber.quit().catch(() => subscriber.disconnect()) });
+      const applyStore = new ApplyStore(applyRedis, state);
+      const runQueue = new Queue(QUEUE_NAMES.applyRun, { connection: applyRedis, prefix });
+      const guestQueue = new Queue(QUEUE_NAMES.applyGuest, { connection: applyRedis, prefix });
+      for (const queue of [runQueue, guestQueue]) {
+        queue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
+        closers.push({ what: 'apply queue', close: () => queue.close() });
+        metrics.watchQueue(queue);
+      }
+      const applyJobs = new ApplyJobs(runQueue, guestQueue, {
+        attempts: config.apply.attempts,
+        backoffMs: config.apply.backoffMs,
+        reportIntervalMs: config.apply.reportIntervalMs,
+        watchdogMs: Math.max(config.apply.reportIntervalMs * 10, config.jobLockMs * 2),
+      });
+      const writers = new ClusterWriters({ ...connections, warn: (message) => logger.warn({ message }, 'cluster connection'), logger });
+      closers.push({ what: 'cluster writers', close: () => writers.close() });
+      const runDeps = {
+        logger,
+        redis: applyRedis,
+        store: applyStore,
+        plans: planStore,
+        jobs: applyJobs,
+        github,
+        lockMs: config.jobLockMs,
+        planNow: (octokit: Awaited<ReturnType<typeof github>>, target: PlanTarget, log: Logger) =>
+          planPullRequest(
+            { logger: log, octokit, redis: jobRedis, heads, store: planStore, specs, connections, applies: applyStore },
+            target,
+          ),
+      };
+
       const processor = createPlanProcessor({
         logger,
         redis: jobRedis,
         enqueue: (job) => producer.enqueue(job),
-        heads: jobHeads,
-        store: new PlanStore(jobRedis, state),
+        heads,
+        store: planStore,
         specs,
         github,
         connections,
+        applies: applyStore,
         commands: {
+          apply: applyCommand(runDeps),
           // `/pve drift` from a writer (checked by the plan worker): a run now, answered where it was asked.
           drift: async (job, ctx) => {
             const jobId = await scheduler.runNow(
@@ -203,10 +251,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           },
         },
       });
+      // Every worker finds a job whose worker died (its lock expired) within these.
+      const stall = { lockDuration: config.jobLockMs, stalledInterval: config.stalledIntervalMs };
       const planWorker = new Worker(QUEUE_NAMES.plan, metrics.timed(QUEUE_NAMES.plan, processor), {
         connection: workerRedis,
         prefix,
         concurrency: config.workerConcurrency,
+        ...stall,
       });
       planWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
       planWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
@@ -227,23 +278,66 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
             schedule: config.driftIntervalMs > 0 ? intervalWords(config.driftIntervalMs) : undefined,
           }),
         ),
-        { connection: workerRedis, prefix, concurrency: config.workerConcurrency },
+        { connection: workerRedis, prefix, concurrency: config.workerConcurrency, ...stall },
       );
       driftWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
       driftWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
       workers.push(driftWorker);
+      const runWorker = new Worker(QUEUE_NAMES.applyRun, metrics.timed(QUEUE_NAMES.applyRun, createRunProcessor(runDeps)), {
+        connection: workerRedis,
+        prefix,
+        // Merges and reports are short; enough that a slow GitHub holds back no other run's report.
+        concurrency: 4,
+        ...stall,
+      });
+      // Aborted when the process stops: guest applies hand their jobs back at once instead of
+      // holding the shutdown while they wait out a Proxmox lock.
+      const stoppingApplies = new AbortController();
+      const guestWorker = new Worker(
+        QUEUE_NAMES.applyGuest,
+        metrics.timed(
+          QUEUE_NAMES.applyGuest,
+          createGuestProcessor({
+            logger,
+            redis: applyRedis,
+            store: applyStore,
+            jobs: applyJobs,
+            slots: new RedisSlots(applyRedis, subscriber, {
+              prefix: state,
+              limits: { cluster: config.apply.clusterLimit, node: config.apply.nodeLimit },
+              ttlMs: config.jobLockMs,
+            }),
+            writer: (cluster) => writers.get(cluster),
+            settings: { lockMs: config.jobLockMs, lockWaitMs: config.apply.lockWaitMs, lockPollMs: config.apply.lockPollMs },
+            stopping: stoppingApplies.signal,
+            onResult: (status) => {
+              if (status !== 'skipped') metrics.apply(status);
+            },
+          }),
+        ),
+        // A worker that died mid-apply is found by the stall check; running its job again is safe
+        // (every step re-reads), so a job may stall twice before it counts as failed.
+        { connection: workerRedis, prefix, concurrency: config.apply.concurrency, maxStalledCount: 2, ...stall },
+      );
+      for (const w of [runWorker, guestWorker]) {
+        w.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+        w.on('error', (error) => logger.error({ err: error }, 'worker error'));
+        workers.push(w);
+      }
       // The schedules follow the installations: listed now (one job, however many workers start), then kept by events.
       await scheduler.requestSync();
       closers.push({
         what: 'workers',
         close: async () => {
+          stoppingApplies.abort(new Error('the worker is stopping'));
           const closed = await within(
             Promise.all(workers.map((w) => w.close())).then(() => true),
             config.shutdownTimeoutMs,
           );
           if (!closed) {
             logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'jobs still running at the shutdown timeout: handed back to the queue');
-            await Promise.all(workers.map((w) => w.close(true)));
+            // A close already under way is what `close(true)` returns too: do not wait on it for ever.
+            await within(Promise.all(workers.map((w) => w.close(true))), 1000);
           }
         },
       });
@@ -275,7 +369,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         requestSync: () => scheduler.requestSync().then(enqueued),
       };
       const producer = new PlanQueueProducer(queue, heads);
-      const middleware = await createNodeMiddleware(createApp({ producer, appId: config.appId, drift }), {
+      const runQueue = new Queue(QUEUE_NAMES.applyRun, { connection: redis, prefix });
+      runQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
+      runQueue.on('waiting', enqueued);
+      closers.push({ what: 'apply queue', close: () => runQueue.close() });
+      const applies = { enqueueMerge: (job: MergeJobData) => enqueueMerge(runQueue, job) };
+      const middleware = await createNodeMiddleware(createApp({ producer, appId: config.appId, drift, applies }), {
         probot,
         webhooksPath: config.webhookPath,
       });

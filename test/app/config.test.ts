@@ -31,6 +31,18 @@ describe('server configuration', () => {
       logLevel: 'info',
       githubBaseUrl: undefined,
       redisPrefix: 'pve-gitops',
+      jobLockMs: 30_000,
+      stalledIntervalMs: 30_000,
+      apply: {
+        concurrency: 16,
+        clusterLimit: 4,
+        nodeLimit: 2,
+        lockWaitMs: 600_000,
+        lockPollMs: 1000,
+        attempts: 5,
+        backoffMs: 10_000,
+        reportIntervalMs: 3000,
+      },
     });
   });
 
@@ -57,6 +69,9 @@ describe('server configuration', () => {
     ['REDIS_URL', 'http://user:hunter2@redis', /^REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL$/],
     ['WEBHOOK_PATH', 'hooks', /^WEBHOOK_PATH: must be a URL path/],
     ['WORKER_CONCURRENCY', '0', /^WORKER_CONCURRENCY: must be/],
+    ['APPLY_NODE_LIMIT', '0', /^APPLY_NODE_LIMIT: must be guests written at once per node, an integer from 1 to 64; got '0'$/],
+    ['APPLY_CLUSTER_LIMIT', 'many', /^APPLY_CLUSTER_LIMIT: must be guests written at once per cluster/],
+    ['JOB_LOCK_MS', '5', /^JOB_LOCK_MS: must be milliseconds of a job lock, an integer from 1000/],
     ['PVE_CLUSTER_LAB_TOKEN', '', /PVE_CLUSTER_LAB_URL is set but PVE_CLUSTER_LAB_TOKEN is not/],
     ['PVE_CLUSTER_LAB_URL', 'ftp://pve', /^PVE_CLUSTER_LAB_URL: /],
     ['PVE_GITOPS_CLUSTERS', '/nonexistent/clusters.yaml', /^PVE_GITOPS_CLUSTERS: cannot read cluster connections file/],

@@ -52,8 +52,11 @@ export interface Expectation {
   body?: ((body: any) => boolean | undefined) | Record<string, unknown>;
   /** The answer; a function may return a promise to hold the answer back (a test's gate). */
   reply: Reply | ((request: RecordedRequest) => Reply | Promise<Reply>);
-  /** How many requests this expectation takes (default 1). */
-  times?: number;
+  /**
+   * How many requests this expectation takes (default 1); `'any'`: as many as come, none
+   * included (updates whose number depends on timing, like a debounced comment's edits).
+   */
+  times?: number | 'any';
 }
 
 /**
@@ -146,7 +149,8 @@ export class GitHubDouble {
       problems.push(`unexpected request ${r.method} ${r.path} ${JSON.stringify(r.body ?? '').slice(0, 300)}`);
     for (const e of this.expectations) {
       const times = e.times ?? 1;
-      if (e.used.length < times) problems.push(`expected ${e.method} ${String(e.path)} ${times} time(s), got ${e.used.length}`);
+      if (times !== 'any' && e.used.length < times)
+        problems.push(`expected ${e.method} ${String(e.path)} ${times} time(s), got ${e.used.length}`);
     }
     problems.push(...this.authProblems);
     if (problems.length > 0) throw new Error(`GitHub test double:\n  ${problems.join('\n  ')}`);
@@ -187,7 +191,7 @@ export class GitHubDouble {
     if (request.path.startsWith('/app/') || request.path === '/app') this.checkAppJwt(request);
     else this.checkInstallationToken(request);
 
-    const expectation = this.expectations.find((e) => e.used.length < (e.times ?? 1) && this.matches(e, request));
+    const expectation = this.expectations.find((e) => (e.times === 'any' || e.used.length < (e.times ?? 1)) && this.matches(e, request));
     if (!expectation) {
       this.unexpected.push(request);
       return this.send(res, { status: 404, json: { message: `unexpected request to the GitHub test double: ${request.method} ${path}` } });

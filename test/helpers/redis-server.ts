@@ -8,7 +8,19 @@ import { join } from 'node:path';
 export interface RedisServer {
   url: string;
   port: number;
+  /** Stops the server (SIGTERM, or SIGKILL: a crash) and starts it again on the same port and data directory. */
+  restart(options?: { signal?: 'SIGTERM' | 'SIGKILL' }): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** Options of {@link startRedisServer}. */
+export interface RedisServerOptions {
+  binary?: string;
+  /**
+   * Persistence as production runs it: the append-only file, fsynced on every write, so even a
+   * SIGKILL loses nothing. Default off (faster, and nothing to keep).
+   */
+  appendOnly?: boolean;
 }
 
 /** Asks the kernel for a free TCP port on loopback. */
@@ -24,22 +36,12 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/**
- * Spawns `redis-server` without persistence on a free port and resolves once it accepts
- * connections. Fails with the server's own output when it cannot start (e.g. not installed).
- */
-export async function startRedisServer(binary = process.env.REDIS_SERVER_BIN ?? 'redis-server'): Promise<RedisServer> {
-  const port = await freePort();
-  const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-redis-'));
-  const child: ChildProcess = spawn(
-    binary,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+/** Spawns redis-server and resolves once it accepts connections (and has loaded its data). */
+async function spawnRedis(binary: string, args: string[]): Promise<ChildProcess> {
+  const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis-server did not start in 10 s:\n${output}`)), 10_000);
     const check = (): void => {
@@ -58,19 +60,41 @@ export async function startRedisServer(binary = process.env.REDIS_SERVER_BIN ?? 
       reject(new Error(`redis-server exited with ${code}:\n${output}`));
     });
   });
+  return child;
+}
 
+async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await exited;
+}
+
+/**
+ * Spawns `redis-server` on a free port and resolves once it accepts connections. Without
+ * persistence unless `appendOnly`. Fails with the server's own output when it cannot start (e.g.
+ * not installed).
+ */
+export async function startRedisServer(options: RedisServerOptions | string = {}): Promise<RedisServer> {
+  const { binary = process.env.REDIS_SERVER_BIN ?? 'redis-server', appendOnly = false } =
+    typeof options === 'string' ? { binary: options } : options;
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-redis-'));
+  const persistence = appendOnly ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no'];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--dir', dir];
+  let child = await spawnRedis(binary, args);
   let stopped = false;
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    async restart(restart = {}) {
+      await stopChild(child, restart.signal ?? 'SIGTERM');
+      child = await spawnRedis(binary, args);
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await stopChild(child, 'SIGTERM');
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { countApplyResult, type ApplyResult, type GuestApplyResult } from '../apply-result.js';
-import { APPLY_MARKER, applyVerdict, formatMs, renderApplyMarkdown, renderApplyText } from './render-apply.js';
+import { APPLY_MARKER, applyVerdict, formatMs, type GuestInProgress, renderApplyMarkdown, renderApplyText } from './render-apply.js';
 
 function guest(overrides: Partial<GuestApplyResult> = {}): GuestApplyResult {
   return {
@@ -189,5 +189,49 @@ describe('formatMs', () => {
     [59_960, '1 min 0 s'],
   ])('%i ms → %s', (ms, text) => {
     expect(formatMs(ms)).toBe(text);
+  });
+});
+
+describe('an apply in progress', () => {
+  const waiting: GuestInProgress[] = [
+    { cluster: 'lab', name: 'db-01', vmid: 100102, node: 'pve-02', state: 'waiting', reason: 'locked (backup)', steps: [] },
+    { cluster: 'lab', name: 'cache', vmid: 100103, node: 'pve-01', state: 'queued' },
+    { cluster: 'prod', name: 'web', vmid: 200101, node: 'pve-11', state: 'running', steps: [{ op: 'config', detail: 'set memory' }] },
+  ];
+
+  it('says what is still going on first, with an In progress column, and no finish time', () => {
+    const md = renderApplyMarkdown(result([guest()]), { marker: APPLY_MARKER, inProgress: waiting });
+    expect(md).toContain('**⏳ 3 guests in progress · so far 1 applied**');
+    expect(md).toContain('started 2025-01-01T00:00:00.000Z · in progress');
+    expect(md).not.toContain('finished');
+    expect(md).toContain('| Cluster | Applied | Unchanged | Conflict | Failed | Skipped | In progress |');
+    expect(md).toContain('| lab | 1 | 0 | 0 | 0 | 0 | 2 |');
+    expect(md).toContain('| prod | 0 | 0 | 0 | 0 | 0 | 1 |');
+    const section = md.slice(md.indexOf('### In progress'), md.indexOf('### Guests'));
+    expect(section.split('\n').filter((line) => line.startsWith('- '))).toEqual([
+      '- 🕓 **queued** · **lab/cache** (100103) on pve-01',
+      '- ⏳ **waiting** · **lab/db-01** (100102) on pve-02 — locked (backup)',
+      '- 🔄 **running** · **prod/web** (200101) on pve-11 · 1 step done',
+    ]);
+    expect(md.indexOf('### In progress')).toBeLessThan(md.indexOf('### Guests'));
+  });
+
+  it('without guests in progress renders exactly as a finished apply', () => {
+    const finished = result([guest(), guest({ name: 'b', status: 'conflict' })]);
+    expect(renderApplyMarkdown(finished, { inProgress: [] })).toBe(renderApplyMarkdown(finished));
+  });
+
+  it('stays under the size limit with thousands of guests in progress', () => {
+    const many: GuestInProgress[] = Array.from({ length: 5000 }, (_, i) => ({
+      cluster: 'lab',
+      name: `guest-${i}`,
+      vmid: 100000 + i,
+      node: 'pve-01',
+      state: 'queued',
+    }));
+    const md = renderApplyMarkdown(result([]), { inProgress: many });
+    expect(md.length).toBeLessThanOrEqual(65_000);
+    expect(md).toContain('**⏳ 5000 guests in progress**');
+    expect(md).toMatch(/omitted\*\* to stay under GitHub's comment size limit/);
   });
 });

@@ -29,10 +29,30 @@ export interface ApplyMarkdownOptions {
   marker?: string;
   /** Link to the full result (the check run), offered when details are left out. */
   detailsUrl?: string;
+  /**
+   * Guests the apply has not finished yet: the App's comment is updated while a merge's applies
+   * run. With any, the head says the apply is in progress and they are listed first.
+   */
+  inProgress?: readonly GuestInProgress[];
+}
+
+/** A guest an apply has not finished: queued, waiting (another apply of it, a lock, a retry) or running. */
+export interface GuestInProgress {
+  cluster: string;
+  name: string;
+  vmid: number;
+  node: string;
+  state: 'queued' | 'waiting' | 'running';
+  /** Why it waits. */
+  reason?: string;
+  /** Steps carried out so far. */
+  steps?: readonly ApplyStep[];
 }
 
 /** The marker the app puts on its sticky apply comment. */
 export const APPLY_MARKER = '<!-- pve-gitops:apply -->';
+
+const PROGRESS_EMOJI: Record<GuestInProgress['state'], string> = { queued: '🕓', waiting: '⏳', running: '🔄' };
 
 const STATUS_EMOJI: Record<ApplyStatus, string> = {
   applied: '✅',
@@ -69,46 +89,78 @@ export function renderApplyMarkdown(result: ApplyResult, options: ApplyMarkdownO
   if (options.marker !== undefined) assertMarker(options.marker);
   const counts = countApplyResult(result.guests);
   const detailed = result.guests.filter((guest) => guest.status !== 'unchanged').sort(compareResults);
+  const inProgress = [...(options.inProgress ?? [])].sort(compareByName);
 
   const footer = (omitted: number): string => renderFooter(counts, omitted, options.detailsUrl);
-  const footerReserve = footer(detailed.length).length;
+  const footerReserve = footer(detailed.length + inProgress.length).length;
   let head = renderHead(result, options, counts, true);
   if (head.length + footerReserve > maxChars) head = renderHead(result, options, counts, false);
-  const remaining = maxChars - head.length - footerReserve;
+  let remaining = maxChars - head.length - footerReserve;
 
+  // What is still going on first, compactly: it is what a reader of a running apply looks for.
+  const fitted = fitSection('### In progress\n\n', inProgress, renderInProgress, remaining - 1);
+  const running = { text: fitted.text === '' ? '' : `${fitted.text}\n`, shown: fitted.shown };
+  remaining -= running.text.length;
   const { text: details, shown } = fitSection('### Guests\n\n', detailed, renderGuest, remaining);
-  return head + details + footer(detailed.length - shown);
+  return head + running.text + details + footer(detailed.length - shown + inProgress.length - running.shown);
 }
 
-function clusterRows(guests: readonly GuestApplyResult[]): { cluster: string; counts: ApplyCounts }[] {
+function renderInProgress(guest: GuestInProgress): string {
+  const steps = guest.steps?.length ?? 0;
+  const done = steps > 0 ? ` · ${plural(steps, 'step')} done` : '';
+  const reason = guest.reason !== undefined ? ` — ${escapeText(guest.reason, 300)}` : '';
+  return `- ${PROGRESS_EMOJI[guest.state]} **${guest.state}** · ${guestRef(guest)}${done}${reason}\n`;
+}
+
+function clusterRows(
+  guests: readonly GuestApplyResult[],
+  inProgress: readonly GuestInProgress[] = [],
+): { cluster: string; counts: ApplyCounts }[] {
   const byCluster = new Map<string, GuestApplyResult[]>();
   for (const guest of guests) {
     const list = byCluster.get(guest.cluster) ?? [];
     list.push(guest);
     byCluster.set(guest.cluster, list);
   }
+  for (const guest of inProgress) if (!byCluster.has(guest.cluster)) byCluster.set(guest.cluster, []);
   return [...byCluster.keys()].sort().map((cluster) => ({ cluster, counts: countApplyResult(byCluster.get(cluster) ?? []) }));
 }
 
 function renderHead(result: ApplyResult, options: ApplyMarkdownOptions, counts: ApplyCounts, perCluster: boolean): string {
   const lines: string[] = [];
+  const inProgress = options.inProgress ?? [];
   if (options.marker !== undefined) lines.push(options.marker);
-  lines.push(`### ${escapeText(options.title ?? 'pve-gitops apply', 200)}`, '', `**${applyVerdict(counts)}**`, '');
-  const meta = [
-    result.ref !== undefined ? `Ref ${codeSpan(result.ref, 80)}` : undefined,
-    `started ${escapeText(result.startedAt, 40)}`,
-    `finished ${escapeText(result.finishedAt, 40)}`,
-  ];
-  const took = durationMs(result.startedAt, result.finishedAt);
-  if (took !== undefined) meta.push(`took ${formatMs(took)}`);
+  const verdict =
+    inProgress.length === 0
+      ? applyVerdict(counts)
+      : `⏳ ${plural(inProgress.length, 'guest')} in progress${result.guests.length > 0 ? ` · so far ${applyVerdict(counts)}` : ''}`;
+  lines.push(`### ${escapeText(options.title ?? 'pve-gitops apply', 200)}`, '', `**${verdict}**`, '');
+  const meta = [result.ref !== undefined ? `Ref ${codeSpan(result.ref, 80)}` : undefined, `started ${escapeText(result.startedAt, 40)}`];
+  if (inProgress.length > 0) {
+    meta.push('in progress');
+  } else {
+    meta.push(`finished ${escapeText(result.finishedAt, 40)}`);
+    const took = durationMs(result.startedAt, result.finishedAt);
+    if (took !== undefined) meta.push(`took ${formatMs(took)}`);
+  }
   lines.push(meta.filter((part) => part !== undefined).join(' · '), '');
 
-  const cells = (label: string, c: ApplyCounts): string[] => [label, ...APPLY_STATUSES.map((status) => String(c[status]))];
-  const rows = perCluster ? clusterRows(result.guests) : [];
-  const body = rows.map((row) => cells(escapeText(row.cluster, 80), row.counts));
-  if (rows.length !== 1) body.push(cells('**Total**', counts));
-  const titles = APPLY_STATUSES.map((status) => status[0]?.toUpperCase() + status.slice(1));
-  lines.push(markdownTable(['Cluster', ...titles], body, ['left', ...APPLY_STATUSES.map(() => 'right' as const)]), '');
+  // The "In progress" column only while something is: a finished apply reads as it always did.
+  const progressColumn = inProgress.length > 0;
+  const cells = (label: string, c: ApplyCounts, going: number): string[] => [
+    label,
+    ...APPLY_STATUSES.map((status) => String(c[status])),
+    ...(progressColumn ? [String(going)] : []),
+  ];
+  const going = (cluster?: string): number => inProgress.filter((g) => cluster === undefined || g.cluster === cluster).length;
+  const rows = perCluster ? clusterRows(result.guests, inProgress) : [];
+  const body = rows.map((row) => cells(escapeText(row.cluster, 80), row.counts, going(row.cluster)));
+  if (rows.length !== 1) body.push(cells('**Total**', counts, going()));
+  const titles = [
+    ...APPLY_STATUSES.map((status) => status[0]?.toUpperCase() + status.slice(1)),
+    ...(progressColumn ? ['In progress'] : []),
+  ];
+  lines.push(markdownTable(['Cluster', ...titles], body, ['left', ...titles.map(() => 'right' as const)]), '');
   if (!perCluster) lines.push('_Per-cluster rows left out: too many clusters for one comment._', '');
   if (counts.conflict > 0) {
     lines.push(
@@ -133,7 +185,7 @@ function renderFooter(counts: ApplyCounts, omitted: number, detailsUrl: string |
   return lines.length > 0 ? `${lines.join('\n\n')}\n` : '';
 }
 
-function guestRef(guest: GuestApplyResult): string {
+function guestRef(guest: Pick<GuestApplyResult, 'cluster' | 'name' | 'vmid' | 'node'>): string {
   return `**${escapeText(`${guest.cluster}/${guest.name}`, 160)}** (${guest.vmid}) on ${escapeText(guest.node, 80)}`;
 }
 

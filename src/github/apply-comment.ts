@@ -1,0 +1,175 @@
+/**
+ * What the App posts about an apply: the sticky apply comment on the pull request (its own
+ * marker, apart from the plan comment) and the `pve-gitops/apply` check run on the merge commit.
+ * The core renders the results (`renderApplyMarkdown`); this adds what only the App knows — which
+ * merge or command started the run, the commits, what to comment next — and the notices posted
+ * when a merge applies nothing (no reviewed plan, a plan with errors, nothing to change). Pure:
+ * the workers post what these return.
+ */
+import { type ApplyResult, countApplyResult, type GuestApplyResult } from '../core/apply-result.js';
+import { codeSpan, escapeText, fitList, markdownTable } from '../core/render/markdown-format.js';
+import { plural } from '../core/render/plan-labels.js';
+import { APPLY_MARKER, applyVerdict, type GuestInProgress, renderApplyMarkdown } from '../core/render/render-apply.js';
+import type { CheckResult } from './check-runs.js';
+
+/** An apply run as the comment shows it. */
+export interface ApplyRunView {
+  pr: number;
+  headSha: string;
+  mergeSha: string;
+  trigger: 'merge' | 'command';
+  requestedBy?: string;
+  startedAt: string;
+  /** When the last guest finished (ISO); the run is finished when nothing is in progress. */
+  finishedAt: string;
+  finished: GuestApplyResult[];
+  inProgress: GuestInProgress[];
+}
+
+function short(sha: string): string {
+  return sha.slice(0, 7);
+}
+
+function context(view: Pick<ApplyRunView, 'trigger' | 'requestedBy' | 'headSha' | 'mergeSha'>): string {
+  const plan = `the plan reviewed for ${codeSpan(short(view.headSha))}`;
+  if (view.trigger === 'command') {
+    const who = view.requestedBy !== undefined ? ` by ${escapeText(view.requestedBy, 100)}` : '';
+    return `${codeSpan('/pve apply')}${who}: applying ${plan} (merged as ${codeSpan(short(view.mergeSha))}).`;
+  }
+  return `Merged as ${codeSpan(short(view.mergeSha))}: applying ${plan}.`;
+}
+
+function asResult(view: ApplyRunView): ApplyResult {
+  return { version: 1, startedAt: view.startedAt, finishedAt: view.finishedAt, guests: view.finished };
+}
+
+/** What to do next, when something did not apply. */
+function nextSteps(view: ApplyRunView): string {
+  if (view.inProgress.length > 0) return '';
+  const counts = countApplyResult(view.finished);
+  if (counts.failed === 0) return '';
+  return (
+    `\n**${plural(counts.failed, 'guest')} could not be applied.** Once the cause is gone (a cluster that was down, a ` +
+    `lock held past the limit), comment ${codeSpan('/pve apply')} to run the apply again: every guest is read afresh, ` +
+    'and what was already applied is found done.\n'
+  );
+}
+
+/** The sticky apply comment for a run: under GitHub's comment limit whatever the number of guests. */
+export function renderApplyComment(view: ApplyRunView): string {
+  const line = `${context(view)}\n`;
+  const next = nextSteps(view);
+  const body = renderApplyMarkdown(asResult(view), {
+    marker: APPLY_MARKER,
+    title: 'pve-gitops apply',
+    inProgress: view.inProgress,
+    maxChars: 65_000 - line.length - next.length - 2,
+  });
+  // The context goes under the heading block the renderer starts with (marker, title, blank).
+  const [marker = '', heading = '', blank = '', ...rest] = body.split('\n');
+  return [marker, heading, blank, line, ...rest].join('\n') + next;
+}
+
+function guestLine(guest: GuestApplyResult): string {
+  const what = guest.error ?? (guest.conflict ? `changed after review: ${guest.conflict.map((c) => c.key).join(', ')}` : guest.status);
+  return `${guest.status} · **${escapeText(`${guest.cluster}/${guest.name}`, 160)}** (${guest.vmid}): ${escapeText(what, 400)}`;
+}
+
+/** The `pve-gitops/apply` check run's output: in progress, or complete with its conclusion. */
+export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: boolean } {
+  const counts = countApplyResult(view.finished);
+  const complete = view.inProgress.length === 0;
+  const total = view.finished.length + view.inProgress.length;
+  const verdict = applyVerdict(counts);
+  const rows = [
+    ['Applied', counts.applied],
+    ['Unchanged', counts.unchanged],
+    ['Conflict', counts.conflict],
+    ['Failed', counts.failed],
+    ...(counts.skipped > 0 ? [['Skipped', counts.skipped] as const] : []),
+    ...(complete ? [] : [['In progress', view.inProgress.length] as const]),
+  ].map(([label, n]) => [String(label), String(n)]);
+  const unhappy = view.finished.filter((g) => g.status === 'conflict' || g.status === 'failed').map(guestLine);
+  const summary = [
+    context(view),
+    '',
+    markdownTable(['Guests', String(total)], rows, ['left', 'right']),
+    '',
+    fitList(unhappy, 40_000, (omitted) => `…and ${plural(omitted, 'more guest')}`),
+    `The pull request's apply comment (#${view.pr}) has every guest's steps, task ids and what moved.`,
+  ].join('\n');
+  if (!complete) {
+    return { complete, conclusion: 'neutral', title: `Applying: ${view.finished.length} of ${total} guests done`, summary };
+  }
+  return {
+    complete,
+    conclusion: counts.conflict + counts.failed > 0 ? 'failure' : 'success',
+    title: verdict,
+    summary,
+  };
+}
+
+/** Why a merge (or `/pve apply`) applied nothing. */
+export type ApplyNotice =
+  | { kind: 'no-plan'; pr: number; headSha: string; mergeSha: string }
+  | { kind: 'plan-errors'; pr: number; headSha: string; mergeSha: string; errors: string[] }
+  | { kind: 'invalid-specs'; pr: number; headSha: string; mergeSha: string; errors: string[] }
+  | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string };
+
+/** The apply comment and check run for a merge that applies nothing. */
+export function renderApplyNotice(notice: ApplyNotice): { body: string; check: CheckResult } {
+  const head = codeSpan(short(notice.headSha));
+  const merge = codeSpan(short(notice.mergeSha));
+  const lines = [APPLY_MARKER, '### pve-gitops apply', ''];
+  let check: CheckResult;
+  switch (notice.kind) {
+    case 'no-plan':
+      lines.push(
+        `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
+        '',
+        'It was planned now — see the plan comment. Review that plan, then comment `/pve apply` to apply it.',
+      );
+      check = {
+        conclusion: 'neutral',
+        title: 'Not applied: no reviewed plan',
+        summary: `No plan was stored for ${head}: it was planned now and posted on #${notice.pr}. Comment \`/pve apply\` there after review.`,
+      };
+      break;
+    case 'plan-errors': {
+      const list = fitList(
+        notice.errors.map((e) => escapeText(e, 500)),
+        20_000,
+        (omitted) => `…and ${plural(omitted, 'more error')}`,
+      );
+      lines.push(
+        `**Nothing was applied:** the plan reviewed for ${head} has errors, and a plan with errors is never applied.`,
+        '',
+        list,
+        'Fix them in a new pull request (or push here and comment `/pve plan`), then apply the plan without errors.',
+      );
+      check = { conclusion: 'failure', title: 'Not applied: the plan has errors', summary: lines.slice(3).join('\n') };
+      break;
+    }
+    case 'invalid-specs': {
+      const list = fitList(
+        notice.errors.map((e) => escapeText(e, 500)),
+        20_000,
+        (omitted) => `…and ${plural(omitted, 'more error')}`,
+      );
+      lines.push(
+        `**Nothing was applied:** the specs stored with the plan for ${head} do not pass validation as it stands now ` +
+          '(a plan made by another version of pve-gitops, or changed in storage).',
+        '',
+        list,
+        'Comment `/pve plan` to plan the pull request again, review it, then `/pve apply`.',
+      );
+      check = { conclusion: 'failure', title: 'Not applied: the stored specs are invalid', summary: lines.slice(3).join('\n') };
+      break;
+    }
+    case 'no-changes':
+      lines.push(`**Nothing to apply:** the plan reviewed for ${head} changes no guest.`);
+      check = { conclusion: 'success', title: 'Nothing to apply', summary: `The plan reviewed for ${head} changes no guest.` };
+      break;
+  }
+  return { body: `${lines.join('\n')}\n`, check };
+}

@@ -1,0 +1,489 @@
+/**
+ * Merge-to-apply's state in Redis: apply runs, and a FIFO of tickets per guest.
+ *
+ * A **run** is one apply of one stored plan: a merge, or a `/pve apply`. It keeps what it applies
+ * (each guest's reviewed plan, copied from the stored plan when the run starts, so a later re-plan
+ * of the same commit cannot change what this run does) and each guest's progress and result.
+ *
+ * **Order and exclusion per guest.** BullMQ's open-source edition has no groups, and a job lock
+ * alone would give exclusion without order. So every guest (cluster + VMID) has a FIFO of
+ * tickets, a sorted set of run ids scored by the run's order key: the merge's `merged_at` (or the
+ * time `/pve apply` was accepted). A guest job runs only while its ticket is the head; the others
+ * wait (delayed in BullMQ, woken by the head when it finishes). Scoring by `merged_at` rather
+ * than by arrival makes merge order independent of the order GitHub delivers webhooks and
+ * workers pick them up. The one exception is kept explicit: a head that has **started** is never
+ * overtaken — a ticket that arrives late with an earlier `merged_at` goes right behind it (the
+ * change it was reviewed against has then moved, and the apply reports a conflict rather than
+ * write over it).
+ *
+ * The FIFO orders runs; it does not stop two instances of the *same* job (BullMQ runs a job again
+ * when its worker looks dead — paused past its lock, cut off from Redis — though it may still be
+ * running). That is the per-guest lock's work (`redis-lock.ts`: fencing token, expiry, renewal):
+ * a job writes its progress and result only while its token is the lock's value, checked inside
+ * the same Lua script that writes, and checks it again before every Proxmox write step.
+ *
+ * Everything here is a few keys per run and per guest under the App's state prefix; the scripts
+ * touch several keys at once, so the App needs one Redis (not a Redis Cluster), as BullMQ does.
+ */
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { APPLY_STATUSES, type ApplyStatus, type GuestApplyResult } from '../core/apply-result.js';
+import type { GuestPlan } from '../core/model.js';
+import { GuestPlanSchema } from '../core/render/plan-schema.js';
+import type { KnownComment } from '../github/sticky-comment.js';
+import { CommitSha, RepoRef } from './schema.js';
+
+/** A guest's state in a run: not finished yet (`queued`, `waiting`, `running`) or its result. */
+export type GuestRunStatus = 'queued' | 'waiting' | 'running' | ApplyStatus;
+
+/** One guest of a run as the comment shows it. */
+export interface GuestProgress extends Omit<GuestApplyResult, 'status'> {
+  status: GuestRunStatus;
+  /** Why a guest that has not finished is not running: behind another apply, a lock, a retry. */
+  waiting?: string;
+  /** Runs of its job so far. */
+  attempts?: number;
+  /** When its result was recorded (ISO). */
+  finishedAt?: string;
+  /**
+   * A write (its operation) sent and not yet confirmed: recorded before the request goes out, so
+   * the run after a crash knows the change it finds done was this run's own.
+   */
+  inFlight?: string;
+}
+
+/** Whether a guest's status is its result (the run is done with it). */
+export function isFinal(status: GuestRunStatus): status is ApplyStatus {
+  return (APPLY_STATUSES as readonly string[]).includes(status);
+}
+
+const StepSchema = z.object({ op: z.string(), detail: z.string().optional(), upid: z.string().optional(), ms: z.number().optional() });
+const ValueChangeSchema = z.object({ from: z.string().optional(), to: z.string().optional() });
+const GuestProgressSchema = z.object({
+  cluster: z.string(),
+  name: z.string(),
+  vmid: z.int(),
+  node: z.string(),
+  status: z.enum(['queued', 'waiting', 'running', ...APPLY_STATUSES]),
+  steps: z.array(StepSchema),
+  conflict: z.array(z.object({ key: z.string(), reviewed: ValueChangeSchema.optional(), now: ValueChangeSchema.optional() })).optional(),
+  error: z.string().optional(),
+  pending: z.array(z.string()).optional(),
+  retryable: z.boolean().optional(),
+  waiting: z.string().optional(),
+  attempts: z.int().optional(),
+  finishedAt: z.string().optional(),
+  inFlight: z.string().optional(),
+});
+
+/** A run lacks the reviewed plan of one of its guests (expired, or written by another version). */
+export class GuestPlanMissingError extends Error {
+  override name = 'GuestPlanMissingError';
+}
+
+/** What started a run. */
+export type RunTrigger = 'merge' | 'command';
+
+/** One apply of one stored plan. Immutable once created. */
+export interface ApplyRun {
+  id: string;
+  repo: RepoRef;
+  pr: number;
+  installationId: number;
+  /** The pull request head whose stored plan is applied. */
+  headSha: string;
+  /** The merge commit: the apply check run goes on it. */
+  mergeSha: string;
+  trigger: RunTrigger;
+  /** Who asked for it (`/pve apply`). */
+  requestedBy?: string;
+  createdAt: string;
+  /** Order key of the run's tickets: `merged_at` (or the time of `/pve apply`), seconds since the epoch. */
+  order: number;
+  /** The guests it applies (`cluster/vmid`), in plan order. */
+  guests: string[];
+}
+
+const ApplyRunSchema = z.strictObject({
+  id: z.string(),
+  repo: RepoRef,
+  pr: z.int().positive(),
+  installationId: z.int().positive(),
+  headSha: CommitSha,
+  mergeSha: CommitSha,
+  trigger: z.enum(['merge', 'command']),
+  requestedBy: z.string().optional(),
+  createdAt: z.string(),
+  order: z.number(),
+  guests: z.array(z.string()),
+});
+
+/** A run with what changes while it goes. */
+export interface RunRecord {
+  run: ApplyRun;
+  /** Bumped by every change of a guest's progress; the reports compare it. */
+  version: number;
+  /** Every guest job was added to the queue (the run was completely started). */
+  queued: boolean;
+  checkRunId?: number;
+  /** Hash of the check run output last sent, so an unchanged report sends nothing. */
+  checkHash?: string;
+  checkCompleted: boolean;
+}
+
+/** An apply queued or running for a guest: which run, of which pull request. */
+export interface ApplyInProgress {
+  runId: string;
+  repo: RepoRef;
+  pr: number;
+}
+
+/** How long a finished run is kept (its comment and check run hold the result after that). */
+export const RUN_TTL_SECONDS = 30 * 24 * 3600;
+
+const FINAL_LUA = `local FINAL = { applied = true, unchanged = true, conflict = true, failed = true, skipped = true }
+local function isFinal(json)
+  if not json then return false end
+  local ok, value = pcall(cjson.decode, json)
+  return ok and type(value) == 'table' and FINAL[value.status] == true
+end
+`;
+
+// KEYS: tickets, started, results; ARGV: score, run id, guest key, queued progress JSON
+const APPEND = `
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  local score = tonumber(ARGV[1])
+  local started = redis.call('GET', KEYS[2])
+  if started then
+    local at = redis.call('ZSCORE', KEYS[1], started)
+    if at and tonumber(at) >= score then score = tonumber(at) + 0.001 end
+  end
+  redis.call('ZADD', KEYS[1], score, ARGV[2])
+end
+redis.call('HSETNX', KEYS[3], ARGV[3], ARGV[4])
+return 1
+`;
+
+// KEYS: tickets, started; ARGV: run id. Returns {state, head}: 1 head (now started), 0 behind, -1 no ticket.
+const CLAIM = `
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1] or ''
+if head == ARGV[1] then
+  redis.call('SET', KEYS[2], ARGV[1])
+  return {1, head}
+end
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {0, head} end
+return {-1, head}
+`;
+
+// KEYS: tickets, started, results, run hash, guest lock; ARGV: run id, guest key, result JSON,
+// lock token ('' = not checked), '1' = only while this run is the head.
+const FINISH = `${FINAL_LUA}
+if ARGV[4] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[4] then return {'lost', ''} end
+if ARGV[5] == '1' and (redis.call('ZRANGE', KEYS[1], 0, 0)[1] or '') ~= ARGV[1] then return {'not-head', ''} end
+local already = isFinal(redis.call('HGET', KEYS[3], ARGV[2]))
+if not already then
+  redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+  redis.call('HINCRBY', KEYS[4], 'version', 1)
+end
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1] or ''
+if already then return {'already', head} end
+return {'done', head}
+`;
+
+// KEYS: results, run hash, guest lock; ARGV: guest key, progress JSON, lock token ('' = not checked).
+// 1 written, 2 unchanged, 0 refused (lock lost, or the guest already has its result).
+const PROGRESS = `${FINAL_LUA}
+if ARGV[3] ~= '' and redis.call('GET', KEYS[3]) ~= ARGV[3] then return 0 end
+local previous = redis.call('HGET', KEYS[1], ARGV[1])
+if isFinal(previous) then return 0 end
+if previous == ARGV[2] then return 2 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HINCRBY', KEYS[2], 'version', 1)
+return 1
+`;
+
+/** What {@link ApplyStore.finish} did. */
+export interface FinishOutcome {
+  /** `done`: recorded; `already`: the guest had its result (kept); `lost`: the lock was not ours; `not-head`: not the head. */
+  state: 'done' | 'already' | 'lost' | 'not-head';
+  /** The guest's next run in line, if any: its job is to be woken. */
+  next?: string;
+}
+
+/** A lock a write is fenced with: written only while `token` is the value at `key`. */
+export interface Fence {
+  key: string;
+  token: number;
+}
+
+/** Reads and writes merge-to-apply state under the App's state prefix. */
+export class ApplyStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private runKey(runId: string): string {
+    return `${this.prefix}:apply:run:${runId}`;
+  }
+
+  private plansKey(runId: string): string {
+    return `${this.prefix}:apply:run:${runId}:plans`;
+  }
+
+  private resultsKey(runId: string): string {
+    return `${this.prefix}:apply:run:${runId}:results`;
+  }
+
+  private ticketsKey(guest: string): string {
+    return `${this.prefix}:apply:guest:${guest}:tickets`;
+  }
+
+  private startedKey(guest: string): string {
+    return `${this.prefix}:apply:guest:${guest}:started`;
+  }
+
+  /** The per-guest lock (see `redis-lock.ts`). */
+  guestLockKey(guest: string): string {
+    return `${this.prefix}:apply:guest:${guest}:lock`;
+  }
+
+  /** Serialises starting runs of one repository, so tickets of one merge go in together. */
+  repoLockKey(repoId: number): string {
+    return `${this.prefix}:apply:lock:repo:${repoId}`;
+  }
+
+  /** Serialises posting a pull request's apply comment and check runs. */
+  postLockKey(repoId: number, pr: number): string {
+    return `${this.prefix}:apply:lock:post:${repoId}:${pr}`;
+  }
+
+  private prKey(repoId: number, pr: number): string {
+    return `${this.prefix}:apply:pr:${repoId}:${pr}`;
+  }
+
+  /**
+   * Creates a run with the guests' reviewed plans, once: a second call with the same id (a retried
+   * merge job) keeps the first. Resolves with the run as stored.
+   */
+  async createRun(run: ApplyRun, plans: readonly GuestPlan[]): Promise<ApplyRun> {
+    const key = this.runKey(run.id);
+    const fields = plans.flatMap((plan) => [`${plan.cluster}/${plan.vmid}`, JSON.stringify(plan)]);
+    // The plans first: a run is visible only once everything it needs is there.
+    if (fields.length > 0) await this.redis.hset(this.plansKey(run.id), ...fields);
+    await this.redis.hsetnx(key, 'run', JSON.stringify(ApplyRunSchema.parse(run)));
+    const stored = await this.getRun(run.id);
+    if (!stored) throw new Error(`apply run ${run.id} could not be stored`);
+    return stored.run;
+  }
+
+  /** The run with its changing fields, or undefined when there is none (or it expired). */
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const found = await this.redis.hgetall(this.runKey(runId));
+    if (!found.run) return undefined;
+    const run = ApplyRunSchema.parse(JSON.parse(found.run));
+    const record: RunRecord = {
+      run,
+      version: Number(found.version ?? 0),
+      queued: found.queued === '1',
+      checkCompleted: found.checkCompleted === '1',
+    };
+    const checkRunId = Number(found.checkRunId);
+    if (Number.isInteger(checkRunId) && checkRunId > 0) record.checkRunId = checkRunId;
+    if (found.checkHash) record.checkHash = found.checkHash;
+    return record;
+  }
+
+  /** Records that every guest job of the run was added. */
+  async markQueued(runId: string): Promise<void> {
+    await this.redis.hset(this.runKey(runId), 'queued', '1');
+  }
+
+  /** Records the run's check run, and the hash of the output last sent to it. */
+  async setCheck(runId: string, check: { id: number; hash: string; completed: boolean }): Promise<void> {
+    await this.redis.hset(
+      this.runKey(runId),
+      'checkRunId',
+      String(check.id),
+      'checkHash',
+      check.hash,
+      'checkCompleted',
+      check.completed ? '1' : '0',
+    );
+  }
+
+  /** Keeps a finished run for {@link RUN_TTL_SECONDS}, then lets Redis drop it. */
+  async expireRun(runId: string): Promise<void> {
+    await this.redis
+      .multi()
+      .expire(this.runKey(runId), RUN_TTL_SECONDS)
+      .expire(this.plansKey(runId), RUN_TTL_SECONDS)
+      .expire(this.resultsKey(runId), RUN_TTL_SECONDS)
+      .exec();
+  }
+
+  /** The reviewed plan of one guest of the run. Throws when it is missing or unreadable. */
+  async guestPlan(runId: string, guest: string): Promise<GuestPlan> {
+    const text = await this.redis.hget(this.plansKey(runId), guest);
+    if (text === null) throw new GuestPlanMissingError(`apply run ${runId} has no plan for guest ${guest}`);
+    return GuestPlanSchema.parse(JSON.parse(text));
+  }
+
+  /** Every guest's progress or result, by guest key. */
+  async results(runId: string): Promise<Map<string, GuestProgress>> {
+    const all = await this.redis.hgetall(this.resultsKey(runId));
+    const map = new Map<string, GuestProgress>();
+    for (const [guest, text] of Object.entries(all)) {
+      const parsed = GuestProgressSchema.safeParse(JSON.parse(text));
+      if (parsed.success) map.set(guest, parsed.data as GuestProgress);
+    }
+    return map;
+  }
+
+  /** One guest's progress or result. */
+  async result(runId: string, guest: string): Promise<GuestProgress | undefined> {
+    const text = await this.redis.hget(this.resultsKey(runId), guest);
+    if (text === null) return undefined;
+    const parsed = GuestProgressSchema.safeParse(JSON.parse(text));
+    return parsed.success ? (parsed.data as GuestProgress) : undefined;
+  }
+
+  /**
+   * Appends the run's tickets to its guests' FIFOs (idempotent: a ticket already there stays
+   * where it is), each guest starting as `queued`. The caller holds the repository's lock.
+   */
+  async appendTickets(run: ApplyRun, queued: (guest: string) => GuestProgress): Promise<void> {
+    const pipeline = this.redis.multi();
+    for (const guest of run.guests) {
+      pipeline.eval(
+        APPEND,
+        3,
+        this.ticketsKey(guest),
+        this.startedKey(guest),
+        this.resultsKey(run.id),
+        String(run.order),
+        run.id,
+        guest,
+        JSON.stringify(queued(guest)),
+      );
+    }
+    const results = await pipeline.exec();
+    const failed = results?.find(([error]) => error);
+    if (failed?.[0]) throw failed[0];
+  }
+
+  /**
+   * Asks to run the guest for `runId`: `head` (and now marked started: no later-arriving ticket
+   * goes before it), `behind` another run (`head` says which), or `gone` (no ticket: finished, or
+   * removed as stale).
+   */
+  async claim(guest: string, runId: string): Promise<{ state: 'head' | 'behind' | 'gone'; head?: string }> {
+    const [code, head] = (await this.redis.eval(CLAIM, 2, this.ticketsKey(guest), this.startedKey(guest), runId)) as [number, string];
+    const state = code === 1 ? 'head' : code === 0 ? 'behind' : 'gone';
+    return head ? { state, head } : { state };
+  }
+
+  /** The run at the head of the guest's FIFO. */
+  async head(guest: string): Promise<string | undefined> {
+    return (await this.redis.zrange(this.ticketsKey(guest), 0, 0))[0];
+  }
+
+  /**
+   * Records a guest's progress (not its result): `written`, `unchanged` (the same as recorded),
+   * or `refused` — `fence` is given and no longer holds, or the guest already has its result.
+   */
+  async setProgress(runId: string, guest: string, progress: GuestProgress, fence?: Fence): Promise<'written' | 'unchanged' | 'refused'> {
+    const written = await this.redis.eval(
+      PROGRESS,
+      3,
+      this.resultsKey(runId),
+      this.runKey(runId),
+      fence?.key ?? this.guestLockKey(guest),
+      guest,
+      JSON.stringify(progress),
+      fence ? String(fence.token) : '',
+    );
+    return written === 1 ? 'written' : written === 2 ? 'unchanged' : 'refused';
+  }
+
+  /**
+   * Records a guest's result and takes its ticket out of the FIFO, in one step: fenced by the
+   * guest lock when `fence` is given; with `onlyIfHead`, only while `runId` is the guest's head
+   * (removing a stale head). A result already recorded is kept (the first one wins).
+   */
+  async finish(runId: string, guest: string, result: GuestProgress, options: { fence?: Fence; onlyIfHead?: boolean } = {}) {
+    const [state, next] = (await this.redis.eval(
+      FINISH,
+      5,
+      this.ticketsKey(guest),
+      this.startedKey(guest),
+      this.resultsKey(runId),
+      this.runKey(runId),
+      options.fence?.key ?? this.guestLockKey(guest),
+      runId,
+      guest,
+      JSON.stringify(result),
+      options.fence ? String(options.fence.token) : '',
+      options.onlyIfHead ? '1' : '0',
+    )) as [FinishOutcome['state'], string];
+    const outcome: FinishOutcome = { state };
+    if (next) outcome.next = next;
+    return outcome;
+  }
+
+  /** The pull request's latest run (whose results its apply comment shows), if any. */
+  async latestRun(repoId: number, pr: number): Promise<string | undefined> {
+    return (await this.redis.hget(this.prKey(repoId, pr), 'run')) || undefined;
+  }
+
+  /** Makes `runId` the pull request's latest run; `''` when a notice replaced the runs in the comment. */
+  async setLatestRun(repoId: number, pr: number, runId: string): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.prKey(repoId, pr), 'run', runId)
+      .expire(this.prKey(repoId, pr), RUN_TTL_SECONDS * 3)
+      .exec();
+  }
+
+  /** The pull request's apply comment as last written. */
+  async getComment(repoId: number, pr: number): Promise<KnownComment | undefined> {
+    const [id, hash] = await this.redis.hmget(this.prKey(repoId, pr), 'commentId', 'commentHash');
+    const n = Number(id);
+    return Number.isInteger(n) && n > 0 && hash ? { id: n, bodyHash: hash } : undefined;
+  }
+
+  async setComment(repoId: number, pr: number, comment: KnownComment): Promise<void> {
+    await this.redis
+      .multi()
+      .hset(this.prKey(repoId, pr), 'commentId', String(comment.id), 'commentHash', comment.bodyHash)
+      .expire(this.prKey(repoId, pr), RUN_TTL_SECONDS * 3)
+      .exec();
+  }
+
+  /** For each guest key, the runs queued or running for it (FIFO order). */
+  async inProgress(guests: readonly string[]): Promise<Map<string, ApplyInProgress[]>> {
+    const result = new Map<string, ApplyInProgress[]>();
+    if (guests.length === 0) return result;
+    const pipeline = this.redis.pipeline();
+    for (const guest of guests) pipeline.zrange(this.ticketsKey(guest), 0, -1);
+    const tickets = (await pipeline.exec()) ?? [];
+    const runIds = new Set<string>();
+    const byGuest = guests.map((guest, i) => {
+      const ids = (tickets[i]?.[1] as string[] | undefined) ?? [];
+      for (const id of ids) runIds.add(id);
+      return [guest, ids] as const;
+    });
+    const runs = new Map<string, ApplyInProgress>();
+    for (const id of runIds) {
+      const record = await this.getRun(id);
+      if (record) runs.set(id, { runId: id, repo: record.run.repo, pr: record.run.pr });
+    }
+    for (const [guest, ids] of byGuest) {
+      const list = ids.map((id) => runs.get(id)).filter((r): r is ApplyInProgress => r !== undefined);
+      if (list.length > 0) result.set(guest, list);
+    }
+    return result;
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * Merge-to-apply in App tests: the GitHub requests of an apply (its check run on the merge commit,
+ * its sticky comment) as expectations on the test double that record every body sent — how many
+ * edits a debounced comment gets depends on timing, what it finally says does not — plus a plan
+ * stored for a pull request head exactly as the plan job stores it (planned against the simulator
+ * by the same planner), and a merge delivery.
+ */
+import { Redis } from 'ioredis';
+import type { SpecSet } from '../../src/core/model.js';
+import { loadSpecs } from '../../src/core/spec/load-specs.js';
+import { runPlan } from '../../src/engine/run-plan.js';
+import { PveClient } from '../../src/pve/client.js';
+import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { statePrefix } from '../../src/queue/keys.js';
+import { PlanStore } from '../../src/queue/plan-store.js';
+import type { CheckRunBody } from './plan-flow.js';
+import { type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
+import type { GitHubDouble, RecordedRequest } from './github-double.js';
+import type { RepoFiles } from './spec-repo.js';
+
+const APPLY_MARKER = '<!-- pve-gitops:apply -->';
+
+/** Resolves when a recorded body satisfies a predicate. */
+class Bodies<T> {
+  readonly all: T[] = [];
+  private waiters: { test: (body: T) => boolean; resolve: (body: T) => void }[] = [];
+
+  add(body: T): void {
+    this.all.push(body);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.test(body)) return true;
+      w.resolve(body);
+      return false;
+    });
+  }
+
+  /** The first body (sent already or to come) for which `test` holds. */
+  until(test: (body: T) => boolean): Promise<T> {
+    const found = this.all.find(test);
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolve) => this.waiters.push({ test, resolve }));
+  }
+
+  last(): T | undefined {
+    return this.all[this.all.length - 1];
+  }
+}
+
+/** The `pve-gitops/apply` check run of one run: created on the merge commit, updated, completed. */
+export interface ApplyCheckRun {
+  bodies: Bodies<CheckRunBody>;
+  /** The body that completed it (created completed, or updated to completed). */
+  completed: Promise<CheckRunBody>;
+}
+
+/** Expects one apply check run on `mergeSha` (answered with `id`) and any number of updates to it. */
+export function expectApplyCheckRun(github: GitHubDouble, repo: TestRepo, options: { mergeSha: string; id: number }): ApplyCheckRun {
+  const bodies = new Bodies<CheckRunBody>();
+  const record = (request: RecordedRequest): void => bodies.add(request.body as CheckRunBody);
+  github.expect({
+    method: 'POST',
+    path: `/repos/${repo.owner}/${repo.name}/check-runs`,
+    body: { head_sha: options.mergeSha, name: 'pve-gitops/apply' },
+    reply: (request) => {
+      record(request);
+      return { status: 201, json: { id: options.id, html_url: `https://github.example/checks/${options.id}` } };
+    },
+  });
+  github.expect({
+    method: 'PATCH',
+    path: `/repos/${repo.owner}/${repo.name}/check-runs/${options.id}`,
+    times: 'any',
+    reply: (request) => {
+      record(request);
+      return { json: { id: options.id } };
+    },
+  });
+  return { bodies, completed: bodies.until((body) => body.status === 'completed') };
+}
+
+/** The sticky apply comment of a pull request. */
+export interface ApplyComment {
+  bodies: Bodies<string>;
+  /** The first body (sent or to come) matching. */
+  until(test: (body: string) => boolean): Promise<string>;
+  last(): string;
+}
+
+/**
+ * Expects the apply comment of pull request `pr`: found missing and created, then edited any
+ * number of times (later runs of the pull request edit the same comment: keep using this one).
+ */
+export function expectApplyComment(github: GitHubDouble, repo: TestRepo, options: { pr: number; id: number }): ApplyComment {
+  const bodies = new Bodies<string>();
+  const record = (request: RecordedRequest): void => bodies.add(String((request.body as { body?: string }).body));
+  github.expect({ method: 'GET', path: `/repos/${repo.owner}/${repo.name}/issues/${options.pr}/comments`, reply: { json: [] } });
+  github.expect({
+    method: 'POST',
+    path: `/repos/${repo.owner}/${repo.name}/issues/${options.pr}/comments`,
+    body: (body: { body?: string }) => body.body?.startsWith(APPLY_MARKER),
+    reply: (request) => {
+      record(request);
+      return { status: 201, json: { id: options.id } };
+    },
+  });
+  github.expect({
+    method: 'PATCH',
+    path: `/repos/${repo.owner}/${repo.name}/issues/comments/${options.id}`,
+    body: (body: { body?: string }) => body.body?.startsWith(APPLY_MARKER),
+    times: 'any',
+    reply: (request) => {
+      record(request);
+      return { json: { id: options.id } };
+    },
+  });
+  return { bodies, until: (test) => bodies.until(test), last: () => bodies.last() ?? '' };
+}
+
+/** A finished apply comment: no guest in progress any more. */
+export function finishedComment(body: string): boolean {
+  return !body.includes('in progress');
+}
+
+/** The specs of a repository's files, failing the test on any spec error. */
+export function specSet(files: RepoFiles): SpecSet {
+  const loaded = loadSpecs(
+    Object.entries(files)
+      .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+      .map(([path, text]) => ({ path, text })),
+  );
+  if (loaded.errors.length > 0) throw new Error(loaded.errors.map((e) => `${e.file}:${e.line}: ${e.message}`).join('\n'));
+  return loaded.specs;
+}
+
+/**
+ * Stores the plan of a pull request head as the plan job does: head against base, read from the
+ * simulators with their read-only tokens, kept with the head's specs under the App's prefix.
+ */
+export async function storePlan(options: {
+  redisUrl: string;
+  prefix: string;
+  sims: Record<string, RunningSimulator>;
+  repo: TestRepo;
+  pr: number;
+  headSha: string;
+  baseSha: string;
+  head: RepoFiles;
+  base: RepoFiles;
+}): Promise<void> {
+  const head = specSet(options.head);
+  const base = specSet(options.base);
+  const clients = Object.entries(options.sims).map(
+    ([name, sim]) => [name, new PveClient({ cluster: name, url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 })] as const,
+  );
+  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 3 });
+  try {
+    const readers = Object.fromEntries(clients.map(([name, client]) => [name, new PveClusterAdapter(client)]));
+    const plan = await runPlan({ head, base, readers, ref: options.headSha });
+    const planned = new Set(plan.guests.map((g) => `${g.cluster}/${g.vmid}`));
+    await new PlanStore(redis, statePrefix(options.prefix)).savePlan({
+      repo: options.repo,
+      pr: options.pr,
+      headSha: options.headSha,
+      baseSha: options.baseSha,
+      specRoot: '',
+      draft: false,
+      plan,
+      specs: { clusters: head.clusters, guests: head.guests.filter((g) => planned.has(`${g.cluster}/${g.vmid}`)) },
+    });
+  } finally {
+    redis.disconnect();
+    await Promise.all(clients.map(([, client]) => client.close()));
+  }
+}
+
+/** A `pull_request.closed` delivery of a merge into the default branch. */
+export function mergeEvent(options: {
+  installationId: number;
+  repo: TestRepo;
+  number: number;
+  headSha: string;
+  baseSha: string;
+  mergeSha: string;
+  /** ISO; default now. The order of merges. */
+  mergedAt?: string;
+}): Payload {
+  const payload = pullRequestEvent({
+    action: 'closed',
+    installationId: options.installationId,
+    repo: options.repo,
+    number: options.number,
+    headSha: options.headSha,
+    baseSha: options.baseSha,
+    merged: true,
+    mergeSha: options.mergeSha,
+  });
+  payload.pull_request.merged_at = options.mergedAt ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  payload.pull_request.base.ref = payload.repository.default_branch;
+  return payload;
+}

@@ -1,0 +1,492 @@
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { expectApplyCheckRun, expectApplyComment, finishedComment, mergeEvent, storePlan } from './apply-flow.js';
+import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
+import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
+import { expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
+import { lockGuest, rawConfig, watchWrites } from './sim-writes.js';
+import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+
+let world: ApplyWorld | undefined;
+
+/** `merged_at` of the n-th merge of a test: increasing seconds. */
+function at(n: number): string {
+  return new Date(Date.UTC(2030, 0, 1, 0, 0, n)).toISOString().replace('.000Z', 'Z');
+}
+
+afterEach(async (context) => {
+  // A failing test shows what the App logged at warn and above: the why of most failures.
+  if (context.task.result?.state === 'fail' && world) {
+    const lines = world.app
+      .logs()
+      .split('\n')
+      .filter((line) => /"level":(40|50|60)/.test(line));
+    console.error(lines.slice(-40).join('\n'));
+  }
+  await world?.close();
+  world = undefined;
+});
+
+describe('merge to apply', () => {
+  it('a merge applies the plan stored for its head and posts per-guest results to the comment and the check run', async () => {
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(100101, 'web-01'), ownedGuest(100102, 'db-01', 'pve-02')],
+    });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = {
+      'cluster.yaml': clusterDoc(),
+      'vms/web.yaml': vmDoc('web-01', 100101),
+      'vms/db.yaml': vmDoc('db-01', 100102),
+    };
+    const head: RepoFiles = {
+      ...base,
+      'vms/web.yaml': vmDoc('web-01', 100101, { memory: 4096 }),
+      'vms/db.yaml': vmDoc('db-01', 100102, { cores: 4 }),
+      'vms/app.yaml': vmDoc('app-01', 100103),
+    };
+    const baseSha = newSha();
+    const headSha = newSha();
+    const mergeSha = newSha();
+    const pr = 21;
+
+    // The pull request is planned as usual; its plan is stored for its head.
+    await expectArchive(github, repo, baseSha, base);
+    await expectArchive(github, repo, headSha, head);
+    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 801 });
+    expectNewComment(github, repo, pr, 901);
+    const opened = await app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({ action: 'opened', installationId, repo, number: pr, headSha, baseSha }),
+    });
+    await app.jobDone('plan', opened.deliveryId);
+    expect((await planCheck.result()).output?.title).toBe('1 to create, 2 to update');
+    github.verify();
+
+    // Merged: no archive is read again, the stored plan is applied.
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 802 });
+    const comment = expectApplyComment(github, repo, { pr, id: 902 });
+    const merged = await app.deliver({
+      event: 'pull_request',
+      payload: mergeEvent({ installationId, repo, number: pr, headSha, baseSha, mergeSha }),
+    });
+    expect(merged.status).toBe(200);
+    const completed = await check.completed;
+    const body = await comment.until(finishedComment);
+
+    expect(completed).toMatchObject({ status: 'completed', conclusion: 'success', output: { title: '3 applied' } });
+    expect(body).toMatch(/^<!-- pve-gitops:apply -->\n### pve-gitops apply\n/);
+    expect(body).toContain(`Merged as \`${mergeSha.slice(0, 7)}\`: applying the plan reviewed for \`${headSha.slice(0, 7)}\`.`);
+    expect(body).toContain('**3 applied**');
+    for (const name of ['web-01', 'db-01', 'app-01']) expect(body).toMatch(new RegExp(`✅ \\*\\*applied\\*\\* · \\*\\*lab/${name}\\*\\*`));
+    // Task ids of the create, so an operator can find its log.
+    expect(body).toMatch(/`UPID:pve-01:[0-9A-F]+:[0-9A-F]+:[0-9A-F]+:qmcreate:100103:/);
+    expect(rawConfig(sim, 100101)).toContain('memory: 4096');
+    expect(rawConfig(sim, 100102)).toContain('cores: 4');
+    expect(rawConfig(sim, 100103)).toContain('name: app-01');
+    github.verify();
+  });
+});
+
+describe('one guest, several merges', () => {
+  it('two merges touching one guest apply in merge order, one write at a time, while their other guests run in parallel', async () => {
+    const X = 100201;
+    const Y = 100202;
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(X, 'app-01'), ownedGuest(Y, 'db-01', 'pve-02')],
+    });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const writes = watchWrites(sim);
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X), 'vms/db.yaml': vmDoc('db-01', Y) };
+    // A raises the memory of X; B, branched after A, also sets X's cores and Y's memory. Both
+    // were planned before either merged, against the same cluster.
+    const headA: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 3072 }) };
+    const headB: RepoFiles = {
+      ...base,
+      'vms/app.yaml': vmDoc('app-01', X, { memory: 3072, cores: 4 }),
+      'vms/db.yaml': vmDoc('db-01', Y, { memory: 4096 }),
+    };
+    const [baseSha, shaA, shaB, mergeA, mergeB] = [newSha(), newSha(), newSha(), newSha(), newSha()];
+    const store = { redisUrl: world.redisUrl, prefix: app.prefix, sims: world.clusters.sims, repo, baseSha, base };
+    await storePlan({ ...store, pr: 31, headSha: shaA, head: headA });
+    await storePlan({ ...store, pr: 32, headSha: shaB, head: headB });
+
+    // A backup holds X: A's apply of X waits it out, and keeps X's place for A.
+    const backup = lockGuest(sim, X);
+    const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 811 });
+    const commentA = expectApplyComment(github, repo, { pr: 31, id: 911 });
+    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 812 });
+    const commentB = expectApplyComment(github, repo, { pr: 32, id: 912 });
+    await app.deliver({
+      event: 'pull_request',
+      payload: mergeEvent({ installationId, repo, number: 31, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(1) }),
+    });
+    await commentA.until((body) => body.includes('locked (backup)'));
+    await app.deliver({
+      event: 'pull_request',
+      payload: mergeEvent({ installationId, repo, number: 32, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) }),
+    });
+    // B's other guest does not wait for X; B's X waits for A's.
+    const waiting = await commentB.until((body) => /applied\*\* · \*\*lab\/db-01\*\*/.test(body) && body.includes('waiting'));
+    expect(waiting).toContain('waiting for the apply of \\#31 to finish with this guest');
+    expect(writes.of(X)).toEqual([]);
+    expect(writes.of(Y)).toHaveLength(1);
+
+    backup.release();
+    const [doneA, doneB] = await Promise.all([checkA.completed, checkB.completed]);
+    expect(doneA).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    expect(doneB).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    const bodyA = await commentA.until(finishedComment);
+    const bodyB = await commentB.until(finishedComment);
+    // In merge order: A set the memory; B, finding it done, set only the cores. Had B gone first,
+    // it would have set both and A would have found nothing to do.
+    expect(bodyA).toMatch(/\| `wait-lock` \| locked \(backup\); waiting up to 600 s \|[\s\S]*\| `config` \| set memory \|/);
+    expect(bodyB).toMatch(/\| `config` \| set cores \|/);
+    expect(rawConfig(sim, X)).toMatch(/cores: 4\n[\s\S]*memory: 3072/);
+    // Never two writes in flight for X, and Y's write was over before X's first began.
+    const [first, second] = writes.of(X);
+    expect(writes.of(X)).toHaveLength(2);
+    expect(first!.end).toBeLessThanOrEqual(second!.start);
+    expect(writes.of(Y)[0]!.end).toBeLessThanOrEqual(first!.start);
+    expect(sim.sim.stats().guests[String(X)]).toEqual({ writes: 2, maxConcurrentWrites: 1 });
+    github.verify();
+  });
+});
+
+describe('plans while an apply runs', () => {
+  it("another pull request's plan that touches a guest with an apply in progress says so", async () => {
+    const X = 100251;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const [baseSha, shaA, mergeA, shaC] = [newSha(), newSha(), newSha(), newSha()];
+    await storePlan({
+      redisUrl: world.redisUrl,
+      prefix: app.prefix,
+      sims: world.clusters.sims,
+      repo,
+      baseSha,
+      base,
+      pr: 41,
+      headSha: shaA,
+      head: { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 3072 }) },
+    });
+    const backup = lockGuest(sim, X);
+    const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 821 });
+    const commentA = expectApplyComment(github, repo, { pr: 41, id: 921 });
+    await app.deliver({
+      event: 'pull_request',
+      payload: mergeEvent({ installationId, repo, number: 41, headSha: shaA, baseSha, mergeSha: mergeA }),
+    });
+    await commentA.until((body) => body.includes('locked (backup)'));
+
+    // While A's apply of X waits, pull request #42 changes X too.
+    await expectArchive(github, repo, baseSha, base);
+    await expectArchive(github, repo, shaC, { ...base, 'vms/app.yaml': vmDoc('app-01', X, { cores: 3 }) });
+    const planCheck = expectCheckRun(github, repo, { headSha: shaC, pr: 42, id: 822 });
+    const planComment = expectNewComment(github, repo, 42, 922);
+    const opened = await app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({ action: 'opened', installationId, repo, number: 42, headSha: shaC, baseSha }),
+    });
+    await app.jobDone('plan', opened.deliveryId);
+    const body = await planComment.body();
+    expect(body).toContain('### ⏳ Applies in progress for these guests');
+    expect(body).toContain(`| **lab/app-01** (${X}) | \\#41 |`);
+    expect((await planCheck.result()).output?.summary).toContain('an apply is in progress for 1 guest of this plan');
+
+    backup.release();
+    expect((await checkA.completed).conclusion).toBe('success');
+    github.verify();
+  });
+});
+
+/** Rewrites the plan stored for a pull request head (what someone with access to Redis could do). */
+// biome-ignore lint/suspicious/noExplicitAny: the test reaches into the stored JSON
+async function editStoredPlan(w: ApplyWorld, pr: number, headSha: string, edit: (plan: any) => void): Promise<void> {
+  const redis = new Redis(w.redisUrl, { maxRetriesPerRequest: 3 });
+  try {
+    const key = `${w.app.prefix}:state:plan:${w.repo.id}:${pr}:${headSha}`;
+    const envelope = JSON.parse((await redis.get(key)) ?? 'null');
+    const plan = JSON.parse(envelope.plan);
+    edit(plan);
+    envelope.plan = JSON.stringify(plan);
+    await redis.set(key, JSON.stringify(envelope), 'KEEPTTL');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Expects a writer's `/pve` command to be accepted: the permission asked, the comment reacted to. */
+function expectAcceptedCommand(w: ApplyWorld, author: string, commentId: number): void {
+  w.github.expect({
+    method: 'GET',
+    path: `/repos/${w.repo.owner}/${w.repo.name}/collaborators/${author}/permission`,
+    reply: { json: { permission: 'write', role_name: 'write' } },
+  });
+  w.github.expect({
+    method: 'POST',
+    path: `/repos/${w.repo.owner}/${w.repo.name}/issues/comments/${commentId}/reactions`,
+    body: { content: 'eyes' },
+    reply: { status: 201, json: {} },
+  });
+}
+
+/** GitHub's answer to `GET /repos/{o}/{r}/pulls/{n}` for a merged (or open) pull request. */
+function pullAnswer(w: ApplyWorld, pr: number, shas: { headSha: string; baseSha: string; mergeSha?: string }) {
+  return {
+    method: 'GET' as const,
+    path: `/repos/${w.repo.owner}/${w.repo.name}/pulls/${pr}`,
+    reply: {
+      json: {
+        number: pr,
+        state: shas.mergeSha ? 'closed' : 'open',
+        merged: shas.mergeSha !== undefined,
+        merge_commit_sha: shas.mergeSha ?? null,
+        draft: false,
+        updated_at: at(9),
+        head: { sha: shas.headSha },
+        base: { sha: shas.baseSha, ref: 'main', repo: { default_branch: 'main' } },
+      },
+    },
+  };
+}
+
+describe('conflicts and /pve apply', () => {
+  it("an operator's edit after review is a conflict on the pull request and stays; /pve plan then /pve apply applies the new plan", async () => {
+    const X = 100301;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const w = world;
+    const { github, app, repo, installationId } = w;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const head: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 51;
+    await storePlan({ redisUrl: w.redisUrl, prefix: app.prefix, sims: w.clusters.sims, repo, baseSha, base, pr, headSha, head });
+
+    // Reviewed: 2048 → 4096. Then someone sets 3000 in the web UI.
+    sim.sim.operatorEdit(X, { set: { memory: 3000 } });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 831 });
+    const comment = expectApplyComment(github, repo, { pr, id: 931 });
+    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: pr, headSha, baseSha, mergeSha }) });
+    expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: '1 conflict' } });
+    const conflict = await comment.until(finishedComment);
+    expect(conflict).toContain('⚠️ **conflict** · **lab/app-01**');
+    expect(conflict).toContain('| `memory` | `2048` → `4096` | `3000` → `4096` |');
+    expect(conflict).toContain('**Nothing was written for 1 guest in conflict:**');
+    expect(rawConfig(sim, X)).toContain('memory: 3000');
+    expect(sim.sim.stats().writes.total).toBe(0);
+    github.verify();
+
+    // `/pve plan` on the merged pull request plans its head again, against the cluster as it is.
+    expectAcceptedCommand(w, 'alice', 5101);
+    github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
+    await expectArchive(github, repo, baseSha, base);
+    await expectArchive(github, repo, headSha, head);
+    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 832 });
+    const planComment = expectNewComment(github, repo, pr, 932);
+    const replan = await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: pr, body: '/pve plan', author: 'alice', commentId: 5101 }),
+    });
+    await app.jobDone('command', replan.deliveryId);
+    expect((await planCheck.result()).conclusion).toBe('success');
+    expect(await planComment.body()).toContain('| `memory` | `3000` | `4096` | live |');
+    github.verify();
+
+    // `/pve apply` applies that plan, reviewed now.
+    expectAcceptedCommand(w, 'alice', 5102);
+    github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
+    const again = expectApplyCheckRun(github, repo, { mergeSha, id: 833 });
+    const apply = await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: pr, body: '/pve apply', author: 'alice', commentId: 5102 }),
+    });
+    await app.jobDone('command', apply.deliveryId);
+    expect(await again.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    // The same sticky comment, edited (its edits are all taken by the expectation declared above).
+    const applied = await comment.until((body) => body.includes('by alice') && finishedComment(body));
+    expect(applied).toContain('`/pve apply` by alice: applying the plan reviewed for');
+    expect(applied).toContain('**1 applied**');
+    expect(rawConfig(sim, X)).toContain('memory: 4096');
+    github.verify();
+  }, 90_000);
+
+  it('/pve apply on an open pull request says applies happen on merge, and applies nothing', async () => {
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });
+    const w = world;
+    expectAcceptedCommand(w, 'bob', 5201);
+    w.github.expect(pullAnswer(w, 52, { headSha: newSha(), baseSha: newSha() }));
+    const reply = expectReply(w.github, w.repo, 52, /applies a pull request when it is merged into the default branch/);
+    const delivery = await w.app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({
+        installationId: w.installationId,
+        repo: w.repo,
+        number: 52,
+        body: '/pve apply',
+        author: 'bob',
+        commentId: 5201,
+      }),
+    });
+    await w.app.jobDone('command', delivery.deliveryId);
+    expect(await reply.body()).toMatch(/^@bob /);
+    w.github.verify();
+  });
+});
+
+describe('merges that apply nothing', () => {
+  it('a merge without a stored plan plans it now, posts it, applies nothing and says how to apply', async () => {
+    const X = 100401;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 61;
+    await expectArchive(github, repo, baseSha, base);
+    await expectArchive(github, repo, headSha, { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 8192 }) });
+    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 841 });
+    const planComment = expectNewComment(github, repo, pr, 941);
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 842 });
+    const comment = expectApplyComment(github, repo, { pr, id: 942 });
+    const merged = await app.deliver({
+      event: 'pull_request',
+      payload: mergeEvent({ installationId, repo, number: pr, headSha, baseSha, mergeSha }),
+    });
+    await app.jobDone('closed', merged.deliveryId);
+    expect(await check.completed).toMatchObject({ conclusion: 'neutral', output: { title: 'Not applied: no reviewed plan' } });
+    expect((await planCheck.result()).output?.title).toBe('1 to update');
+    expect(await planComment.body()).toContain('| `memory` | `2048` | `8192` | live |');
+    const notice = await comment.until(() => true);
+    expect(notice).toContain(`**Nothing was applied:** no reviewed plan was stored for \`${headSha.slice(0, 7)}\``);
+    expect(notice).toContain('Review that plan, then comment `/pve apply` to apply it.');
+    expect(sim.sim.stats().writes.total).toBe(0);
+    expect(rawConfig(sim, X)).toContain('memory: 2048');
+    github.verify();
+  });
+
+  it('a stored plan whose specs do not pass validate is not applied', async () => {
+    const X = 100460;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const head = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+    await storePlan({
+      redisUrl: world.redisUrl,
+      prefix: app.prefix,
+      sims: world.clusters.sims,
+      repo,
+      baseSha,
+      base,
+      pr: 63,
+      headSha,
+      head,
+    });
+    // Changed in storage after review: the spec the apply would recompute from is not a valid spec.
+    await editStoredPlan(world, 63, headSha, (plan) => {
+      plan.guests[0].target.spec.config.memory = 'lots';
+    });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 856 });
+    const comment = expectApplyComment(github, repo, { pr: 63, id: 956 });
+    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 63, headSha, baseSha, mergeSha }) });
+    expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the stored specs are invalid' } });
+    const notice = await comment.until(() => true);
+    expect(notice).toContain('do not pass validation');
+    expect(notice).toContain('vms/app.yaml');
+    expect(sim.sim.stats().writes.total).toBe(0);
+    github.verify();
+  });
+
+  it('a plan with errors is never applied', async () => {
+    // 100451 belongs to someone else (no owner tag): a spec claiming it is a collision.
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(100450, 'app-01'), { ...ownedGuest(100451, 'legacy'), config: { name: 'legacy', memory: 1024 } }],
+    });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', 100450) };
+    const head: RepoFiles = {
+      ...base,
+      'vms/app.yaml': vmDoc('app-01', 100450, { memory: 4096 }),
+      'vms/legacy.yaml': vmDoc('legacy', 100451),
+    };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    await storePlan({
+      redisUrl: world.redisUrl,
+      prefix: app.prefix,
+      sims: world.clusters.sims,
+      repo,
+      baseSha,
+      base,
+      pr: 62,
+      headSha,
+      head,
+    });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 851 });
+    const comment = expectApplyComment(github, repo, { pr: 62, id: 951 });
+    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 62, headSha, baseSha, mergeSha }) });
+    expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the plan has errors' } });
+    const notice = await comment.until(() => true);
+    expect(notice).toContain('has errors, and a plan with errors is never applied');
+    expect(notice).toContain('lab/legacy');
+    // Not even the guest without an error was touched.
+    expect(sim.sim.stats().writes.total).toBe(0);
+    github.verify();
+  });
+});
+
+describe('a cluster that cannot be reached', () => {
+  it('is retried with backoff, then reported on the pull request; /pve apply runs it again once the cluster is back', async () => {
+    const X = 100701;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, app, repo, installationId } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    await storePlan({
+      redisUrl: world.redisUrl,
+      prefix: app.prefix,
+      sims: world.clusters.sims,
+      repo,
+      baseSha,
+      base,
+      pr: 91,
+      headSha,
+      head: { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) },
+    });
+    // Every connection to the cluster is reset, as when it is down behind a load balancer.
+    sim.sim.setFailureRate(1, { mode: 'reset' });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 891 });
+    const comment = expectApplyComment(github, repo, { pr: 91, id: 991 });
+    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 91, headSha, baseSha, mergeSha }) });
+    // Retried while it could succeed: the comment says so.
+    await comment.until((body) => body.includes('retrying after:'));
+    expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: '1 failed' } });
+    const failed = await comment.until(finishedComment);
+    expect(failed).toContain('gave up after 3 attempts; comment /pve apply to run it again');
+    expect(failed).toContain('comment `/pve apply` to run the apply again');
+    expect(sim.sim.stats().writes.total).toBe(0);
+
+    sim.sim.setFailureRate(0);
+    expectAcceptedCommand(world, 'carol', 9101);
+    github.expect(pullAnswer(world, 91, { headSha, baseSha, mergeSha }));
+    const again = expectApplyCheckRun(github, repo, { mergeSha, id: 892 });
+    await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: 91, body: '/pve apply', author: 'carol', commentId: 9101 }),
+    });
+    expect(await again.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    expect(await comment.until((body) => body.includes('by carol') && finishedComment(body))).toContain('**1 applied**');
+    expect(rawConfig(sim, X)).toContain('memory: 4096');
+    github.verify();
+  }, 60_000);
+});
