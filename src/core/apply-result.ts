@@ -14,6 +14,8 @@ export interface ApplyStep {
   detail?: string;
   /** Proxmox task id when the step ran as a task, so an operator can find its log. */
   upid?: string;
+  /** How the task ended: `OK`, `WARNINGS: N`, or the error text of a task that failed. */
+  exitStatus?: string;
   /** Wall time of the step in milliseconds. */
   ms?: number;
 }

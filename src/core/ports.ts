@@ -35,6 +35,8 @@ export interface GuestRef {
 /** A finished write: the Proxmox task that carried it out, when there was one. */
 export interface WriteResult {
   upid?: string;
+  /** The task's exit status when it ended: `OK`, or `WARNINGS: N` (a task that failed throws instead). */
+  exitStatus?: string;
 }
 
 /** Per call: aborting `signal` stops waiting for the task (the task itself runs on). */

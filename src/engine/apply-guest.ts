@@ -395,6 +395,7 @@ class GuestJob {
       const result = await this.#execute(op, observed);
       const step: ApplyStep = { op: op.op, detail: summariseOperation(op), ms: this.#clock.now() - started };
       if (result.upid) step.upid = result.upid;
+      if (result.exitStatus) step.exitStatus = result.exitStatus;
       this.#emit(step);
       this.#lastOp = opKey;
       this.#digestConflicts = 0;
@@ -444,7 +445,10 @@ class GuestJob {
       }
       const failed: ApplyStep = { op: op.op, detail: `${summariseOperation(op)}: failed`, ms: this.#clock.now() - started };
       const task = err instanceof TaskFailedError ? err : undefined;
-      if (task) failed.upid = task.upid;
+      if (task) {
+        failed.upid = task.upid;
+        failed.exitStatus = task.exitStatus;
+      }
       this.#emit(failed);
       if (err instanceof UnavailableError) {
         const uncertain = err.writeUncertain ? '; the write may or may not have happened — the next run re-reads first' : '';

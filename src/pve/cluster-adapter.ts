@@ -197,8 +197,8 @@ export class PveClusterAdapter implements ClusterWriter {
 
   async #task(node: string, upid: string | null, context: WriteContext): Promise<WriteResult> {
     if (!upid) return {};
-    await this.#client.waitForTask(node, upid, this.#waitOptions(context));
-    return { upid };
+    const status = await this.#client.waitForTask(node, upid, this.#waitOptions(context));
+    return status.exitstatus ? { upid, exitStatus: status.exitstatus } : { upid };
   }
 
   /** The wait options of one call: its signal, and a heartbeat for a person watching a long task. */

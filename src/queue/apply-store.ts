@@ -57,7 +57,13 @@ export function isFinal(status: GuestRunStatus): status is ApplyStatus {
   return (APPLY_STATUSES as readonly string[]).includes(status);
 }
 
-const StepSchema = z.object({ op: z.string(), detail: z.string().optional(), upid: z.string().optional(), ms: z.number().optional() });
+const StepSchema = z.object({
+  op: z.string(),
+  detail: z.string().optional(),
+  upid: z.string().optional(),
+  exitStatus: z.string().optional(),
+  ms: z.number().optional(),
+});
 const ValueChangeSchema = z.object({ from: z.string().optional(), to: z.string().optional() });
 const GuestProgressSchema = z.object({
   cluster: z.string(),

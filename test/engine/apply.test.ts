@@ -41,6 +41,8 @@ describe('apply against the simulator', () => {
     const created = result.guests.find((g) => g.name === 'db-01' && g.cluster === 'lab');
     expect(created?.steps.map((s) => s.op)).toEqual(['create', 'start']);
     expect(created?.steps[0]?.upid).toMatch(/^UPID:pve-01:[0-9A-F]{8}:[0-9A-F]{8,9}:[0-9A-F]{8}:qmcreate:100201:/);
+    // The task's own exit status, as Proxmox reports it when the task ends.
+    expect(created?.steps[0]?.exitStatus).toBe('OK');
 
     const again = await runPlan({ head: specs, readers: estate.readers });
     expect(planHasChanges(again)).toBe(false);

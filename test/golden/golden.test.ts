@@ -121,8 +121,8 @@ function smallApply(): ApplyResult {
         node: 'pve-01',
         status: 'applied',
         steps: [
-          { op: 'create', detail: 'create on pve-01', upid: UPID('pve-01', 'qmcreate', 100104), ms: 2300 },
-          { op: 'start', upid: UPID('pve-01', 'qmstart', 100104), ms: 1200 },
+          { op: 'create', detail: 'create on pve-01', upid: UPID('pve-01', 'qmcreate', 100104), exitStatus: 'OK', ms: 2300 },
+          { op: 'start', upid: UPID('pve-01', 'qmstart', 100104), exitStatus: 'OK', ms: 1200 },
         ],
       },
       {

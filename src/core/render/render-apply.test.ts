@@ -102,20 +102,20 @@ describe('renderApplyMarkdown', () => {
     expect(md).not.toMatch(/pw-/);
   });
 
-  it('shows steps with task ids and times in a folded block', () => {
+  it('shows steps with task ids, exit statuses and times in a folded block', () => {
     const md = renderApplyMarkdown(
       result([
         guest({
           steps: [
             { op: 'config', detail: 'set memory, cores', ms: 85 },
-            { op: 'start', upid: UPID, ms: 2_340 },
+            { op: 'start', upid: UPID, exitStatus: 'WARNINGS: 1', ms: 2_340 },
           ],
         }),
       ]),
     );
     expect(md).toContain('<details><summary>2 steps · 1 task</summary>');
-    expect(md).toContain('| 1 | `config` | set memory, cores |  | 85 ms |');
-    expect(md).toContain(`| 2 | \`start\` |  | \`${UPID}\` | 2.3 s |`);
+    expect(md).toContain('| 1 | `config` | set memory, cores |  |  | 85 ms |');
+    expect(md).toContain(`| 2 | \`start\` |  | \`${UPID}\` | WARNINGS: 1 | 2.3 s |`);
   });
 
   it('keeps 10,000 results under the limit and says how many were folded', () => {

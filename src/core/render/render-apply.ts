@@ -228,10 +228,18 @@ function renderSteps(steps: readonly ApplyStep[]): string {
       codeSpan(step.op, 40),
       step.detail !== undefined ? escapeText(step.detail) : '',
       step.upid !== undefined ? codeSpan(step.upid, 200) : '',
+      step.exitStatus !== undefined ? escapeText(step.exitStatus) : '',
       step.ms !== undefined ? formatMs(step.ms) : '',
     ]);
   const more = steps.length - rows.length;
-  const table = markdownTable(['#', 'step', 'detail', 'task', 'time'], rows, ['right', 'left', 'left', 'left', 'right']);
+  const table = markdownTable(['#', 'step', 'detail', 'task', 'exit status', 'time'], rows, [
+    'right',
+    'left',
+    'left',
+    'left',
+    'left',
+    'right',
+  ]);
   return `${table}\n${more > 0 ? `\n_…and ${plural(more, 'more step')}._\n` : ''}\n`;
 }
 
@@ -310,6 +318,7 @@ function renderGuestText(guest: GuestApplyResult, paint: Painter): string[] {
     const parts = [paint(terminalSafe(step.op), 'cyan')];
     if (step.detail !== undefined) parts.push(terminalSafe(step.detail, 500));
     if (step.upid !== undefined) parts.push(paint(terminalSafe(step.upid), 'dim'));
+    if (step.exitStatus !== undefined) parts.push(terminalSafe(step.exitStatus, 200));
     if (step.ms !== undefined) parts.push(`(${formatMs(step.ms)})`);
     lines.push(`${INDENT}${parts.join(' ')}`);
   }
