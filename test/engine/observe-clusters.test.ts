@@ -2,18 +2,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ClusterSpec, GuestSpec } from '../../src/core/model.js';
 import { runDrift } from '../../src/engine/run-plan.js';
-import { makeGuestSpec } from '../helpers/factories.js';
+import { makeClusterSpec, makeGuestSpec } from '../helpers/factories.js';
 import { MemoryCluster } from './memory-cluster.js';
 import { VirtualClock } from './virtual-clock.js';
 
-const LAB: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100, upper: 1000 },
-  ownerTag: 'pve-gitops',
-  nodes: ['pve-01'],
-  prune: false,
-  source: { file: 'lab/cluster.yaml', line: 1, col: 1 },
-};
+const LAB: ClusterSpec = makeClusterSpec({ vmids: { lower: 100, upper: 1000 }, source: { file: 'lab/cluster.yaml', line: 1, col: 1 } });
 
 function estate(guests: number): { lab: MemoryCluster; specs: GuestSpec[] } {
   const lab = new MemoryCluster({ clock: new VirtualClock(), nodes: ['pve-01'], readMs: 20 });

@@ -11,6 +11,7 @@ import type { ClusterSpec, GuestSpec, ObservedGuest, Plan } from '../../src/core
 import { planScope, planSpecs } from '../../src/core/plan/plan-specs.js';
 import { APPLY_MARKER, renderApplyMarkdown } from '../../src/core/render/render-apply.js';
 import { PLAN_MARKER, renderPlanMarkdown } from '../../src/core/render/render-markdown.js';
+import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../helpers/factories.js';
 
 const UPDATE = process.env.UPDATE_GOLDEN === '1';
 
@@ -25,45 +26,18 @@ async function expectGolden(name: string, actual: string): Promise<void> {
   expect(actual).toBe(expected);
 }
 
-const lab: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100000, upper: 200000 },
-  ownerTag: 'pve-gitops',
+const lab: ClusterSpec = makeClusterSpec({
   nodes: ['pve-01', 'pve-02'],
   prune: true,
   source: { file: 'lab/cluster.yaml', line: 1, col: 1 },
-};
+});
 
 function vm(name: string, vmid: number, config: Record<string, string>, extra: Partial<GuestSpec> = {}): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config,
-    source: { file: `lab/${name}.yaml`, line: 1, col: 1 },
-    ...extra,
-  };
+  return makeVmSpec(name, vmid, config, { source: { file: `lab/${name}.yaml`, line: 1, col: 1 }, ...extra });
 }
 
 function live(name: string, vmid: number, status: string, current: Record<string, string>): ObservedGuest {
-  return {
-    vmid,
-    type: 'qemu',
-    node: 'pve-01',
-    status,
-    digest: `${vmid}`.padEnd(40, '0'),
-    current: { name, tags: 'pve-gitops', ...current },
-    pending: {},
-    pendingDelete: [],
-  };
+  return makeObservedVm(name, vmid, current, { status, digest: `${vmid}`.padEnd(40, '0') });
 }
 
 /** A create, an update pending a restart with drift, a destroy by prune, and a no-op. */

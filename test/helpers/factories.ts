@@ -2,8 +2,26 @@
  * Builders for the core's data in tests: sensible defaults, overridden per test, so a test says
  * only what matters to it.
  */
-import type { GuestPlan, GuestSpec, ObservedGuest, Plan } from '../../src/core/model.js';
+import type { ClusterSpec, GuestPlan, GuestSpec, ObservedGuest, Plan } from '../../src/core/model.js';
 import { summarise } from '../../src/core/plan/plan-specs.js';
+
+/** The `lab` cluster: VMIDs 100000–200000, owner tag `pve-gitops`, one node `pve-01`, no pruning. */
+export function makeClusterSpec(overrides: Partial<ClusterSpec> = {}): ClusterSpec {
+  return {
+    name: 'lab',
+    vmids: { lower: 100000, upper: 200000 },
+    ownerTag: 'pve-gitops',
+    nodes: ['pve-01'],
+    prune: false,
+    source: { file: 'clusters.yaml', line: 1, col: 1 },
+    ...overrides,
+  };
+}
+
+/** A VM spec named `name` at `vmid` in `lab`, declared in `<name>.yaml`. */
+export function makeVmSpec(name: string, vmid: number, config: Record<string, string> = {}, overrides: Partial<GuestSpec> = {}): GuestSpec {
+  return makeGuestSpec({ name, vmid, config, source: { file: `${name}.yaml`, line: 1, col: 1 }, ...overrides });
+}
 
 /** A VM spec `app-01` (100101) on `lab`/`pve-01`; `type: 'lxc'` makes it a Container. */
 export function makeGuestSpec(overrides: Partial<GuestSpec> = {}): GuestSpec {
@@ -43,6 +61,16 @@ export function makeObserved(current: Record<string, string> = {}, overrides: Pa
     pendingDelete: [],
     ...overrides,
   };
+}
+
+/** An owned VM `name` at `vmid` as read from the cluster: stopped, digest `d…d`, with `current` on top. */
+export function makeObservedVm(
+  name: string,
+  vmid: number,
+  current: Record<string, string> = {},
+  overrides: Partial<ObservedGuest> = {},
+): ObservedGuest {
+  return makeObserved({ name, ...current }, { vmid, digest: 'd'.repeat(40), ...overrides });
 }
 
 /** A guest plan: an `update` of `lab/app-01` with nothing in it. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { makeGuestSpec, makeObserved } from '../../../test/helpers/factories.js';
-import type { ClusterSpec, GuestSpec, ListedGuest, ObservedGuest, ObservedState, SpecSet } from '../model.js';
+import { makeClusterSpec, makeGuestSpec, makeObserved } from '../../../test/helpers/factories.js';
+import type { GuestSpec, ListedGuest, ObservedGuest, ObservedState, SpecSet } from '../model.js';
 import { planScope, planSpecs } from '../plan/plan-specs.js';
 import {
   buildDriftReport,
@@ -15,14 +15,7 @@ import {
 const NOW = new Date('2030-06-15T12:00:00.000Z');
 const EARLIER = '2030-06-01T08:00:00.000Z';
 
-const lab: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100000, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: ['pve-01'],
-  prune: false,
-  source: { file: 'cluster.yaml', line: 1, col: 1 },
-};
+const lab = makeClusterSpec({ source: { file: 'cluster.yaml', line: 1, col: 1 } });
 
 const app01 = makeGuestSpec({ config: { memory: '2048', cores: '2' } });
 

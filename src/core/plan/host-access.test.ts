@@ -3,48 +3,18 @@
  * at plan time (docs/identity-and-privileges.md).
  */
 import { describe, expect, it } from 'vitest';
-import type { ClusterAccess, ClusterSpec, GuestSpec, ObservedGuest, Plan } from '../model.js';
+import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../../../test/helpers/factories.js';
+import type { ClusterAccess, GuestSpec, ObservedGuest, Plan } from '../model.js';
 import { planHasErrors, planSpecs } from './plan-specs.js';
 
-const lab: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100000, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: ['pve-01'],
-  prune: false,
-  source: { file: 'clusters.yaml', line: 1, col: 1 },
-};
+const lab = makeClusterSpec();
 
 function vm(config: Record<string, string>, extra: Partial<GuestSpec> = {}): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name: 'gpu-01',
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid: 100101,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config,
-    source: { file: 'gpu.yaml', line: 1, col: 1 },
-    ...extra,
-  };
+  return makeVmSpec('gpu-01', 100101, config, { source: { file: 'gpu.yaml', line: 1, col: 1 }, ...extra });
 }
 
 function live(current: Record<string, string>): ObservedGuest {
-  return {
-    vmid: 100101,
-    type: 'qemu',
-    node: 'pve-01',
-    status: 'stopped',
-    digest: 'd'.repeat(40),
-    current: { name: 'gpu-01', tags: 'pve-gitops', ...current },
-    pending: {},
-    pendingDelete: [],
-  };
+  return makeObservedVm('gpu-01', 100101, current);
 }
 
 function plan(spec: GuestSpec, current: Record<string, string> | undefined, access?: ClusterAccess): Plan {

@@ -3,48 +3,18 @@
  * cannot see is never planned as missing (docs/identity-and-privileges.md).
  */
 import { describe, expect, it } from 'vitest';
+import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../../../test/helpers/factories.js';
 import type { ClusterSpec, GuestSpec, ObservedCluster, ObservedGuest, SpecSet } from '../model.js';
 import { planHasErrors, planScope, planSpecs } from './plan-specs.js';
 
-const lab: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100000, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: ['pve-01'],
-  prune: false,
-  source: { file: 'clusters.yaml', line: 1, col: 1 },
-};
+const lab = makeClusterSpec();
 
 function spec(name: string, vmid: number, extra: Partial<GuestSpec> = {}): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config: { memory: '2048', scsi0: 'local-lvm:32' },
-    source: { file: `${name}.yaml`, line: 1, col: 1 },
-    ...extra,
-  };
+  return makeVmSpec(name, vmid, { memory: '2048', scsi0: 'local-lvm:32' }, extra);
 }
 
 function live(name: string, vmid: number, current: Record<string, string> = {}, tags = 'pve-gitops'): ObservedGuest {
-  return {
-    vmid,
-    type: 'qemu',
-    node: 'pve-01',
-    status: 'stopped',
-    digest: 'd'.repeat(40),
-    current: { name, tags, memory: '2048', scsi0: `local-lvm:vm-${vmid}-disk-0,size=32G`, ...current },
-    pending: {},
-    pendingDelete: [],
-  };
+  return makeObservedVm(name, vmid, { tags, memory: '2048', scsi0: `local-lvm:vm-${vmid}-disk-0,size=32G`, ...current });
 }
 
 function cluster(guests: ObservedGuest[], unlisted: Record<number, boolean> = {}): ObservedCluster {

@@ -1,32 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { ClusterSpec, GuestSpec, ObservedCluster, ObservedGuest, SpecSet } from '../model.js';
+import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../../../test/helpers/factories.js';
+import type { GuestSpec, ObservedCluster, ObservedGuest, SpecSet } from '../model.js';
 import { planHasChanges, planHasErrors, planScope, planSpecs } from './plan-specs.js';
 
-const cluster: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100000, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: ['pve-01', 'pve-02'],
-  prune: false,
-  source: { file: 'clusters.yaml', line: 1, col: 1 },
-};
+const cluster = makeClusterSpec({ nodes: ['pve-01', 'pve-02'] });
 
 function guest(name: string, vmid: number, config: Record<string, string> = {}): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config,
-    source: { file: `${name}.yaml`, line: 1, col: 1 },
-  };
+  return makeVmSpec(name, vmid, config);
 }
 
 function seen(guests: ObservedGuest[], extraListing: ObservedCluster['listing'] = []): ObservedCluster {
@@ -42,16 +22,7 @@ function seen(guests: ObservedGuest[], extraListing: ObservedCluster['listing'] 
 }
 
 function observed(name: string, vmid: number, current: Record<string, string>, tags = 'pve-gitops'): ObservedGuest {
-  return {
-    vmid,
-    type: 'qemu',
-    node: 'pve-01',
-    status: 'stopped',
-    digest: 'd'.repeat(40),
-    current: { name, tags, ...current },
-    pending: {},
-    pendingDelete: [],
-  };
+  return makeObservedVm(name, vmid, { tags, ...current });
 }
 
 const specs = (...guests: GuestSpec[]): SpecSet => ({ clusters: [cluster], guests });

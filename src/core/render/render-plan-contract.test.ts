@@ -4,50 +4,19 @@
  * all of it.
  */
 import { describe, expect, it } from 'vitest';
-import type { ClusterSpec, GuestSpec, ObservedGuest, Plan, PlanSummary } from '../model.js';
+import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../../../test/helpers/factories.js';
+import type { GuestSpec, ObservedGuest, Plan, PlanSummary } from '../model.js';
 import { planSpecs } from '../plan/plan-specs.js';
 import { parsePlanJson, renderPlanJson } from './render-json.js';
 import { renderPlanMarkdown } from './render-markdown.js';
 import { renderPlanText } from './render-text.js';
 
-const lab: ClusterSpec = {
-  name: 'lab',
-  vmids: { lower: 100000, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: ['pve-01'],
-  prune: false,
-  source: { file: 'clusters.yaml', line: 1, col: 1 },
-};
+const lab = makeClusterSpec();
 
-function vm(name: string, vmid: number, config: Record<string, string>): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config,
-    source: { file: `${name}.yaml`, line: 1, col: 1 },
-  };
-}
+const vm = makeVmSpec;
 
 function running(name: string, vmid: number, current: Record<string, string>, pending: Record<string, string> = {}): ObservedGuest {
-  return {
-    vmid,
-    type: 'qemu',
-    node: 'pve-01',
-    status: 'running',
-    digest: 'd'.repeat(40),
-    current: { name, tags: 'pve-gitops', ...current },
-    pending,
-    pendingDelete: [],
-  };
+  return makeObservedVm(name, vmid, current, { status: 'running', pending });
 }
 
 function planOf(specs: GuestSpec[], live: ObservedGuest[], access?: Plan['insecureConnections']): Plan {
