@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
-import { expectApplyCheckRun, expectApplyComment, finishedComment, mergeEvent, storePlan } from './apply-flow.js';
+import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { rawConfig, watchWrites } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
@@ -54,29 +54,19 @@ describe('worker processes', () => {
     const Z = 100502;
     // Tasks long enough that the kill lands while Proxmox is still carrying out both writes.
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), role: 'web', guests: [ownedGuest(X, 'app-01')], taskMs: 1500 });
-    const { github, app, repo, installationId } = world;
+    const { github, app, repo } = world;
     const sim = world.clusters.sims.lab!;
     const writes = watchWrites(sim);
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
     const head: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }), 'vms/new.yaml': vmDoc('new-01', Z) };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    await storePlan({
-      redisUrl: world.redisUrl,
-      prefix: app.prefix,
-      sims: world.clusters.sims,
-      repo,
-      baseSha,
-      base,
-      pr: 71,
-      headSha,
-      head,
-    });
+    await world.storePlan({ baseSha, base, pr: 71, headSha, head });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 861 });
     const comment = expectApplyComment(github, repo, { pr: 71, id: 961 });
 
     const first = await startWorkerProcess(app.env);
     workers.push(first);
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 71, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: 71, headSha, baseSha, mergeSha });
     // Both writes are in Proxmox's hands (the update and the create), their tasks running.
     await writes.until((all) => all.some((w) => w.vmid === X) && all.some((w) => w.vmid === Z));
     await first.signal('SIGKILL');
@@ -100,25 +90,15 @@ describe('worker processes', () => {
   it('two worker processes on one queue never apply one guest at once, even when one stops past its lock and comes back', async () => {
     const X = 100511;
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), role: 'web', guests: [ownedGuest(X, 'app-01')], taskMs: 2500 });
-    const { github, app, repo, installationId } = world;
+    const { github, app, repo } = world;
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    await storePlan({
-      redisUrl: world.redisUrl,
-      prefix: app.prefix,
-      sims: world.clusters.sims,
-      repo,
-      baseSha,
-      base,
-      pr: 72,
-      headSha,
-      head: { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) },
-    });
+    await world.storePlan({ baseSha, base, pr: 72, headSha, head: { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) } });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 871 });
     const comment = expectApplyComment(github, repo, { pr: 72, id: 971 });
     workers.push(await startWorkerProcess(app.env), await startWorkerProcess(app.env));
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 72, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: 72, headSha, baseSha, mergeSha });
 
     // Whichever worker sent the write is paused while Proxmox carries it out: it stops renewing
     // its locks, BullMQ's stall check hands the job to the other worker.
@@ -150,7 +130,7 @@ describe('Redis restarted mid-apply', () => {
       taskMs: 600,
       env: { APPLY_CLUSTER_LIMIT: '1', APPLY_NODE_LIMIT: '1' },
     });
-    const { github, app, repo, installationId } = world;
+    const { github, repo } = world;
     const sim = world.clusters.sims.lab!;
     const writes = watchWrites(sim);
     const base: RepoFiles = {
@@ -162,10 +142,10 @@ describe('Redis restarted mid-apply', () => {
       ...Object.fromEntries(guests.map((v, i) => [`vms/${v}.yaml`, vmDoc(`app-0${i + 1}`, v, { memory: 4096 })])),
     };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    await storePlan({ redisUrl: redis.url, prefix: app.prefix, sims: world.clusters.sims, repo, baseSha, base, pr: 81, headSha, head });
+    await world.storePlan({ baseSha, base, pr: 81, headSha, head });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 881 });
     const comment = expectApplyComment(github, repo, { pr: 81, id: 981 });
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 81, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: 81, headSha, baseSha, mergeSha });
 
     await writes.until((all) => all.length === 1);
     // A crash, not a clean stop: only what the append-only file holds comes back.

@@ -6,13 +6,12 @@
  * prefix, repository and installation (Probot's throttling groups requests by installation across
  * the process), so tests stand alone.
  */
-import { randomBytes } from 'node:crypto';
 import type { SimFixture } from '../../src/pve/sim/index.js';
 import type { ServerRole } from '../../src/server/config.js';
-import { startClusters, type TestClusters } from './clusters.js';
-import type { TestRepo } from './deliveries.js';
-import { GitHubDouble } from './github-double.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { mergeEvent, storePlan } from './apply-flow.js';
+import type { TestApp } from './harness.js';
+import type { RepoFiles } from './spec-repo.js';
+import { startWorld, type World } from './world.js';
 
 /** Settings that keep apply tests short (see README "Merge to apply" for what each does). */
 export const FAST_APPLY_ENV: Record<string, string> = {
@@ -44,14 +43,12 @@ export function ownedGuest(vmid: number, name: string, node = 'pve-01', config: 
 }
 
 /** A started apply test world. */
-export interface ApplyWorld {
-  github: GitHubDouble;
-  clusters: TestClusters;
-  app: TestApp;
-  repo: TestRepo;
-  installationId: number;
+export interface ApplyWorld extends World {
   redisUrl: string;
-  close(): Promise<void>;
+  /** Stores the plan of pull request `pr` at `headSha` as its plan job would (see {@link storePlan}). */
+  storePlan(options: { pr: number; headSha: string; baseSha: string; head: RepoFiles; base: RepoFiles }): Promise<void>;
+  /** Delivers the merge of pull request `number` into the default branch. */
+  merge(options: Omit<Parameters<typeof mergeEvent>[0], 'installationId' | 'repo'>): ReturnType<TestApp['deliver']>;
 }
 
 /** Starts a world whose `lab` simulator holds `guests`. */
@@ -62,27 +59,17 @@ export async function startApplyWorld(options: {
   env?: Record<string, string | undefined>;
   taskMs?: number;
 }): Promise<ApplyWorld> {
-  const github = await GitHubDouble.start();
-  const clusters = await startClusters({ lab: { fixture: { guests: options.guests }, taskMs: options.taskMs ?? 20 } });
-  const app = await startTestApp({
-    github,
+  const world = await startWorld({
     redisUrl: options.redisUrl,
-    role: options.role ?? 'all',
-    env: { ...clusters.env, ...FAST_APPLY_ENV, ...options.env },
+    role: options.role,
+    clusters: { lab: { fixture: { guests: options.guests }, taskMs: options.taskMs ?? 20 } },
+    env: { ...FAST_APPLY_ENV, ...options.env },
   });
-  const repo = { id: 1_000_000 + randomBytes(3).readUIntBE(0, 3), owner: 'acme', name: 'estate' };
-  const installationId = 1 + randomBytes(3).readUIntBE(0, 3);
+  const { app, clusters, repo, installationId } = world;
   return {
-    github,
-    clusters,
-    app,
-    repo,
-    installationId,
+    ...world,
     redisUrl: options.redisUrl,
-    async close() {
-      await app.close();
-      await clusters.close();
-      await github.close();
-    },
+    storePlan: (plan) => storePlan({ redisUrl: options.redisUrl, prefix: app.prefix, sims: clusters.sims, repo, ...plan }),
+    merge: (merge) => app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, ...merge }) }),
   };
 }

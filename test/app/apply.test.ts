@@ -1,18 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment, mergeEvent, storePlan } from './apply-flow.js';
+import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { lockGuest, rawConfig, watchWrites } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { at } from './world.js';
 
 let world: ApplyWorld | undefined;
-
-/** `merged_at` of the n-th merge of a test: increasing seconds. */
-function at(n: number): string {
-  return new Date(Date.UTC(2030, 0, 1, 0, 0, n)).toISOString().replace('.000Z', 'Z');
-}
 
 afterEach(async (context) => {
   // A failing test shows what the App logged at warn and above: the why of most failures.
@@ -67,10 +63,7 @@ describe('merge to apply', () => {
     // Merged: no archive is read again, the stored plan is applied.
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 802 });
     const comment = expectApplyComment(github, repo, { pr, id: 902 });
-    const merged = await app.deliver({
-      event: 'pull_request',
-      payload: mergeEvent({ installationId, repo, number: pr, headSha, baseSha, mergeSha }),
-    });
+    const merged = await world.merge({ number: pr, headSha, baseSha, mergeSha });
     expect(merged.status).toBe(200);
     const completed = await check.completed;
     const body = await comment.until(finishedComment);
@@ -97,7 +90,7 @@ describe('one guest, several merges', () => {
       redisUrl: inject('redisUrl'),
       guests: [ownedGuest(X, 'app-01'), ownedGuest(Y, 'db-01', 'pve-02')],
     });
-    const { github, app, repo, installationId } = world;
+    const { github, repo } = world;
     const sim = world.clusters.sims.lab!;
     const writes = watchWrites(sim);
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X), 'vms/db.yaml': vmDoc('db-01', Y) };
@@ -110,9 +103,8 @@ describe('one guest, several merges', () => {
       'vms/db.yaml': vmDoc('db-01', Y, { memory: 4096 }),
     };
     const [baseSha, shaA, shaB, mergeA, mergeB] = [newSha(), newSha(), newSha(), newSha(), newSha()];
-    const store = { redisUrl: world.redisUrl, prefix: app.prefix, sims: world.clusters.sims, repo, baseSha, base };
-    await storePlan({ ...store, pr: 31, headSha: shaA, head: headA });
-    await storePlan({ ...store, pr: 32, headSha: shaB, head: headB });
+    await world.storePlan({ baseSha, base, pr: 31, headSha: shaA, head: headA });
+    await world.storePlan({ baseSha, base, pr: 32, headSha: shaB, head: headB });
 
     // A backup holds X: A's apply of X waits it out, and keeps X's place for A.
     const backup = lockGuest(sim, X);
@@ -120,15 +112,9 @@ describe('one guest, several merges', () => {
     const commentA = expectApplyComment(github, repo, { pr: 31, id: 911 });
     const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 812 });
     const commentB = expectApplyComment(github, repo, { pr: 32, id: 912 });
-    await app.deliver({
-      event: 'pull_request',
-      payload: mergeEvent({ installationId, repo, number: 31, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(1) }),
-    });
+    await world.merge({ number: 31, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(1) });
     await commentA.until((body) => body.includes('locked (backup)'));
-    await app.deliver({
-      event: 'pull_request',
-      payload: mergeEvent({ installationId, repo, number: 32, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) }),
-    });
+    await world.merge({ number: 32, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) });
     // B's other guest does not wait for X; B's X waits for A's.
     const waiting = await commentB.until((body) => /applied\*\* · \*\*lab\/db-01\*\*/.test(body) && body.includes('waiting'));
     expect(waiting).toContain('waiting for the apply of \\#31 to finish with this guest');
@@ -164,11 +150,7 @@ describe('plans while an apply runs', () => {
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
     const [baseSha, shaA, mergeA, shaC] = [newSha(), newSha(), newSha(), newSha()];
-    await storePlan({
-      redisUrl: world.redisUrl,
-      prefix: app.prefix,
-      sims: world.clusters.sims,
-      repo,
+    await world.storePlan({
       baseSha,
       base,
       pr: 41,
@@ -178,10 +160,7 @@ describe('plans while an apply runs', () => {
     const backup = lockGuest(sim, X);
     const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 821 });
     const commentA = expectApplyComment(github, repo, { pr: 41, id: 921 });
-    await app.deliver({
-      event: 'pull_request',
-      payload: mergeEvent({ installationId, repo, number: 41, headSha: shaA, baseSha, mergeSha: mergeA }),
-    });
+    await world.merge({ number: 41, headSha: shaA, baseSha, mergeSha: mergeA });
     await commentA.until((body) => body.includes('locked (backup)'));
 
     // While A's apply of X waits, pull request #42 changes X too.
@@ -267,13 +246,13 @@ describe('conflicts and /pve apply', () => {
     const head: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const pr = 51;
-    await storePlan({ redisUrl: w.redisUrl, prefix: app.prefix, sims: w.clusters.sims, repo, baseSha, base, pr, headSha, head });
+    await world.storePlan({ baseSha, base, pr, headSha, head });
 
     // Reviewed: 2048 → 4096. Then someone sets 3000 in the web UI.
     sim.sim.operatorEdit(X, { set: { memory: 3000 } });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 831 });
     const comment = expectApplyComment(github, repo, { pr, id: 931 });
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: pr, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: pr, headSha, baseSha, mergeSha });
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: '1 conflict' } });
     const conflict = await comment.until(finishedComment);
     expect(conflict).toContain('⚠️ **conflict** · **lab/app-01**');
@@ -344,7 +323,7 @@ describe('merges that apply nothing', () => {
   it('a merge without a stored plan plans it now, posts it, applies nothing and says how to apply', async () => {
     const X = 100401;
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
-    const { github, app, repo, installationId } = world;
+    const { github, app, repo } = world;
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
@@ -355,10 +334,7 @@ describe('merges that apply nothing', () => {
     const planComment = expectNewComment(github, repo, pr, 941);
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 842 });
     const comment = expectApplyComment(github, repo, { pr, id: 942 });
-    const merged = await app.deliver({
-      event: 'pull_request',
-      payload: mergeEvent({ installationId, repo, number: pr, headSha, baseSha, mergeSha }),
-    });
+    const merged = await world.merge({ number: pr, headSha, baseSha, mergeSha });
     await app.jobDone('closed', merged.deliveryId);
     expect(await check.completed).toMatchObject({ conclusion: 'neutral', output: { title: 'Not applied: no reviewed plan' } });
     expect((await planCheck.result()).output?.title).toBe('1 to update');
@@ -374,29 +350,19 @@ describe('merges that apply nothing', () => {
   it('a stored plan whose specs do not pass validate is not applied', async () => {
     const X = 100460;
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
-    const { github, app, repo, installationId } = world;
+    const { github, repo } = world;
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const head = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
-    await storePlan({
-      redisUrl: world.redisUrl,
-      prefix: app.prefix,
-      sims: world.clusters.sims,
-      repo,
-      baseSha,
-      base,
-      pr: 63,
-      headSha,
-      head,
-    });
+    await world.storePlan({ baseSha, base, pr: 63, headSha, head });
     // Changed in storage after review: the spec the apply would recompute from is not a valid spec.
     await editStoredPlan(world, 63, headSha, (plan) => {
       plan.guests[0].target.spec.config.memory = 'lots';
     });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 856 });
     const comment = expectApplyComment(github, repo, { pr: 63, id: 956 });
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 63, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: 63, headSha, baseSha, mergeSha });
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the stored specs are invalid' } });
     const notice = await comment.until(() => true);
     expect(notice).toContain('do not pass validation');
@@ -411,7 +377,7 @@ describe('merges that apply nothing', () => {
       redisUrl: inject('redisUrl'),
       guests: [ownedGuest(100450, 'app-01'), { ...ownedGuest(100451, 'legacy'), config: { name: 'legacy', memory: 1024 } }],
     });
-    const { github, app, repo, installationId } = world;
+    const { github, repo } = world;
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', 100450) };
     const head: RepoFiles = {
@@ -420,20 +386,10 @@ describe('merges that apply nothing', () => {
       'vms/legacy.yaml': vmDoc('legacy', 100451),
     };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    await storePlan({
-      redisUrl: world.redisUrl,
-      prefix: app.prefix,
-      sims: world.clusters.sims,
-      repo,
-      baseSha,
-      base,
-      pr: 62,
-      headSha,
-      head,
-    });
+    await world.storePlan({ baseSha, base, pr: 62, headSha, head });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 851 });
     const comment = expectApplyComment(github, repo, { pr: 62, id: 951 });
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 62, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: 62, headSha, baseSha, mergeSha });
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the plan has errors' } });
     const notice = await comment.until(() => true);
     expect(notice).toContain('has errors, and a plan with errors is never applied');
@@ -452,22 +408,12 @@ describe('a cluster that cannot be reached', () => {
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    await storePlan({
-      redisUrl: world.redisUrl,
-      prefix: app.prefix,
-      sims: world.clusters.sims,
-      repo,
-      baseSha,
-      base,
-      pr: 91,
-      headSha,
-      head: { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) },
-    });
+    await world.storePlan({ baseSha, base, pr: 91, headSha, head: { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) } });
     // Every connection to the cluster is reset, as when it is down behind a load balancer.
     sim.sim.setFailureRate(1, { mode: 'reset' });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 891 });
     const comment = expectApplyComment(github, repo, { pr: 91, id: 991 });
-    await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, number: 91, headSha, baseSha, mergeSha }) });
+    await world.merge({ number: 91, headSha, baseSha, mergeSha });
     // Retried while it could succeed: the comment says so.
     await comment.until((body) => body.includes('retrying after:'));
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: '1 failed' } });
