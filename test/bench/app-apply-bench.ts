@@ -12,12 +12,9 @@
  *
  * Usage: node --import tsx test/bench/app-apply-bench.ts [--guests 500] [--nodes 5] [--task-ms 200] [--node-limit 2] [--workers 1,3]
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -30,6 +27,7 @@ import { startTestApp } from '../app/harness.js';
 import { newSha, type RepoFiles } from '../app/spec-repo.js';
 import { startWorkerProcess, type WorkerProcess } from '../app/worker-process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
+import { simStats, startSimProcess } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +44,6 @@ const TASK_MS = Number(values['task-ms']);
 const NODE_LIMIT = Number(values['node-limit']);
 const WORKERS = values.workers.split(',').map(Number);
 const LOWER = 100000;
-const BIN = fileURLToPath(new URL('../../src/bin.ts', import.meta.url));
 const repo = { id: 5151, owner: 'acme', name: 'estate' };
 
 function specFiles(memory: number): RepoFiles {
@@ -61,43 +58,13 @@ function specFiles(memory: number): RepoFiles {
   return files;
 }
 
-interface SimProcess {
-  url: string;
-  token: string;
-  auditToken: string;
-  stop(): Promise<void>;
-}
-
-async function startSim(fixturePath: string): Promise<SimProcess> {
-  const args = ['--import', 'tsx', BIN, 'sim', '--port', '0', '--nodes', NODES.join(','), '--task-ms', String(TASK_MS)];
-  const child = spawn(process.execPath, [...args, '--fixture', fixturePath], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = JSON.parse(line) as { url: string; token: string; auditToken: string };
-  return {
-    ...info,
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-async function simStats(url: string): Promise<{ requests: { total: number }; writes: { total: number } }> {
-  const res = await fetch(`${url}/_sim/stats`);
-  return (await res.json()) as { requests: { total: number }; writes: { total: number } };
-}
-
 /** Resolves once `check` holds, looking every `everyMs` (a benchmark may poll; tests wait for events). */
 async function until(check: () => Promise<boolean>, everyMs: number): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, everyMs));
 }
 
 async function measure(redisUrl: string, fixturePath: string, workerCount: number): Promise<string> {
-  const sim = await startSim(fixturePath);
+  const sim = await startSimProcess({ fixture: fixturePath, nodes: NODES, taskMs: TASK_MS, stderr: 'ignore' });
   const github = await GitHubDouble.start();
   const prefix = envPrefix('bench');
   const clusterEnv = {
@@ -143,14 +110,14 @@ async function measure(redisUrl: string, fixturePath: string, workerCount: numbe
     });
     expectApplyCheckRun(github, repo, { mergeSha, id: 1 });
     expectApplyComment(github, repo, { pr: 1, id: 2 });
-    const before = await simStats(sim.url);
+    const before = await simStats(sim);
     const started = performance.now();
     await app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId: 9, repo, number: 1, headSha, baseSha, mergeSha }) });
-    await until(async () => (await simStats(sim.url)).writes.total > before.writes.total, 2);
+    await until(async () => (await simStats(sim)).writes.total > before.writes.total, 2);
     const firstWrite = performance.now() - started;
     await until(async () => (await guestQueue.getJobCounts('completed')).completed === GUESTS, 20);
     const ms = performance.now() - started;
-    const after = await simStats(sim.url);
+    const after = await simStats(sim);
     const failed = await guestQueue.getJobCounts('failed');
     if ((failed.failed ?? 0) > 0 || after.writes.total - before.writes.total !== GUESTS) {
       throw new Error(`expected ${GUESTS} writes and no failed job, got ${after.writes.total - before.writes.total} and ${failed.failed}`);

@@ -11,12 +11,10 @@
  *
  * Usage: node --import tsx test/bench/app-bench.ts [--guests 10000] [--latency-ms 20] [--burst 200]
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { deliver, pullRequestEvent, signBody, type TestRepo } from '../app/deliveries.js';
@@ -26,6 +24,7 @@ import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } fr
 import { type AppProcess, spawnApp } from '../app/processes.js';
 import { newSha, type RepoFiles } from '../app/spec-repo.js';
 import { startRedisServer } from '../helpers/redis-server.js';
+import { percentile, resetSimStats, type SimProcess, simStats, startSimProcess } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -92,62 +91,6 @@ function fixture(): unknown {
       },
     })),
   };
-}
-
-interface Sim {
-  url: string;
-  token: string;
-  auditToken: string;
-  stop(): Promise<void>;
-}
-
-async function startSim(fixturePath: string): Promise<Sim> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/bin.ts',
-      'sim',
-      '--port',
-      '0',
-      '--nodes',
-      NODES.join(','),
-      '--latency-ms',
-      String(latencyMs),
-      '--task-ms',
-      '0',
-      '--fixture',
-      fixturePath,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = JSON.parse(line) as { url: string; token: string; auditToken: string };
-  return {
-    ...info,
-    async stop() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-async function simRequests(url: string, reset = false): Promise<number> {
-  if (reset) {
-    await (await fetch(`${url}/_sim/reset-stats`, { method: 'POST' })).arrayBuffer();
-    return 0;
-  }
-  const stats = (await (await fetch(`${url}/_sim/stats`)).json()) as { requests: { total: number } };
-  return stats.requests.total;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
 const ms = (n: number): string => `${n.toFixed(n < 10 ? 1 : 0)} ms`;
@@ -239,7 +182,7 @@ interface PlanFigures {
 async function timedPlan(
   app: AppProcess,
   github: GitHubDouble,
-  sim: Sim,
+  sim: SimProcess,
   secret: string,
   step: {
     pr: number;
@@ -260,7 +203,7 @@ async function timedPlan(
     step.action === 'opened'
       ? expectNewComment(github, repo, step.pr, step.commentId).created
       : expectCommentEdit(github, repo, step.commentId).edited;
-  await simRequests(sim.url, true);
+  await resetSimStats(sim);
   const before = github.requests.length;
   const started = performance.now();
   const result = await deliver(app.url, {
@@ -286,7 +229,7 @@ async function timedPlan(
     toComment,
     toCheck,
     github: github.requests.slice(before).map((r) => `${r.method} ${r.path.replace(/[0-9a-f]{40}/, '<sha>')}`),
-    proxmox: await simRequests(sim.url),
+    proxmox: (await simStats(sim)).requests.total,
   };
 }
 
@@ -294,7 +237,7 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-app-bench-'));
   const redis = await startRedisServer();
   const github = await GitHubDouble.start();
-  let sim: Sim | undefined;
+  let sim: SimProcess | undefined;
   let app: AppProcess | undefined;
   try {
     process.stdout.write(`App benchmark: Node ${process.version}, ${guests} guests, ${latencyMs} ms Proxmox latency\n\n`);
@@ -302,7 +245,7 @@ async function main(): Promise<void> {
 
     const fixturePath = join(dir, 'estate.json');
     await writeFile(fixturePath, JSON.stringify(fixture()));
-    sim = await startSim(fixturePath);
+    sim = await startSimProcess({ fixture: fixturePath, nodes: NODES, latencyMs, taskMs: 0 });
     const { env, prefix, webhookSecret } = appEnvironment(github, redis.url, {
       LOG_LEVEL: 'info',
       PVE_CLUSTER_BENCH_URL: sim.url,

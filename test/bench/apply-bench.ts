@@ -8,20 +8,18 @@
  *
  * Usage: node --import tsx test/bench/apply-bench.ts [--guests 500] [--nodes 5] [--task-ms 200] [--latency-ms 0] [--runs 1]
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { request } from 'undici';
 import { countApplyResult } from '../../src/core/apply-result.js';
-import type { ClusterSpec, GuestSpec, SpecSet } from '../../src/core/model.js';
+import type { GuestSpec, SpecSet } from '../../src/core/model.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
 import { runPlan } from '../../src/engine/run-plan.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
+import { makeClusterSpec, makeGuestSpec } from '../helpers/factories.js';
+import { simStats, startSimProcess, timed } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,58 +37,18 @@ const LATENCY_MS = Number(values['latency-ms']);
 const RUNS = Number(values.runs);
 const CLUSTER_LIMIT = 4;
 const LOWER = 100000;
-const BIN = fileURLToPath(new URL('../../src/bin.ts', import.meta.url));
 
-const cluster: ClusterSpec = {
-  name: 'bench',
-  vmids: { lower: LOWER, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: NODES,
-  prune: false,
-  source: { file: 'clusters.yaml', line: 1, col: 1 },
-};
+const cluster = makeClusterSpec({ name: 'bench', vmids: { lower: LOWER, upper: 200000 }, nodes: NODES });
 
 function spec(i: number, memory: string): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
+  return makeGuestSpec({
     name: `vm-${i}`,
     cluster: 'bench',
     node: NODES[i % NODES.length]!,
     vmid: LOWER + i,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
     config: { memory, cores: '2', tags: 'bench' },
     source: { file: `guests/vm-${i}.yaml`, line: 1, col: 1 },
-  };
-}
-
-async function startSim(fixturePath: string): Promise<{ url: string; token: string; stop(): Promise<void> }> {
-  const args = ['--import', 'tsx', BIN, 'sim', '--port', '0', '--nodes', NODES.join(','), '--task-ms', String(TASK_MS)];
-  const child = spawn(process.execPath, [...args, '--latency-ms', String(LATENCY_MS), '--fixture', fixturePath], {
-    stdio: ['ignore', 'pipe', 'ignore'],
   });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = JSON.parse(line) as { url: string; token: string };
-  return {
-    ...info,
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-async function simRequests(url: string): Promise<number> {
-  const res = await request(`${url}/_sim/stats`);
-  return ((await res.body.json()) as { requests: { total: number } }).requests.total;
 }
 
 async function main(): Promise<void> {
@@ -114,7 +72,7 @@ async function main(): Promise<void> {
       }
       const fixturePath = join(dir, 'estate.json');
       await writeFile(fixturePath, JSON.stringify({ nodes: NODES, guests }));
-      const sim = await startSim(fixturePath);
+      const sim = await startSimProcess({ fixture: fixturePath, nodes: NODES, latencyMs: LATENCY_MS, taskMs: TASK_MS, stderr: 'ignore' });
       const client = new PveClient({ cluster: 'bench', url: sim.url, token: sim.token, concurrency: 16 });
       const adapter = new PveClusterAdapter(client);
       try {
@@ -122,11 +80,9 @@ async function main(): Promise<void> {
         const head: SpecSet = { clusters: [cluster], guests: Array.from({ length: GUESTS }, (_, i) => spec(i, '4096')) };
         const plan = await runPlan({ head, base, readers: { bench: adapter } });
         if (plan.summary.update !== GUESTS) throw new Error(`expected ${GUESTS} updates, planned ${plan.summary.update}`);
-        const before = await simRequests(sim.url);
-        const started = performance.now();
-        const result = await executePlan(plan, { bench: adapter });
-        const ms = performance.now() - started;
-        const requests = (await simRequests(sim.url)) - before - 1;
+        const before = (await simStats(sim)).requests.total;
+        const { result, ms } = await timed(() => executePlan(plan, { bench: adapter }));
+        const requests = (await simStats(sim)).requests.total - before - 1;
         const counts = countApplyResult(result.guests);
         if (counts.applied !== GUESTS) throw new Error(`expected ${GUESTS} applied, got ${JSON.stringify(counts)}`);
         process.stdout.write(

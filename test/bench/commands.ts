@@ -19,9 +19,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { DIST_BIN, median, resetSimStats, type SimProcess, simStats, startSimProcess } from './bench-kit.js';
 import { estateFiles, estateFixture, NODES, writeEstate } from './estate.js';
 
 const { values } = parseArgs({
@@ -36,7 +35,7 @@ const RUNS = Number(values.runs);
 const APPLY_RUNS = Number(values['apply-runs']);
 const ONLY = new Set(values.only.split(','));
 /** The built command line; `--bin` measures another build (an older one, for a before/after). */
-const BIN = values.bin ?? fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
+const BIN = values.bin ?? DIST_BIN;
 const TIME = '/usr/bin/time';
 const LATENCY_MS = 20;
 
@@ -79,57 +78,24 @@ async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string): Pro
   };
 }
 
-interface Sim {
-  url: string;
+interface Sim extends SimProcess {
+  /** The connection environment of cluster `lab` for the CLI. */
   env: NodeJS.ProcessEnv;
-  stop(): Promise<void>;
 }
 
 async function startSim(fixture: string, taskMs: number): Promise<Sim> {
-  const args = [BIN, 'sim', '--port', '0', '--tls', '--latency-ms', String(LATENCY_MS), '--task-ms', String(taskMs)];
-  const child = spawn(process.execPath, [...args, '--nodes', NODES.join(','), '--fixture', fixture], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = JSON.parse(line) as { url: string; token: string; auditToken: string; caFile: string };
+  const sim = await startSimProcess({ bin: BIN, fixture, nodes: NODES, latencyMs: LATENCY_MS, taskMs, tls: true });
   return {
-    url: info.url,
+    ...sim,
     env: {
-      PVE_CLUSTER_LAB_URL: info.url,
-      PVE_CLUSTER_LAB_TOKEN: info.token,
-      PVE_CLUSTER_LAB_READ_TOKEN: info.auditToken,
-      PVE_CLUSTER_LAB_CA_FILE: info.caFile,
-    },
-    stop: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      PVE_CLUSTER_LAB_URL: sim.url,
+      PVE_CLUSTER_LAB_TOKEN: sim.token,
+      PVE_CLUSTER_LAB_READ_TOKEN: sim.auditToken,
+      PVE_CLUSTER_LAB_CA_FILE: sim.caFile,
     },
   };
 }
 
-/** Sim's request counter (the `_sim` routes need no token; the CA is the sim's own). */
-async function simRequests(sim: Sim, reset: boolean): Promise<number> {
-  const ca = await readFile(String(sim.env.PVE_CLUSTER_LAB_CA_FILE), 'utf8');
-  const { Agent, request } = await import('undici');
-  const dispatcher = new Agent({ connect: { ca } });
-  try {
-    const res = await request(`${sim.url}/_sim/${reset ? 'reset-stats' : 'stats'}`, { method: reset ? 'POST' : 'GET', dispatcher });
-    const body = (await res.body.json()) as { requests?: { total: number } };
-    return body.requests?.total ?? 0;
-  } finally {
-    await dispatcher.close();
-  }
-}
-
-const median = (xs: readonly number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
 const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 const spread = (xs: readonly number[], unit: (n: number) => string = s): string =>
   `${unit(median(xs))} (${unit(Math.min(...xs))}–${unit(Math.max(...xs))}, n=${xs.length})`;
@@ -247,13 +213,13 @@ async function main(): Promise<void> {
           'plan --base',
           RUNS,
           async () => {
-            await simRequests(sim, true);
+            await resetSimStats(sim);
             const run = await cli(
               ['plan', '--specs', join(dir, 'head'), '--base', join(dir, 'base'), '--format', 'json'],
               sim.env,
               rssFile,
             );
-            requests = await simRequests(sim, false);
+            requests = (await simStats(sim)).requests.total;
             return run;
           },
           (r) => r.code === 2 && (JSON.parse(r.stdout) as { summary: { update: number } }).summary.update === 10,

@@ -12,11 +12,9 @@
  *
  * Usage: node --import tsx test/bench/drift-bench.ts [--sizes 1000,10000] [--latency-ms 20]
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -33,6 +31,7 @@ import { GitHubDouble } from '../app/github-double.js';
 import { expectArchive } from '../app/plan-flow.js';
 import { newSha, type RepoFiles } from '../app/spec-repo.js';
 import { startRedisServer } from '../helpers/redis-server.js';
+import { startSimProcess, tableRow } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -96,44 +95,8 @@ function fixture(n: number): unknown {
   return { nodes: NODES, guests };
 }
 
-async function startSim(fixturePath: string): Promise<{ url: string; auditToken: string; token: string; stop(): Promise<void> }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/bin.ts',
-      'sim',
-      '--port',
-      '0',
-      '--nodes',
-      NODES.join(','),
-      '--latency-ms',
-      String(latencyMs),
-      '--fixture',
-      fixturePath,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = JSON.parse(line) as { url: string; token: string; auditToken: string };
-  return {
-    ...info,
-    async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-function row(cells: (string | number)[]): string {
-  const widths = [8, 38, 10, 13, 14, 14, 14, 12, 10];
-  return cells.map((c, i) => String(c).padEnd(widths[i] ?? 10)).join(' ');
-}
+const WIDTHS = [8, 38, 10, 13, 14, 14, 14, 12, 10];
+const row = (cells: (string | number)[]): string => tableRow(WIDTHS, cells);
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-drift-bench-'));
@@ -149,7 +112,7 @@ async function main(): Promise<void> {
     for (const n of sizes) {
       const fixturePath = join(dir, `estate-${n}.json`);
       await writeFile(fixturePath, JSON.stringify(fixture(n)));
-      const sim = await startSim(fixturePath);
+      const sim = await startSimProcess({ fixture: fixturePath, nodes: NODES, latencyMs });
       const github = await GitHubDouble.start();
       const prefix = `bench-${n}`;
       const queue = new Queue('drift', { connection: redis, prefix });

@@ -9,17 +9,17 @@
  *
  * Usage: node --import tsx test/bench/plan-bench.ts [--sizes 100,1000,10000] [--latency-ms 20] [--concurrency 16]
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import type { ClusterSpec, GuestSpec, SpecSet } from '../../src/core/model.js';
+import type { GuestSpec, SpecSet } from '../../src/core/model.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
+import { makeClusterSpec, makeGuestSpec } from '../helpers/factories.js';
+import { DIST_BIN, resetSimStats, type SimProcess, simStats, startSimProcess, tableRow } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,31 +37,17 @@ const naiveLimit = Number(values['naive-limit']);
 const NODES = ['pve-01', 'pve-02', 'pve-03'];
 const LOWER = 100000;
 
-const cluster: ClusterSpec = {
-  name: 'bench',
-  vmids: { lower: LOWER, upper: 200000 },
-  ownerTag: 'pve-gitops',
-  nodes: NODES,
-  prune: false,
-  source: { file: 'clusters.yaml', line: 1, col: 1 },
-};
+const cluster = makeClusterSpec({ name: 'bench', vmids: { lower: LOWER, upper: 200000 }, nodes: NODES });
 
 function guestSpec(i: number, memory = '2048'): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
+  return makeGuestSpec({
     name: `vm-${i}`,
     cluster: 'bench',
     node: NODES[i % NODES.length]!,
     vmid: LOWER + i,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
     config: { memory, cores: '2', net0: 'virtio,bridge=vmbr0', scsi0: 'local-lvm:32', tags: 'bench' },
     source: { file: `guests/vm-${i}.yaml`, line: 1, col: 1 },
-  };
+  });
 }
 
 /** The estate as Proxmox would hold it after an apply of the specs. */
@@ -92,59 +78,6 @@ function fixture(n: number): unknown {
   return { nodes: NODES, guests };
 }
 
-interface Sim {
-  url: string;
-  token: string;
-  auditToken: string;
-  stop(): Promise<void>;
-}
-
-async function startSim(fixturePath: string): Promise<Sim> {
-  const child = spawn(
-    process.execPath,
-    [
-      'dist/bin.js',
-      'sim',
-      '--port',
-      '0',
-      '--nodes',
-      NODES.join(','),
-      '--latency-ms',
-      String(latencyMs),
-      '--task-ms',
-      '0',
-      '--fixture',
-      fixturePath,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
-    rl.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
-  });
-  const info = JSON.parse(line) as { url: string; token: string; auditToken: string };
-  return {
-    ...info,
-    stop: async () => {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-async function simStats(url: string): Promise<number> {
-  const res = await request(`${url}/_sim/stats`);
-  const body = (await res.body.json()) as { requests: { total: number } };
-  return body.requests.total;
-}
-
-async function resetStats(url: string): Promise<void> {
-  const res = await request(`${url}/_sim/reset-stats`, { method: 'POST' });
-  await res.body.dump();
-}
-
 /** Runs `fn` while sampling the heap; returns its time and the peak heap growth. */
 async function measure<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number; peakHeapMb: number }> {
   global.gc?.();
@@ -167,7 +100,7 @@ async function measure<T>(fn: () => Promise<T>): Promise<{ result: T; ms: number
  * The baseline, as most scripts do it: every guest's config read one after another, compared,
  * and written (without a digest) when it differs. Returns how many guests it wrote.
  */
-async function naive(sim: Sim, specs: GuestSpec[]): Promise<number> {
+async function naive(sim: SimProcess, specs: GuestSpec[]): Promise<number> {
   const headers = { authorization: `PVEAPIToken=${sim.token}` };
   let written = 0;
   for (const g of specs) {
@@ -186,10 +119,8 @@ async function naive(sim: Sim, specs: GuestSpec[]): Promise<number> {
   return written;
 }
 
-function row(cells: (string | number)[]): string {
-  const widths = [8, 30, 12, 10, 12, 10];
-  return cells.map((c, i) => String(c).padEnd(widths[i] ?? 10)).join(' ');
-}
+const WIDTHS = [8, 30, 12, 10, 12, 10];
+const row = (cells: (string | number)[]): string => tableRow(WIDTHS, cells);
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-bench-'));
@@ -201,7 +132,7 @@ async function main(): Promise<void> {
     for (const n of sizes) {
       const fixturePath = join(dir, `estate-${n}.json`);
       await writeFile(fixturePath, JSON.stringify(fixture(n)));
-      const sim = await startSim(fixturePath);
+      const sim = await startSimProcess({ bin: DIST_BIN, fixture: fixturePath, nodes: NODES, latencyMs, taskMs: 0 });
       const client = new PveClient({ cluster: 'bench', url: sim.url, token: sim.auditToken, readOnly: true, concurrency });
       const readers = { bench: new PveClusterAdapter(client) };
       try {
@@ -210,17 +141,17 @@ async function main(): Promise<void> {
         const touched = new Set(Array.from({ length: 10 }, (_, k) => Math.floor((k * n) / 10)));
         const head: SpecSet = { clusters: [cluster], guests: baseGuests.map((g, i) => (touched.has(i) ? guestSpec(i, '4096') : g)) };
 
-        await resetStats(sim.url);
+        await resetSimStats(sim);
         const pr = await measure(() => runPlan({ head, base, readers }));
-        const prRequests = await simStats(sim.url);
+        const prRequests = (await simStats(sim)).requests.total;
         const prOk = pr.result.summary.update === 10 && pr.ms < 500 && prRequests <= 12;
         process.stdout.write(
           `${row([n, 'PR touching 10 guests', `${pr.ms.toFixed(0)} ms`, prRequests, `${pr.peakHeapMb.toFixed(1)} MB`, n === 10000 ? `<500 ms, ≤12 req ${prOk ? '✓' : '✗'}` : ''])}\n`,
         );
 
-        await resetStats(sim.url);
+        await resetSimStats(sim);
         const drift = await measure(() => runDrift({ head: base, readers }));
-        const driftRequests = await simStats(sim.url);
+        const driftRequests = (await simStats(sim)).requests.total;
         const driftOk = drift.ms < 2000;
         process.stdout.write(
           `${row([n, 'full drift read (all guests)', `${drift.ms.toFixed(0)} ms`, driftRequests, `${drift.peakHeapMb.toFixed(1)} MB`, n === 1000 ? `<2000 ms ${driftOk ? '✓' : '✗'}` : ''])}\n`,
@@ -232,9 +163,9 @@ async function main(): Promise<void> {
         }
 
         const sample = head.guests.slice(0, Math.min(n, naiveLimit));
-        await resetStats(sim.url);
+        await resetSimStats(sim);
         const baseline = await measure(() => naive(sim, sample));
-        const naiveRequests = await simStats(sim.url);
+        const naiveRequests = (await simStats(sim)).requests.total;
         const extrapolated = sample.length < n;
         const naiveMs = (baseline.ms * n) / sample.length;
         process.stdout.write(
