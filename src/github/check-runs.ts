@@ -46,6 +46,21 @@ function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** A title and summary cut to GitHub's limits. */
+function clipOutput(output: { title: string; summary: string }): { title: string; summary: string } {
+  return { title: clip(output.title, MAX_TITLE), summary: clip(output.summary, MAX_SUMMARY) };
+}
+
+/** The parameters naming a new run on the target commit. */
+function newRun(target: CheckTarget, run: { name: string; externalId: string }) {
+  return { owner: target.owner, repo: target.repo, head_sha: target.headSha, name: run.name, external_id: run.externalId };
+}
+
+/** The parameters naming an existing run. */
+function existingRun(target: CheckTarget, checkRunId: number) {
+  return { owner: target.owner, repo: target.repo, check_run_id: checkRunId };
+}
+
 /** Creates an in-progress check run; `externalId` comes back with GitHub's "Re-run". Resolves with its id. */
 export async function startCheckRun(
   octokit: ProbotOctokit,
@@ -53,14 +68,10 @@ export async function startCheckRun(
   run: { name: string; externalId: string; title: string; summary: string },
 ): Promise<{ id: number; url: string }> {
   const created = await octokit.rest.checks.create({
-    owner: target.owner,
-    repo: target.repo,
-    head_sha: target.headSha,
-    name: run.name,
-    external_id: run.externalId,
+    ...newRun(target, run),
     status: 'in_progress',
     started_at: new Date().toISOString(),
-    output: { title: clip(run.title, MAX_TITLE), summary: clip(run.summary, MAX_SUMMARY) },
+    output: clipOutput(run),
   });
   return { id: created.data.id, url: created.data.html_url ?? '' };
 }
@@ -84,17 +95,10 @@ export async function completeCheckRun(
   for (let i = 0; i < all.length; i += ANNOTATIONS_PER_REQUEST) batches.push(all.slice(i, i + ANNOTATIONS_PER_REQUEST));
   const last = batches.pop() ?? [];
   for (const batch of batches) {
-    await octokit.rest.checks.update({
-      owner: target.owner,
-      repo: target.repo,
-      check_run_id: checkRunId,
-      output: { ...output, annotations: batch },
-    });
+    await octokit.rest.checks.update({ ...existingRun(target, checkRunId), output: { ...output, annotations: batch } });
   }
   await octokit.rest.checks.update({
-    owner: target.owner,
-    repo: target.repo,
-    check_run_id: checkRunId,
+    ...existingRun(target, checkRunId),
     status: 'completed',
     conclusion: result.conclusion,
     completed_at: new Date().toISOString(),
@@ -110,13 +114,7 @@ export async function updateCheckRun(
   checkRunId: number,
   output: { title: string; summary: string },
 ): Promise<void> {
-  await octokit.rest.checks.update({
-    owner: target.owner,
-    repo: target.repo,
-    check_run_id: checkRunId,
-    status: 'in_progress',
-    output: { title: clip(output.title, MAX_TITLE), summary: clip(output.summary, MAX_SUMMARY) },
-  });
+  await octokit.rest.checks.update({ ...existingRun(target, checkRunId), status: 'in_progress', output: clipOutput(output) });
 }
 
 /** Creates a check run that is complete from the start (a result known before any work). Resolves with its id. */
@@ -128,16 +126,12 @@ export async function createCompletedCheckRun(
 ): Promise<number> {
   const now = new Date().toISOString();
   const created = await octokit.rest.checks.create({
-    owner: target.owner,
-    repo: target.repo,
-    head_sha: target.headSha,
-    name: run.name,
-    external_id: run.externalId,
+    ...newRun(target, run),
     status: 'completed',
     conclusion: result.conclusion,
     started_at: now,
     completed_at: now,
-    output: { title: clip(result.title, MAX_TITLE), summary: clip(result.summary, MAX_SUMMARY) },
+    output: clipOutput(result),
   });
   return created.data.id;
 }

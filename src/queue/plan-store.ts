@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { ClusterSpec, GuestSpec, Plan } from '../core/model.js';
 import { parsePlanJson, renderPlanJson } from '../core/render/render-json.js';
-import { GuestSpecSchema, SourceRefSchema } from '../core/render/plan-schema.js';
+import { ClusterSpecSchema, GuestSpecSchema } from '../core/render/plan-schema.js';
 import type { KnownComment } from '../github/sticky-comment.js';
 import { CommitSha, RepoRef } from './schema.js';
 
@@ -20,17 +20,6 @@ export const STORED_PLAN_VERSION = 1;
 
 /** Plans are kept this long: longer than reviews usually take. */
 const PLAN_TTL_SECONDS = 90 * 24 * 3600;
-
-const ClusterSpecSchema = z.strictObject({
-  name: z.string().min(1),
-  vmids: z.strictObject({ lower: z.int(), upper: z.int() }),
-  ownerTag: z.string(),
-  nodes: z.array(z.string()),
-  storages: z.array(z.string()).optional(),
-  bridges: z.array(z.string()).optional(),
-  prune: z.boolean(),
-  source: SourceRefSchema,
-});
 
 const StoredPlanEnvelope = z.strictObject({
   version: z.literal(STORED_PLAN_VERSION),
