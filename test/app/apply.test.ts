@@ -3,7 +3,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
-import { expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { lockGuest, rawConfig, watchWrites } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { at } from './world.js';
@@ -200,21 +200,6 @@ async function editStoredPlan(w: ApplyWorld, pr: number, headSha: string, edit: 
   }
 }
 
-/** Expects a writer's `/pve` command to be accepted: the permission asked, the comment reacted to. */
-function expectAcceptedCommand(w: ApplyWorld, author: string, commentId: number): void {
-  w.github.expect({
-    method: 'GET',
-    path: `/repos/${w.repo.owner}/${w.repo.name}/collaborators/${author}/permission`,
-    reply: { json: { permission: 'write', role_name: 'write' } },
-  });
-  w.github.expect({
-    method: 'POST',
-    path: `/repos/${w.repo.owner}/${w.repo.name}/issues/comments/${commentId}/reactions`,
-    body: { content: 'eyes' },
-    reply: { status: 201, json: {} },
-  });
-}
-
 /** GitHub's answer to `GET /repos/{o}/{r}/pulls/{n}` for a merged (or open) pull request. */
 function pullAnswer(w: ApplyWorld, pr: number, shas: { headSha: string; baseSha: string; mergeSha?: string }) {
   return {
@@ -263,7 +248,7 @@ describe('conflicts and /pve apply', () => {
     github.verify();
 
     // `/pve plan` on the merged pull request plans its head again, against the cluster as it is.
-    expectAcceptedCommand(w, 'alice', 5101);
+    expectAcceptedCommand(w.github, w.repo, 'alice', 5101);
     github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
     await expectArchive(github, repo, baseSha, base);
     await expectArchive(github, repo, headSha, head);
@@ -279,7 +264,7 @@ describe('conflicts and /pve apply', () => {
     github.verify();
 
     // `/pve apply` applies that plan, reviewed now.
-    expectAcceptedCommand(w, 'alice', 5102);
+    expectAcceptedCommand(w.github, w.repo, 'alice', 5102);
     github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 833 });
     const apply = await app.deliver({
@@ -299,7 +284,7 @@ describe('conflicts and /pve apply', () => {
   it('/pve apply on an open pull request says applies happen on merge, and applies nothing', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });
     const w = world;
-    expectAcceptedCommand(w, 'bob', 5201);
+    expectAcceptedCommand(w.github, w.repo, 'bob', 5201);
     w.github.expect(pullAnswer(w, 52, { headSha: newSha(), baseSha: newSha() }));
     const reply = expectReply(w.github, w.repo, 52, /applies a pull request when it is merged into the default branch/);
     const delivery = await w.app.deliver({
@@ -423,7 +408,7 @@ describe('a cluster that cannot be reached', () => {
     expect(sim.sim.stats().writes.total).toBe(0);
 
     sim.sim.setFailureRate(0);
-    expectAcceptedCommand(world, 'carol', 9101);
+    expectAcceptedCommand(world.github, world.repo, 'carol', 9101);
     github.expect(pullAnswer(world, 91, { headSha, baseSha, mergeSha }));
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 892 });
     await app.deliver({

@@ -1,19 +1,11 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import { loadServerConfig, normalisePrivateKey } from '../../src/server/config.js';
+import { TEST_PRIVATE_KEY_PEM, VALID_SERVER_ENV } from './server-env.js';
 
-const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
-
-const valid = {
-  APP_ID: '12345',
-  PRIVATE_KEY: pem,
-  WEBHOOK_SECRET: 'a-webhook-secret',
-  REDIS_URL: 'redis://127.0.0.1:6379',
-  PVE_CLUSTER_LAB_URL: 'https://pve.example.net:8006',
-  PVE_CLUSTER_LAB_TOKEN: 'gitops@pve!plan=00000000-0000-0000-0000-000000000000',
-};
+const pem = TEST_PRIVATE_KEY_PEM;
+const valid = VALID_SERVER_ENV;
 
 async function problems(env: NodeJS.ProcessEnv, role: 'all' | 'web' | 'worker' = 'all'): Promise<string[]> {
   const result = await loadServerConfig(env, { cwd: process.cwd(), role });

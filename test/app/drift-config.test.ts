@@ -1,18 +1,9 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseRepoConfig, RepoConfigError } from '../../src/github/repo-config.js';
 import { intervalWords, loadServerConfig } from '../../src/server/config.js';
+import { VALID_SERVER_ENV } from './server-env.js';
 
-const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
-
-const valid = {
-  APP_ID: '12345',
-  PRIVATE_KEY: pem,
-  WEBHOOK_SECRET: 'a-webhook-secret',
-  REDIS_URL: 'redis://127.0.0.1:6379',
-  PVE_CLUSTER_LAB_URL: 'https://pve.example.net:8006',
-  PVE_CLUSTER_LAB_TOKEN: 'gitops@pve!plan=00000000-0000-0000-0000-000000000000',
-};
+const valid = VALID_SERVER_ENV;
 
 async function load(env: Record<string, string>): Promise<{ config?: Record<string, unknown>; problems: string[] }> {
   const result = await loadServerConfig({ ...valid, ...env }, { cwd: process.cwd(), role: 'all' });

@@ -16,7 +16,7 @@ import {
 } from './drift-flow.js';
 import { GitHubDouble, type RecordedRequest } from './github-double.js';
 import { startTestApp, type TestApp } from './harness.js';
-import { expectArchive, expectReply } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectReply } from './plan-flow.js';
 import { clusterDoc, newSha, vmDoc } from './spec-repo.js';
 
 let github: GitHubDouble;
@@ -406,17 +406,7 @@ describe('/pve drift', () => {
     lab.sim.operatorEdit(100101, { set: { memory: 4096 } });
     const sha = newSha();
 
-    github.expect({
-      method: 'GET',
-      path: `/repos/acme/estate/collaborators/alice/permission`,
-      reply: { json: { permission: 'write', role_name: 'write' } },
-    });
-    github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/issues/comments/7001/reactions',
-      body: { content: 'eyes' },
-      reply: { status: 201, json: {} },
-    });
+    expectAcceptedCommand(github, repo, 'alice', 7001);
     expectHead(github, repo, sha);
     await expectArchive(github, repo, sha, driftSpecs());
     expectIssueSearch(github, repo, []);

@@ -130,3 +130,18 @@ export function expectReply(
   });
   return { created, body: () => sentBody(created) };
 }
+
+/** Expects a writer's `/pve` command to be accepted: the author's permission asked, the comment reacted to with 👀. */
+export function expectAcceptedCommand(github: GitHubDouble, repo: TestRepo, author: string, commentId: number): void {
+  github.expect({
+    method: 'GET',
+    path: `/repos/${repo.owner}/${repo.name}/collaborators/${author}/permission`,
+    reply: { json: { permission: 'write', role_name: 'write' } },
+  });
+  github.expect({
+    method: 'POST',
+    path: `/repos/${repo.owner}/${repo.name}/issues/comments/${commentId}/reactions`,
+    body: { content: 'eyes' },
+    reply: { status: 201, json: {} },
+  });
+}

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { pullRequestEvent } from './deliveries.js';
 import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
-import { at, startWorld, type World } from './world.js';
+import { at, openPullRequest, startWorld, type World } from './world.js';
 
 let world: World | undefined;
 
@@ -11,29 +11,7 @@ afterEach(async () => {
   world = undefined;
 });
 
-async function open(
-  w: World,
-  pr: number,
-  headSha: string,
-  baseSha: string,
-  extra: Partial<Parameters<typeof pullRequestEvent>[0]> = {},
-): Promise<string> {
-  const result = await w.app.deliver({
-    event: 'pull_request',
-    payload: pullRequestEvent({
-      action: 'opened',
-      installationId: w.installationId,
-      repo: w.repo,
-      number: pr,
-      headSha,
-      baseSha,
-      updatedAt: at(pr),
-      ...extra,
-    }),
-  });
-  expect(result.status).toBe(200);
-  return result.deliveryId;
-}
+const open = openPullRequest;
 
 describe('what a plan posts', () => {
   it('an invalid spec fails the check run with annotations on its lines, under the spec root the base config names', async () => {

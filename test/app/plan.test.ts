@@ -4,7 +4,7 @@ import { startClusters, type TestClusters } from './clusters.js';
 import { issueCommentEvent, pullRequestEvent, type TestRepo } from './deliveries.js';
 import { GitHubDouble } from './github-double.js';
 import { startTestApp, type TestApp } from './harness.js';
-import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 
 let github: GitHubDouble;
@@ -76,17 +76,7 @@ describe('the plan of a pull request', () => {
     expect((await check2.result()).conclusion).toBe('success');
 
     // `/pve plan` on the same head: a new check run, no archive, and no comment request at all.
-    github.expect({
-      method: 'GET',
-      path: `/repos/acme/estate/collaborators/alice/permission`,
-      reply: { json: { permission: 'write', role_name: 'write' } },
-    });
-    github.expect({
-      method: 'POST',
-      path: `/repos/acme/estate/issues/comments/4242/reactions`,
-      body: { content: 'eyes' },
-      reply: { status: 201, json: {} },
-    });
+    expectAcceptedCommand(github, repo, 'alice', 4242);
     github.expect({
       method: 'GET',
       path: `/repos/acme/estate/pulls/${pr}`,

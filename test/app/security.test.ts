@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
+import { issueCommentEvent } from './deliveries.js';
 import { expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
-import { at, startWorld, type World } from './world.js';
+import { openPullRequest, startWorld, type World } from './world.js';
 
 let world: World | undefined;
 let trap: Server | undefined;
@@ -27,22 +27,7 @@ async function startTrap(): Promise<{ url: string; requests: string[] }> {
   return { url: `http://127.0.0.1:${(trap.address() as AddressInfo).port}`, requests };
 }
 
-async function open(w: World, pr: number, headSha: string, baseSha: string): Promise<string> {
-  const result = await w.app.deliver({
-    event: 'pull_request',
-    payload: pullRequestEvent({
-      action: 'opened',
-      installationId: w.installationId,
-      repo: w.repo,
-      number: pr,
-      headSha,
-      baseSha,
-      updatedAt: at(pr),
-    }),
-  });
-  expect(result.status).toBe(200);
-  return result.deliveryId;
-}
+const open = openPullRequest;
 
 describe('security', () => {
   it('a pull request that writes a URL into a Cluster document sends no credential anywhere: the spec is invalid', async () => {

@@ -5,9 +5,10 @@
  * installation across the process, so tests never share one).
  */
 import { randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
 import type { ServerRole } from '../../src/server/config.js';
 import { startClusters, type TestClusters } from './clusters.js';
-import type { TestRepo } from './deliveries.js';
+import { pullRequestEvent, type TestRepo } from './deliveries.js';
 import { GitHubDouble } from './github-double.js';
 import { startTestApp, type TestApp } from './harness.js';
 
@@ -59,4 +60,32 @@ export async function startWorld(options: WorldOptions): Promise<World> {
 /** `updated_at` of the n-th event of a test: whole seconds, increasing. */
 export function at(n: number): string {
   return new Date(Date.UTC(2030, 0, 1, 0, 0, n)).toISOString().replace('.000Z', 'Z');
+}
+
+/**
+ * Delivers `pull_request.opened` for pull request `pr` (updated at second `pr`), expects the
+ * webhook to be accepted and resolves with the delivery id (for `app.jobDone`).
+ */
+export async function openPullRequest(
+  w: World,
+  pr: number,
+  headSha: string,
+  baseSha: string,
+  extra: Partial<Parameters<typeof pullRequestEvent>[0]> = {},
+): Promise<string> {
+  const result = await w.app.deliver({
+    event: 'pull_request',
+    payload: pullRequestEvent({
+      action: 'opened',
+      installationId: w.installationId,
+      repo: w.repo,
+      number: pr,
+      headSha,
+      baseSha,
+      updatedAt: at(pr),
+      ...extra,
+    }),
+  });
+  expect(result.status).toBe(200);
+  return result.deliveryId;
 }
