@@ -42,8 +42,12 @@ export const serveCommand: Command = {
       },
       { onRepeat: (signal) => server.logger.warn({ signal }, 'already stopping') },
     );
-    await signals.closed;
-    signals.remove();
+    try {
+      // A close that failed rejects: the CLI reports it and exits 1.
+      await signals.closed;
+    } finally {
+      signals.remove();
+    }
     return 0;
   },
 };

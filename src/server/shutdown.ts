@@ -9,7 +9,8 @@ export type SignalSource = Pick<NodeJS.Process, 'on' | 'removeListener'>;
 
 /**
  * Calls `close` on the first SIGTERM or SIGINT. `closed` resolves with the signal once `close`
- * settled; `remove()` stops listening.
+ * finished, or rejects with its error (so the caller reports it and exits non-zero, rather than an
+ * unhandled rejection killing the process mid-close); `remove()` stops listening.
  */
 export function closeOnSignals(
   close: (signal: NodeJS.Signals) => Promise<void>,
@@ -17,7 +18,11 @@ export function closeOnSignals(
 ): { closed: Promise<NodeJS.Signals>; remove(): void } {
   const source = options.source ?? process;
   let resolveClosed: (signal: NodeJS.Signals) => void = () => {};
-  const closed = new Promise<NodeJS.Signals>((resolve) => (resolveClosed = resolve));
+  let rejectClosed: (error: unknown) => void = () => {};
+  const closed = new Promise<NodeJS.Signals>((resolve, reject) => {
+    resolveClosed = resolve;
+    rejectClosed = reject;
+  });
   let started = false;
   const listener = (signal: NodeJS.Signals): void => {
     if (started) {
@@ -25,7 +30,7 @@ export function closeOnSignals(
       return;
     }
     started = true;
-    close(signal).finally(() => resolveClosed(signal));
+    close(signal).then(() => resolveClosed(signal), rejectClosed);
   };
   source.on('SIGTERM', listener);
   source.on('SIGINT', listener);
