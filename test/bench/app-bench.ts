@@ -24,7 +24,17 @@ import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } fr
 import { type AppProcess, spawnApp } from '../app/processes.js';
 import { newSha, type RepoFiles } from '../app/spec-repo.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { percentile, resetSimStats, type SimProcess, simStats, startSimProcess } from './bench-kit.js';
+import {
+  BENCH_LOWER,
+  benchClusterYaml,
+  benchGuestYaml,
+  benchMac,
+  percentile,
+  resetSimStats,
+  type SimProcess,
+  simStats,
+  startSimProcess,
+} from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,27 +47,11 @@ const guests = Number(values.guests);
 const latencyMs = Number(values['latency-ms']);
 const burst = Number(values.burst);
 const NODES = ['pve-01', 'pve-02', 'pve-03'];
-const LOWER = 100000;
+const LOWER = BENCH_LOWER;
 const repo: TestRepo = { id: 777_001, owner: 'acme', name: 'estate' };
 
-function guestYaml(i: number, memory = 2048): string {
-  return [
-    'kind: VM',
-    `name: vm-${i}`,
-    'cluster: bench',
-    `node: ${NODES[i % NODES.length]}`,
-    `vmid: ${LOWER + i}`,
-    'config:',
-    `  memory: ${memory}`,
-    '  cores: 2',
-    '  net0: virtio,bridge=vmbr0',
-    '  scsi0: local-lvm:32',
-    '  tags: [bench]',
-    '',
-  ].join('\n');
-}
-
-const CLUSTER = `kind: Cluster\nname: bench\nvmids: { lower: ${LOWER}, upper: 200000 }\nownerTag: pve-gitops\nnodes: [${NODES.join(', ')}]\n`;
+const guestYaml = (i: number, memory = 2048): string => benchGuestYaml(i, NODES, memory);
+const CLUSTER = benchClusterYaml(NODES);
 
 /** The spec repository: one file per guest; `touched` guests get `memory`. */
 function estate(touched: ReadonlySet<number>, memory: number): RepoFiles {
@@ -66,10 +60,7 @@ function estate(touched: ReadonlySet<number>, memory: number): RepoFiles {
   return files;
 }
 
-/** A stable MAC per guest, as Proxmox would have generated one. */
-function mac(i: number): string {
-  return ['BC', '24', '11', ...[16, 8, 0].map((shift) => ((i >> shift) & 255).toString(16).padStart(2, '0').toUpperCase())].join(':');
-}
+const mac = benchMac;
 
 /** The estate as Proxmox holds it after an apply of the base specs. */
 function fixture(): unknown {

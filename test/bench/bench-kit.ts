@@ -113,3 +113,34 @@ export async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; ms: n
 export function tableRow(widths: readonly number[], cells: readonly (string | number)[]): string {
   return cells.map((c, i) => String(c).padEnd(widths[i] ?? 10)).join(' ');
 }
+
+/** First VMID of the benchmark estates. */
+export const BENCH_LOWER = 100000;
+
+/** The `bench` Cluster document of an estate on `nodes`. */
+export function benchClusterYaml(nodes: readonly string[]): string {
+  return `kind: Cluster\nname: bench\nvmids: { lower: ${BENCH_LOWER}, upper: 200000 }\nownerTag: pve-gitops\nnodes: [${nodes.join(', ')}]\n`;
+}
+
+/** The spec of guest `i` of a benchmark estate: `vm-<i>` at VMID 100000 + i, spread over `nodes`. */
+export function benchGuestYaml(i: number, nodes: readonly string[], memory: number = 2048): string {
+  return [
+    'kind: VM',
+    `name: vm-${i}`,
+    'cluster: bench',
+    `node: ${nodes[i % nodes.length]}`,
+    `vmid: ${BENCH_LOWER + i}`,
+    'config:',
+    `  memory: ${memory}`,
+    '  cores: 2',
+    '  net0: virtio,bridge=vmbr0',
+    '  scsi0: local-lvm:32',
+    '  tags: [bench]',
+    '',
+  ].join('\n');
+}
+
+/** A stable MAC for guest `i`, as Proxmox would have generated one. */
+export function benchMac(i: number): string {
+  return ['BC', '24', '11', ...[16, 8, 0].map((shift) => ((i >> shift) & 255).toString(16).padStart(2, '0').toUpperCase())].join(':');
+}

@@ -31,7 +31,7 @@ import { GitHubDouble } from '../app/github-double.js';
 import { expectArchive } from '../app/plan-flow.js';
 import { newSha, type RepoFiles } from '../app/spec-repo.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { startSimProcess, tableRow } from './bench-kit.js';
+import { BENCH_LOWER, benchClusterYaml, benchGuestYaml, benchMac, startSimProcess, tableRow } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,31 +42,14 @@ const { values } = parseArgs({
 const sizes = values.sizes.split(',').map(Number);
 const latencyMs = Number(values['latency-ms']);
 const NODES = ['pve-01', 'pve-02', 'pve-03'];
-const LOWER = 100000;
+const LOWER = BENCH_LOWER;
 const repo = { id: 4242, owner: 'acme', name: 'estate' };
 const installationId = 77;
 
 /** The spec repository: a Cluster document and one file per VM. */
 function specFiles(n: number): RepoFiles {
-  const files: RepoFiles = {
-    'cluster.yaml': `kind: Cluster\nname: bench\nvmids: { lower: ${LOWER}, upper: 200000 }\nownerTag: pve-gitops\nnodes: [${NODES.join(', ')}]\n`,
-  };
-  for (let i = 0; i < n; i++) {
-    files[`guests/vm-${i}.yaml`] = [
-      'kind: VM',
-      `name: vm-${i}`,
-      'cluster: bench',
-      `node: ${NODES[i % NODES.length]}`,
-      `vmid: ${LOWER + i}`,
-      'config:',
-      '  memory: 2048',
-      '  cores: 2',
-      '  net0: virtio,bridge=vmbr0',
-      '  scsi0: local-lvm:32',
-      '  tags: [bench]',
-      '',
-    ].join('\n');
-  }
+  const files: RepoFiles = { 'cluster.yaml': benchClusterYaml(NODES) };
+  for (let i = 0; i < n; i++) files[`guests/vm-${i}.yaml`] = benchGuestYaml(i, NODES);
   return files;
 }
 
@@ -74,7 +57,7 @@ function specFiles(n: number): RepoFiles {
 function fixture(n: number): unknown {
   const guests = [];
   for (let i = 0; i < n; i++) {
-    const mac = `BC:24:11:${[i >> 16, i >> 8, i].map((b) => (b & 255).toString(16).padStart(2, '0').toUpperCase()).join(':')}`;
+    const mac = benchMac(i);
     guests.push({
       vmid: LOWER + i,
       type: 'qemu',

@@ -19,7 +19,7 @@ import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
 import { makeClusterSpec, makeGuestSpec } from '../helpers/factories.js';
-import { DIST_BIN, resetSimStats, type SimProcess, simStats, startSimProcess, tableRow } from './bench-kit.js';
+import { benchMac, DIST_BIN, resetSimStats, type SimProcess, simStats, startSimProcess, tableRow } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,8 +54,7 @@ function guestSpec(i: number, memory = '2048'): GuestSpec {
 function fixture(n: number): unknown {
   const guests = [];
   for (let i = 0; i < n; i++) {
-    const mac =
-      `BC:24:11:${((i >> 16) & 255).toString(16).padStart(2, '0')}:${((i >> 8) & 255).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`.toUpperCase();
+    const mac = benchMac(i);
     guests.push({
       vmid: LOWER + i,
       type: 'qemu',
