@@ -372,25 +372,30 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
       if (!stop.signal.aborted) stop.abort(refusal);
       throw refusal;
     });
-    const result = await applyGuest(plan, fenced, {
-      signal: stop.signal,
-      lockWaitMs: deps.settings.lockWaitMs,
-      // The server's policy as it is now, whatever it was when the plan was made.
-      allowHostAccess: writer.allowHostAccess,
-      ...(deps.settings.lockPollMs !== undefined ? { lockPollMs: deps.settings.lockPollMs } : {}),
-      onEvent,
-      acquireSlot: async (node) => {
-        try {
-          // No lock check here: the write itself is fenced (above), and a lost lock aborts the wait.
-          return await deps.slots.acquire(plan.cluster, node, holder, stop.signal);
-        } catch (error) {
-          // Interrupts the engine (a retryable result) instead of failing the guest for good.
-          if (!stop.signal.aborted) stop.abort(error);
-          throw error;
-        }
-      },
-    });
-    deps.stopping?.removeEventListener('abort', onStopping);
+    let result: Awaited<ReturnType<typeof applyGuest>>;
+    try {
+      result = await applyGuest(plan, fenced, {
+        signal: stop.signal,
+        lockWaitMs: deps.settings.lockWaitMs,
+        // The server's policy as it is now, whatever it was when the plan was made.
+        allowHostAccess: writer.allowHostAccess,
+        ...(deps.settings.lockPollMs !== undefined ? { lockPollMs: deps.settings.lockPollMs } : {}),
+        onEvent,
+        acquireSlot: async (node) => {
+          try {
+            // No lock check here: the write itself is fenced (above), and a lost lock aborts the wait.
+            return await deps.slots.acquire(plan.cluster, node, holder, stop.signal);
+          } catch (error) {
+            // Interrupts the engine (a retryable result) instead of failing the guest for good.
+            if (!stop.signal.aborted) stop.abort(error);
+            throw error;
+          }
+        },
+      });
+    } finally {
+      // Also when applyGuest throws: the worker-wide signal must not collect one listener per job.
+      deps.stopping?.removeEventListener('abort', onStopping);
+    }
     await saving;
 
     if (stop.signal.aborted) {
