@@ -5,9 +5,10 @@
  * - a content-addressed parse cache (`createSpecParseCache`): texts already parsed, by this load,
  *   an earlier one (a pull request's base) or another file with the same bytes, are not parsed
  *   again; cross-file checks still see every guest, because assembly always runs over all files;
- * - worker threads for what is left to parse: YAML parsing is most of the time of loading, and
- *   each file parses on its own. Workers parse batches (`parseSpecText`, plain-data results); the
- *   main thread parses batches too and then assembles (`assembleSpecs`), so the result is the same
+ * - texts in the common subset of YAML read in one pass (`parseCommonYaml`), and worker threads
+ *   for what is left for the YAML library: its parsing is most of the time of loading such texts,
+ *   and each file parses on its own. Workers parse batches (`parseWithLibrary`, plain-data
+ *   results); the main thread parses batches too and then assembles (`assembleSpecs`), so the result is the same
  *   as `loadSpecs(files)`.
  *
  * Files come in memory (`{ path, text }` or `{ path, bytes }`): the CLI reads them from a directory
@@ -26,14 +27,15 @@ import {
   type LoadSpecsOptions,
   type SpecFileInput,
 } from '../core/spec/load-specs.js';
-import { parseSpecText, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
+import { parseCommonYaml } from '../core/spec/common-yaml.js';
+import { parseWithLibrary, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
 import type { SpecLimits } from '../core/spec/spec-limits.js';
 import { withEnvSnapshot } from './env-snapshot.js';
 import type { ParseReply, ParseRequest } from './parse-worker.js';
 
 export { createSpecParseCache, type SpecParseCache, type SpecParseCacheOptions } from '../core/spec/parse-cache.js';
 
-/** Below this much YAML (in characters) left to parse, starting threads costs more than it saves. */
+/** Below this much YAML (in characters) left for the library to parse, starting threads costs more than it saves. */
 export const PARALLEL_THRESHOLD = 512 * 1024;
 
 /** Most threads worth starting: beyond this the main thread's share of the work dominates. */
@@ -82,12 +84,24 @@ export async function loadSpecFiles(files: readonly SpecFileInput[], options: Lo
   // Equal texts parse once within a load too, cache or not.
   const parses = new Map<string, ParsedSpecText | undefined>();
   for (const file of texts) if (!parses.has(file.text)) parses.set(file.text, cachedParse(file.text, prepared, options.cache));
-  const missing = [...parses].filter(([, parsed]) => parsed === undefined).map(([text]) => text);
+  // Texts in the common subset of YAML are read here in a single pass, in a fraction of the
+  // library's time (see common-yaml.ts); only what the library must parse is worth threads.
+  const missing: string[] = [];
+  for (const [text, cached] of parses) {
+    if (cached !== undefined) continue;
+    const parsed = parseCommonYaml(text, prepared.limits);
+    if (parsed === undefined) {
+      missing.push(text);
+      continue;
+    }
+    parses.set(text, parsed);
+    cacheParsed(text, parsed, prepared, options.cache);
+  }
   const size = missing.reduce((sum, text) => sum + text.length, 0);
   const workers = Math.max(0, Math.floor(options.workers ?? defaultWorkers()));
   const fresh =
     workers === 0 || missing.length < 2 || size < (options.threshold ?? PARALLEL_THRESHOLD)
-      ? withEnvSnapshot(() => missing.map((text) => parseSpecText(text, prepared.limits)))
+      ? withEnvSnapshot(() => missing.map((text) => parseWithLibrary(text, prepared.limits)))
       : await parseOnThreads(missing, workers, size, prepared.limits, options);
   missing.forEach((text, index) => {
     const parsed = fresh[index];
@@ -227,7 +241,7 @@ class ThreadedParse {
     for (;;) {
       const index = this.nextForMainThread();
       if (index !== undefined) {
-        this.results[index] ??= withEnvSnapshot(() => this.textsOf(index).map((text) => parseSpecText(text, this.limits)));
+        this.results[index] ??= withEnvSnapshot(() => this.textsOf(index).map((text) => parseWithLibrary(text, this.limits)));
         // Let worker replies in, so a worker that finished gets its next batch.
         await new Promise((resolve) => setImmediate(resolve));
         continue;

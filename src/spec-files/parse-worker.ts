@@ -1,9 +1,10 @@
 /**
- * Worker thread entry for `loadSpecFiles`: parses the batches of spec texts it is sent and answers
- * each with the plain-data result, until it is terminated.
+ * Worker thread entry for `loadSpecFiles`: parses the batches of spec texts it is sent with the YAML
+ * library (they are the texts the fast reader left to it) and answers each with the plain-data
+ * result, until it is terminated.
  */
 import { parentPort } from 'node:worker_threads';
-import { parseSpecText, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
+import { parseWithLibrary, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
 import type { SpecLimits } from '../core/spec/spec-limits.js';
 
 /** A batch of texts to parse under `limits`; `batch` identifies it in the reply. */
@@ -27,7 +28,7 @@ port.on('message', (request: ParseRequest) => {
   try {
     port.postMessage({
       batch: request.batch,
-      parsed: request.texts.map((text) => parseSpecText(text, request.limits)),
+      parsed: request.texts.map((text) => parseWithLibrary(text, request.limits)),
     } satisfies ParseReply);
   } catch (error) {
     // Also a value that cannot be cloned (DataCloneError): the main thread parses this batch.

@@ -12,6 +12,7 @@
  * integer written beyond 2^53 is an error instead of a silently rounded number.
  */
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
+import { parseCommonYaml } from './common-yaml.js';
 import { buildPositionTable, documentStart, type PositionTable } from './position-table.js';
 import { limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
 
@@ -52,6 +53,16 @@ export interface ParsedSpecFile extends ParsedSpecText {
  * owns the process does: `src/spec-files/env-snapshot.ts`).
  */
 export function parseSpecText(text: string, limits: SpecLimits = resolveSpecLimits()): ParsedSpecText {
+  // Most spec files are written in a subset of YAML that a single pass reads with the library's
+  // exact result (`common-yaml.ts`); anything else, including every invalid text, goes to the library.
+  return parseCommonYaml(text, limits) ?? parseWithLibrary(text, limits);
+}
+
+/**
+ * {@link parseSpecText} by the YAML library alone: the reference the fast reader is compared with,
+ * and the parser of every text outside its subset.
+ */
+export function parseWithLibrary(text: string, limits: SpecLimits = resolveSpecLimits()): ParsedSpecText {
   const lineCounter = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false, merge: true });
   const documents: ParsedDocument[] = [];
