@@ -62,6 +62,17 @@ export interface ApplyGuestOptions {
    */
   acquireSlot?: (node: string) => Promise<ReleaseSlot>;
   /**
+   * Takes the right to read the guest while it waits for its slot, so that read overlaps other
+   * guests' tasks instead of taking slot time (the caller bounds how many guests read ahead).
+   * Only a step Proxmox checks against the read's digest (a config write, a resize, a disk move:
+   * refused if the config changed since the read) is carried out from a read made ahead, and only
+   * while that read is at most {@link readAheadMaxAgeMs} old when the slot is taken; anything else
+   * is read again inside the slot. Default: none, every read before a step is made in the slot.
+   */
+  acquireReadAhead?: (node: string) => Promise<ReleaseSlot>;
+  /** Oldest a read made ahead of the slot may be when the slot is taken (default 1000 ms). */
+  readAheadMaxAgeMs?: number;
+  /**
    * The host-reaching options the server's policy allows on this guest's cluster, in force now
    * (default: none). A recomputed step that needs more is refused before anything is written,
    * whatever the stored plan says.
@@ -70,6 +81,9 @@ export interface ApplyGuestOptions {
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
+const DEFAULT_READ_AHEAD_MAX_AGE_MS = 1000;
+/** Steps that carry the digest of the read they come from: Proxmox refuses them if the config moved since. */
+const DIGEST_CHECKED_OPS: ReadonlySet<string> = new Set(['config', 'resize', 'move-disk']);
 const MAX_LOCK_POLL_MS = 15_000;
 /** Writes tried per guest (a digest retry, a relocation); waits are bounded by time instead. */
 const MAX_ATTEMPTS_PER_GUEST = 50;
@@ -110,6 +124,8 @@ class GuestJob {
   #lastOp = '';
   #release: ReleaseSlot | undefined;
   #slotNode: string | undefined;
+  /** The right to read ahead of the slot, held from before that read until the slot is taken. */
+  #readAhead: ReleaseSlot | undefined;
   /** The last write was the last planned step: the next read only confirms, and needs no slot. */
   #confirming = false;
 
@@ -177,6 +193,21 @@ class GuestJob {
     this.#slotNode = undefined;
   }
 
+  async #holdReadAhead(node: string): Promise<void> {
+    if (!this.options.acquireReadAhead || this.#readAhead) return;
+    const release = await this.options.acquireReadAhead(node);
+    if (this.options.signal?.aborted) {
+      release();
+      this.options.signal.throwIfAborted();
+    }
+    this.#readAhead = release;
+  }
+
+  #releaseReadAhead(): void {
+    this.#readAhead?.();
+    this.#readAhead = undefined;
+  }
+
   /** A fresh read of the guest and the tasks running on it; undefined when it does not exist. */
   async #read(): Promise<{ observed: ObservedGuest; busy: string[] } | undefined> {
     if (!this.#where && !this.#located) {
@@ -226,6 +257,7 @@ class GuestJob {
     }
     this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason });
     this.#releaseSlot();
+    this.#releaseReadAhead();
     await this.#clock.sleep(Math.min(this.#busyDelay, limit - (now - this.#busySince)), this.options.signal);
     this.#busyDelay = Math.min(this.#busyDelay * 2, MAX_LOCK_POLL_MS);
     return true;
@@ -297,8 +329,17 @@ class GuestJob {
     const { plan } = this;
     for (let attempt = 0; attempt < MAX_ATTEMPTS_PER_GUEST; ) {
       this.options.signal?.throwIfAborted();
-      if (!this.#confirming) await this.#hold(this.#where?.node ?? plan.node);
+      // Read ahead of the slot when the caller allows it, no slot is held (a guest with more steps
+      // keeps its slot and reads in it) and the step is likely one a read made ahead may carry.
+      const ahead =
+        !this.#confirming &&
+        this.options.acquireReadAhead !== undefined &&
+        !this.#release &&
+        DIGEST_CHECKED_OPS.has(plan.operations[0]?.op ?? '');
+      if (ahead) await this.#holdReadAhead(this.#where?.node ?? plan.node);
+      else if (!this.#confirming) await this.#hold(this.#where?.node ?? plan.node);
       const read = await this.#read();
+      const readAt = this.#clock.now();
       if (read && this.#release && this.#slotNode !== read.observed.node) continue; // moved: take that node's slot
       const observed = read?.observed;
       if (!read) {
@@ -357,6 +398,12 @@ class GuestJob {
       if (op.op === 'create' && this.#createSent) {
         // Never a second create in one apply: the guest this run created is gone again.
         return new Finish('conflict', `guest ${plan.vmid} disappeared during apply after it was created; it is not created again`);
+      }
+      if (ahead) {
+        await this.#hold(read?.observed.node ?? this.#where?.node ?? plan.node);
+        this.#releaseReadAhead();
+        const maxAge = this.options.readAheadMaxAgeMs ?? DEFAULT_READ_AHEAD_MAX_AGE_MS;
+        if (!DIGEST_CHECKED_OPS.has(op.op) || this.#clock.now() - readAt > maxAge) continue; // read again, in the slot
       }
       const busy = read?.busy ?? [];
       if (busy.length > 0) {
@@ -475,6 +522,7 @@ class GuestJob {
       }
     } finally {
       this.#releaseSlot();
+      this.#releaseReadAhead();
     }
     this.result.status = finish.status;
     if (finish.error !== undefined) this.result.error = finish.error;

@@ -8,7 +8,8 @@ import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutAppl
 export type { ApplyEvent, ApplyGuestOptions } from './apply-guest.js';
 
 /** Options of {@link executePlan}. */
-export interface ExecuteOptions extends Omit<ApplyGuestOptions, 'listed' | 'locate' | 'acquireSlot' | 'allowHostAccess'> {
+export interface ExecuteOptions
+  extends Omit<ApplyGuestOptions, 'listed' | 'locate' | 'acquireSlot' | 'acquireReadAhead' | 'allowHostAccess'> {
   /** Per cluster, the host-reaching options the server's policy allows now (default: none). */
   allowHostAccess?: Readonly<Record<string, readonly HostAccessRule[]>>;
   /** Guests being read and written at once per cluster (default 4). */
@@ -130,6 +131,10 @@ export async function executePlan(
         });
       }
       const acquireSlot = localSlots(clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY, nodeConcurrency ?? DEFAULT_NODE_CONCURRENCY);
+      // As many guests may read ahead of their slot as may hold one: each is next in line when a
+      // slot frees, and its read overlaps the tasks still running.
+      const readAhead = new Semaphore(clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY);
+      const acquireReadAhead = (): Promise<ReleaseSlot> => readAhead.acquire();
       const locate = async (vmid: number): Promise<ListedGuest | undefined> => (await listings()).get(vmid);
       await Promise.all(
         guests.map(async (guest) => {
@@ -137,6 +142,7 @@ export async function executePlan(
             ...guestOptions,
             locate,
             acquireSlot,
+            acquireReadAhead,
             allowHostAccess: allowHostAccess?.[guest.cluster] ?? [],
           };
           if (listing) guestOptionsFor.listed = listing.get(guest.vmid) ?? null;

@@ -4,7 +4,6 @@
  */
 import { classifyMessage, PveTaskFailedError, PveTaskTimeoutError, type PveErrorInit } from './errors.js';
 import type { TaskStatus } from './schema.js';
-import { sleep } from '../util/sleep.js';
 
 /** The fields encoded in a UPID (`UPID:node:pid:pstart:starttime:type:id:user:`). */
 export interface Upid {
@@ -48,7 +47,7 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** Longest pause between polls (default 1000 ms), reached by doubling once the first second is over. */
   intervalMs?: number;
-  /** Pause between polls during the task's first second (default 25 ms, at most `intervalMs`). */
+  /** Pause between polls during the task's first second (default 10 ms, at most `intervalMs`). */
   fastIntervalMs?: number;
   /** Give up after this long with `PveTaskTimeoutError` (default: wait indefinitely). */
   timeoutMs?: number;
@@ -56,41 +55,96 @@ export interface WaitOptions {
   onProgress?: (status: TaskStatus) => void;
 }
 
-// Most tasks an apply starts (a config write, a start, a create) finish within a second: poll
-// them at a short steady interval, so a 200 ms task is seen done about 200 ms after it started
+// Most tasks an apply starts (a config write, a start, a create) finish within a second, and the
+// apply's slot stays taken until the end is seen: poll them at a short steady interval in their
+// first second, so a task is seen done at most one interval (and one round trip) after it ends,
 // instead of at the next step of a backoff; after that second, back off to `intervalMs`.
-const FAST_POLL_MS = 25;
+const FAST_POLL_MS = 10;
 const FAST_PHASE_MS = 1000;
+// A poll goes out on time even when the one before has not been answered yet — on a cluster
+// 20 ms away a 10 ms interval would otherwise become the round trip — with at most this many
+// unanswered at once, so a cluster that slows down is not asked ever more.
+const MAX_POLLS_IN_FLIGHT = 3;
 
 /**
  * Polls `read` until the task stops. Resolves with the final status on success; rejects with
- * `PveTaskFailedError` (its `cause` typed when the exit text is recognised).
+ * `PveTaskFailedError` (its `cause` typed when the exit text is recognised), with
+ * `PveTaskTimeoutError` past `timeoutMs`, with a failed read's error, or with the signal's reason.
  */
-export async function pollTask(
-  read: () => Promise<TaskStatus>,
-  upid: string,
-  options: WaitOptions,
-  init: PveErrorInit,
-): Promise<TaskStatus> {
+export function pollTask(read: () => Promise<TaskStatus>, upid: string, options: WaitOptions, init: PveErrorInit): Promise<TaskStatus> {
   const { signal, onProgress } = options;
   const maxInterval = Math.max(1, options.intervalMs ?? 1000);
   const fast = Math.max(1, Math.min(options.fastIntervalMs ?? FAST_POLL_MS, maxInterval));
   const started = Date.now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
-  let delay = fast;
+  return new Promise<TaskStatus>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    let delay = fast;
+    let inFlight = 0;
+    let blocked = false;
+    let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (settleWith: () => void): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      settleWith();
+    };
+    const onAbort = (): void => finish(() => reject(signal?.reason));
+    signal?.addEventListener('abort', onAbort, { once: true });
 
-  let sent = Date.now();
-  for (;;) {
-    // The first read waits one short interval too: no task an apply starts is done at once. The
-    // interval counts from the previous read's start, so a slow round trip does not add to it.
-    await sleep(Math.max(0, Math.min(sent + delay, deadline) - Date.now()), signal);
-    sent = Date.now();
-    const status = await raceAbort(read(), signal);
-    onProgress?.(status);
-    if (status.status !== 'running') return settle(status, upid, init);
-    if (Date.now() >= deadline) throw new PveTaskTimeoutError(upid, options.timeoutMs ?? 0, init);
-    if (Date.now() - started >= FAST_PHASE_MS) delay = Math.min(Math.max(delay * 2, fast), maxInterval);
-  }
+    const answered = (status: TaskStatus): void => {
+      inFlight -= 1;
+      if (done) return;
+      onProgress?.(status);
+      if (status.status !== 'running') {
+        finish(() => {
+          try {
+            resolve(settle(status, upid, init));
+          } catch (err) {
+            reject(err);
+          }
+        });
+        return;
+      }
+      if (Date.now() >= deadline) {
+        finish(() => reject(new PveTaskTimeoutError(upid, options.timeoutMs ?? 0, init)));
+        return;
+      }
+      if (blocked) {
+        blocked = false;
+        poll();
+      }
+    };
+    const failed = (err: unknown): void => {
+      inFlight -= 1;
+      finish(() => reject(err));
+    };
+    const schedule = (at: number): void => {
+      timer = setTimeout(poll, Math.max(0, Math.min(at, deadline) - Date.now()));
+    };
+    function poll(): void {
+      if (done) return;
+      if (inFlight >= MAX_POLLS_IN_FLIGHT) {
+        // Sent again as soon as one of them is answered.
+        blocked = true;
+        return;
+      }
+      const sent = Date.now();
+      inFlight += 1;
+      read().then(answered, failed);
+      if (sent - started >= FAST_PHASE_MS) delay = Math.min(Math.max(delay * 2, fast), maxInterval);
+      // The interval counts from this poll's start, so a slow round trip does not add to it; the
+      // answer to a poll at the deadline decides.
+      if (sent < deadline) schedule(sent + delay);
+    }
+    // The first read waits one short interval too: no task an apply starts is done at once.
+    schedule(started + fast);
+  });
 }
 
 function settle(status: TaskStatus, upid: string, init: PveErrorInit): TaskStatus {
@@ -98,23 +152,4 @@ function settle(status: TaskStatus, upid: string, init: PveErrorInit): TaskStatu
   const exitstatus = status.exitstatus ?? 'unexpected status';
   const cause = classifyMessage(exitstatus, { ...init, status: 0 });
   throw new PveTaskFailedError(upid, exitstatus, { ...init, cause });
-}
-
-/** Settles with `promise`, or rejects with the signal's reason as soon as it aborts. */
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }

@@ -1,8 +1,9 @@
 /** The small pieces under the client: semaphore, redaction, UPIDs and task exit statuses. */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Semaphore } from '../../src/util/semaphore.js';
 import { createRedactor } from '../../src/pve/redact.js';
-import { isTaskSuccess, parseUpid } from '../../src/pve/task.js';
+import { isTaskSuccess, parseUpid, pollTask } from '../../src/pve/task.js';
+import type { TaskStatus } from '../../src/pve/schema.js';
 import { sleep } from '../../src/util/sleep.js';
 
 describe('Semaphore', () => {
@@ -114,5 +115,71 @@ describe('sleep', () => {
     const pending = sleep(60_000, controller.signal);
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
+  });
+});
+
+describe('pollTask', () => {
+  const upid = 'UPID:pve:0000AB12:0011FF00:6700AA00:qmconfig:100:root@pam:';
+  const init = { status: 0, method: 'GET', path: '/nodes/pve/tasks/x/status', cluster: 'lab' };
+  const running = { upid, status: 'running' } as TaskStatus;
+  const stopped = { upid, status: 'stopped', exitstatus: 'OK' } as TaskStatus;
+
+  interface PendingRead {
+    answer(status: TaskStatus): void;
+    fail(error: Error): void;
+  }
+
+  /** A task status source the test answers, read by read, in any order; `arrived(n)` resolves once read n was made. */
+  function controlledReads(): { read: () => Promise<TaskStatus>; reads: PendingRead[]; arrived(n: number): Promise<void> } {
+    const reads: PendingRead[] = [];
+    const waiters = new Map<number, () => void>();
+    return {
+      reads,
+      arrived: (n) => (reads.length > n ? Promise.resolve() : new Promise((resolve) => waiters.set(n, resolve))),
+      read: () =>
+        new Promise<TaskStatus>((resolve, reject) => {
+          reads.push({ answer: resolve, fail: reject });
+          waiters.get(reads.length - 1)?.();
+        }),
+    };
+  }
+
+  it('polls on while answers are slow, at most three unanswered, and the next as soon as one is answered', async () => {
+    vi.useFakeTimers();
+    try {
+      const source = controlledReads();
+      const seen: string[] = [];
+      const waiting = pollTask(source.read, upid, { fastIntervalMs: 10, onProgress: (s) => seen.push(s.status) }, init);
+      // A poll every 10 ms although none is answered: a slow round trip does not stretch the interval.
+      await vi.advanceTimersByTimeAsync(30);
+      expect(source.reads).toHaveLength(3);
+      // Three unanswered: no more, however long the answers take.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(source.reads).toHaveLength(3);
+      // An answer lets the next poll out at once.
+      source.reads[0]?.answer(running);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(source.reads).toHaveLength(4);
+      source.reads[2]?.answer(stopped);
+      await expect(waiting).resolves.toEqual(stopped);
+      // Answers that come after the end are not reported.
+      source.reads[1]?.answer(running);
+      source.reads[3]?.answer(running);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(seen).toEqual(['running', 'stopped']);
+      expect(source.reads).toHaveLength(4);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('rejects with the error of a failed read, whatever else is in flight', async () => {
+    const source = controlledReads();
+    const waiting = pollTask(source.read, upid, { fastIntervalMs: 1 }, init);
+    await source.arrived(1);
+    const failure = new Error('connection reset');
+    source.reads[1]?.fail(failure);
+    await expect(waiting).rejects.toBe(failure);
+    source.reads[0]?.answer(stopped);
   });
 });

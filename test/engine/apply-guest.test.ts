@@ -275,6 +275,77 @@ describe('applyGuest on the in-memory cluster', () => {
   });
 });
 
+describe('reading ahead of the slot', () => {
+  /** Virtual times of `op` calls for `vmid`. */
+  const at = (op: 'readGuest' | 'updateConfig' | 'start', vmid: number): number[] =>
+    lab.calls.filter((c) => c.op === op && c.vmid === vmid).map((c) => c.at);
+
+  beforeEach(() => {
+    lab = new MemoryCluster({ clock, nodes: ['pve-01', 'pve-02'], taskMs: 200, readMs: 20 });
+  });
+
+  it('a guest waiting for its slot reads while the task before it runs, and writes from that read as the slot frees', async () => {
+    existing(101);
+    existing(102);
+    const planned = await plan([spec(101), spec(102)]);
+    const results = await apply(planned, { clusterConcurrency: 1 });
+    expect([results[101]?.status, results[102]?.status]).toEqual(['applied', 'applied']);
+    const [write101] = at('updateConfig', 101);
+    const [write102] = at('updateConfig', 102);
+    // 102 was read once before its write, while 101's task ran; its slot held the write and task only.
+    const readsBefore = at('readGuest', 102).filter((t) => t < write102!);
+    expect(readsBefore).toHaveLength(1);
+    expect(readsBefore[0]).toBeLessThan(write101! + lab.taskMs);
+    expect(write102! - write101!).toBe(lab.taskMs);
+    expect(lab.maxClusterWrites).toBe(1);
+    expect(lab.guests.get(102)?.config.memory).toBe('2048');
+  });
+
+  it('a read made ahead that has grown old by the time the slot frees is made again in the slot', async () => {
+    existing(101);
+    existing(102);
+    const planned = await plan([spec(101), spec(102)]);
+    await apply(planned, { clusterConcurrency: 1, readAheadMaxAgeMs: 100 });
+    const [write101] = at('updateConfig', 101);
+    const [write102] = at('updateConfig', 102);
+    const readsBefore = at('readGuest', 102).filter((t) => t < write102!);
+    expect(readsBefore).toHaveLength(2);
+    expect(readsBefore[1]).toBeGreaterThanOrEqual(write101! + lab.taskMs);
+  });
+
+  it('an owned value edited after the read made ahead is caught by the digest: nothing is written', async () => {
+    existing(101);
+    existing(102);
+    const planned = await plan([spec(101), spec(102)]);
+    let edited = false;
+    lab.afterRead = (vmid) => {
+      // The operator's edit lands while 102 waits for its slot with its read made.
+      if (vmid === 102 && !edited) {
+        edited = true;
+        lab.guests.get(102)!.config.memory = '4096';
+      }
+    };
+    const results = await apply(planned, { clusterConcurrency: 1 });
+    expect(results[102]?.status).toBe('conflict');
+    expect(results[102]?.steps.map((s) => s.op)).toEqual(['digest-conflict']);
+    expect(lab.guests.get(102)?.config.memory).toBe('4096');
+  });
+
+  it('a step that carries no digest (a start) is read in its slot, not ahead', async () => {
+    existing(101);
+    existing(102);
+    const planned = await plan([
+      spec(101, { power: 'running', config: { memory: '1024' } }),
+      spec(102, { power: 'running', config: { memory: '1024' } }),
+    ]);
+    expect(planned.guests.map((g) => g.operations.map((o) => o.op))).toEqual([['start'], ['start']]);
+    await apply(planned, { clusterConcurrency: 1 });
+    const [start101] = at('start', 101);
+    const [start102] = at('start', 102);
+    expect(at('readGuest', 102).filter((t) => t < start102!)).toEqual([start101! + lab.taskMs]);
+  });
+});
+
 describe('the host-access policy at apply time', () => {
   it('refuses a host-reaching change the server no longer allows, whatever the stored plan says, and writes nothing', async () => {
     existing(101);
