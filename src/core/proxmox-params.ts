@@ -102,6 +102,23 @@ export function paramSchema(endpoint: string, name: string): ParamSchema | undef
   return props[`${base}[n]`];
 }
 
+const requiredByEndpoint = new Map<string, readonly string[]>();
+
+/**
+ * The parameters an endpoint requires, in schema order: looked up once per endpoint instead of
+ * walking its hundreds of options for every call (10,000 guests validated walked 2.5 million).
+ */
+function requiredParams(endpoint: string, schema: EndpointSchema): readonly string[] {
+  let required = requiredByEndpoint.get(endpoint);
+  if (!required) {
+    required = Object.entries(schema.parameters.properties ?? {})
+      .filter(([name, prop]) => !name.endsWith('[n]') && !prop.optional && !prop.alias)
+      .map(([name]) => name);
+    requiredByEndpoint.set(endpoint, required);
+  }
+  return required;
+}
+
 /**
  * Validates request parameters the way Proxmox's API does before running a handler.
  *
@@ -119,13 +136,10 @@ export function validateParams(
   if (!schema) throw new UnknownEndpointError(endpoint);
   const ignore = new Set(options.ignore ?? []);
   const errors: Record<string, string> = {};
-  const props = schema.parameters.properties ?? {};
 
-  for (const [name, prop] of Object.entries(props)) {
-    if (ignore.has(name) || name.endsWith('[n]')) continue;
-    if (params[name] === undefined || params[name] === null) {
-      if (!prop.optional && !prop.alias) addError(errors, name, PARAM_MESSAGES.missing);
-    }
+  for (const name of requiredParams(endpoint, schema)) {
+    if (ignore.has(name)) continue;
+    if (params[name] === undefined || params[name] === null) addError(errors, name, PARAM_MESSAGES.missing);
   }
 
   for (const [name, raw] of Object.entries(params)) {
