@@ -83,6 +83,14 @@ class Reader {
   private peeked: Line | null | undefined;
   private nodes = 0;
   private budget = 0;
+  // Entries of the collections being read, nested ones above their parents: each collection takes
+  // its own off the top when it is complete, as arrays of exactly its length (a pushed-to array
+  // keeps room for 17, which made the position tables of 10,000 guests three times their size).
+  private readonly keys: string[] = [];
+  private readonly keyAt: number[] = [];
+  private readonly values: (TableNode | null)[] = [];
+  private readonly items: unknown[] = [];
+  private readonly itemTables: (TableNode | null)[] = [];
 
   constructor(
     private readonly text: string,
@@ -173,7 +181,8 @@ class Reader {
   private blockMap(first: Line, raw: Record<string, unknown>, depth: number): TableMap {
     this.deeper(depth);
     this.count();
-    const table: TableMap = { at: first.at, keys: [], keyAt: [], values: [] };
+    const keysFrom = this.keys.length;
+    const valuesFrom = this.values.length;
     const indent = first.indent;
     let line: Line | null = first;
     while (line !== null && line.indent === indent && !(indent === 0 && this.isMarker(line))) {
@@ -184,18 +193,18 @@ class Reader {
       if (afterColon < line.end && text.charCodeAt(afterColon) !== SPACE) throw OUTSIDE;
       const key = this.key(line.at, keyEnd, raw);
       this.count();
-      table.keys.push(key);
-      table.keyAt.push(line.at);
+      this.keys.push(key);
+      this.keyAt.push(line.at);
       const valueAt = this.skipSpaces(afterColon, line.end);
       if (valueAt < line.end && text.charCodeAt(valueAt) !== HASH) {
         const header = text.charCodeAt(valueAt);
         if (header === PIPE || header === GREATER) {
           raw[key] = this.blockScalar(valueAt, line, indent);
-          table.values.push(valueAt);
+          this.values.push(valueAt);
         } else {
           const value = this.inline(valueAt, line.end, depth + 1);
           raw[key] = value.raw;
-          table.values.push(value.table);
+          this.values.push(value.table);
           this.take(line);
         }
         line = this.peek();
@@ -206,30 +215,49 @@ class Reader {
       // Nothing after the colon: a nested block, or an empty value.
       this.take(line);
       line = this.peek();
-      if (line !== null && line.indent > indent) {
+      if (line !== null && (line.indent > indent || (line.indent === indent && this.isSeqItem(line)))) {
+        // A nested mapping, or a list (also at its key's own indentation: `key:\n- a`).
         if (this.isSeqItem(line)) {
-          const items: unknown[] = [];
-          raw[key] = items;
-          table.values.push(this.blockSeq(line, items, depth + 1));
+          const seq = this.blockSeq(line, depth + 1);
+          raw[key] = seq.raw;
+          this.values.push(seq.table);
         } else {
           const nested: Record<string, unknown> = {};
           raw[key] = nested;
-          table.values.push(this.blockMap(line, nested, depth + 1));
+          this.values.push(this.blockMap(line, nested, depth + 1));
         }
-      } else if (line !== null && line.indent === indent && this.isSeqItem(line)) {
-        // A list at its key's own indentation (`key:\n- a`).
-        const items: unknown[] = [];
-        raw[key] = items;
-        table.values.push(this.blockSeq(line, items, depth + 1));
       } else {
         this.count();
         raw[key] = null;
-        table.values.push(null);
+        this.values.push(null);
       }
       line = this.peek();
       if (line !== null && line.indent > indent) throw OUTSIDE;
     }
+    return this.mapTable(first.at, keysFrom, valuesFrom);
+  }
+
+  /** The table of a mapping whose entries are on the stacks from `keysFrom` and `valuesFrom`, taken off them. */
+  private mapTable(at: number, keysFrom: number, valuesFrom: number): TableMap {
+    const table: TableMap = {
+      at,
+      keys: this.keys.slice(keysFrom),
+      keyAt: this.keyAt.slice(keysFrom),
+      values: this.values.slice(valuesFrom),
+    };
+    this.keys.length = keysFrom;
+    this.keyAt.length = keysFrom;
+    this.values.length = valuesFrom;
     return table;
+  }
+
+  /** A list's items and their table, taken off the stacks from `from`. */
+  private seqOf(at: number, from: number): { raw: unknown[]; table: TableSeq } {
+    const raw = this.items.slice(from);
+    const table: TableSeq = { at, items: this.itemTables.slice(from) };
+    this.items.length = from;
+    this.itemTables.length = from;
+    return { raw, table };
   }
 
   private isSeqItem(line: Line): boolean {
@@ -237,10 +265,10 @@ class Reader {
   }
 
   /** A block list of one-line items; its first `-` on `first`. */
-  private blockSeq(first: Line, items: unknown[], depth: number): TableSeq {
+  private blockSeq(first: Line, depth: number): { raw: unknown[]; table: TableSeq } {
     this.deeper(depth);
     this.count();
-    const table: TableSeq = { at: first.at, items: [] };
+    const from = this.items.length;
     const indent = first.indent;
     let line: Line | null = first;
     while (line !== null && line.indent === indent && this.isSeqItem(line)) {
@@ -248,13 +276,13 @@ class Reader {
       // An empty item, a nested list or a comment in its place: left to the library.
       if (valueAt >= line.end || valueAt === line.at + 1) throw OUTSIDE;
       const value = this.inline(valueAt, line.end, depth + 1);
-      items.push(value.raw);
-      table.items.push(value.table);
+      this.items.push(value.raw);
+      this.itemTables.push(value.table);
       this.take(line);
       line = this.peek();
       if (line !== null && line.indent > indent) throw OUTSIDE;
     }
-    return table;
+    return this.seqOf(first.at, from);
   }
 
   /**
@@ -383,30 +411,34 @@ class Reader {
     const { text } = this;
     const isMap = text[at] === '{';
     const close = isMap ? '}' : ']';
-    const raw: Record<string, unknown> | unknown[] = isMap ? {} : [];
-    const table: TableMap | TableSeq = isMap ? { at, keys: [], keyAt: [], values: [] } : { at, items: [] };
+    const raw: Record<string, unknown> = {};
+    const keysFrom = this.keys.length;
+    const valuesFrom = this.values.length;
+    const itemsFrom = this.items.length;
+    const done = (next: number): { raw: unknown; table: TableNode; end: number } =>
+      isMap ? { raw, table: this.mapTable(at, keysFrom, valuesFrom), end: next } : { ...this.seqOf(at, itemsFrom), end: next };
     let i = this.skipSpaces(at + 1, end);
-    if (text[i] === close) return { raw, table, end: i + 1 };
+    if (text[i] === close) return done(i + 1);
     for (;;) {
       if (i >= end) throw OUTSIDE;
       let item: { raw: unknown; table: TableNode; end: number };
       if (isMap) {
         const keyEnd = this.plainKeyEnd(i, end);
         if (text.charCodeAt(keyEnd) !== COLON || text.charCodeAt(keyEnd + 1) !== SPACE) throw OUTSIDE;
-        const key = this.key(i, keyEnd, raw as Record<string, unknown>);
+        const key = this.key(i, keyEnd, raw);
         this.count();
-        (table as TableMap).keys.push(key);
-        (table as TableMap).keyAt.push(i);
+        this.keys.push(key);
+        this.keyAt.push(i);
         item = this.flowItem(this.skipSpaces(keyEnd + 1, end), end, depth + 1);
-        (raw as Record<string, unknown>)[key] = item.raw;
-        (table as TableMap).values.push(item.table);
+        raw[key] = item.raw;
+        this.values.push(item.table);
       } else {
         item = this.flowItem(i, end, depth + 1);
-        (raw as unknown[]).push(item.raw);
-        (table as TableSeq).items.push(item.table);
+        this.items.push(item.raw);
+        this.itemTables.push(item.table);
       }
       i = this.skipSpaces(item.end, end);
-      if (text[i] === close) return { raw, table, end: i + 1 };
+      if (text[i] === close) return done(i + 1);
       if (text[i] !== ',') throw OUTSIDE;
       i = this.skipSpaces(i + 1, end);
       // A trailing comma, an empty entry: the library's to judge.
