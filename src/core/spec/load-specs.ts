@@ -16,6 +16,7 @@ import type { SpecParseCache } from './parse-cache.js';
 import { parseSpecText, type ParsedSpecFile, type ParsedSpecText } from './parse-spec-file.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
 import { ClusterDocument, ContainerDocument, DOCUMENT_SCHEMAS, SpecKind, VmDocument } from './schema.js';
+import { quickGuestDocument } from './guest-document.js';
 import { formatBytes, limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
 import { decodeSpecFile, specFileBytes, type SpecFileInput } from './spec-text.js';
 import { validateSpecs, type GuestVerdicts, type SpecPositions } from './validate-specs.js';
@@ -377,7 +378,10 @@ function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state
     state.errors.push(new SpecError(at.value(['kind']), `unknown kind ${describe(raw.kind)} (expected Cluster, VM or Container)`));
     return;
   }
-  const parsed = DOCUMENT_SCHEMAS[kind.data].safeParse(raw);
+  // Guest documents the schema accepts are checked without zod's unions (guest-document.ts);
+  // anything else, and every error, is the schema's.
+  const quick = kind.data === 'Cluster' ? undefined : quickGuestDocument(raw, kind.data);
+  const parsed = quick ? ({ success: true, data: quick } as const) : DOCUMENT_SCHEMAS[kind.data].safeParse(raw);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) state.errors.push(...issueErrors(issue, raw, at, kind.data));
     if (kind.data === 'Cluster' && typeof raw.name === 'string') state.brokenClusters.add(raw.name);
