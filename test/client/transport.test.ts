@@ -278,6 +278,32 @@ describe('request encoding', () => {
     expect((err as Error).message).toMatch(/unexpected response shape at version/);
   });
 
+  it('reads the cluster listing: guests only, with the fields the engine uses', async () => {
+    const { client } = await setup(
+      ok([
+        { id: 'qemu/100', type: 'qemu', vmid: 100, node: 'pve', name: 'web', status: 'running', tags: 'a;b', template: 0, cpu: 0.1 },
+        { id: 'lxc/101', type: 'lxc', vmid: 101, node: 'pve', status: 'stopped', lock: 'backup', template: '1' },
+        { id: 'storage/pve/local', type: 'storage', node: 'pve', storage: 'local' },
+        { id: 'qemu/102', type: 'qemu', vmid: 102 },
+      ]),
+    );
+    await expect(client.clusterResources()).resolves.toEqual([
+      { vmid: 100, type: 'qemu', node: 'pve', name: 'web', status: 'running', tags: 'a;b', template: false },
+      { vmid: 101, type: 'lxc', node: 'pve', status: 'stopped', lock: 'backup', template: true },
+    ]);
+  });
+
+  it.each([
+    ['a vmid as text', { type: 'qemu', vmid: '100', node: 'pve' }, /unexpected response shape at 0\.vmid/],
+    ['a name that is not text', { type: 'qemu', vmid: 100, node: 'pve', name: 7 }, /unexpected response shape at 0\.name/],
+    ['no type', { vmid: 100, node: 'pve' }, /unexpected response shape at 0\.type/],
+  ])('rejects a cluster listing with %s as the schema says', async (_name, entry, message) => {
+    const { client } = await setup(ok([entry]));
+    const err = await client.clusterResources().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PveError);
+    expect((err as Error).message).toMatch(message);
+  });
+
   it('pages through a long task log using total', async () => {
     const lines = Array.from({ length: 1203 }, (_, i) => ({ n: i + 1, t: `line ${i + 1}` }));
     const { server, client } = await setup((req, res) => {
