@@ -179,7 +179,12 @@ export class PveClient {
 
   /** `GET …/pending`: every key with its current and queued value, and the digest entry. */
   async getPending(node: string, type: GuestType, vmid: number): Promise<PendingEntry[]> {
-    return this.#get(`${guestPath(node, type, vmid)}/pending`, PendingEntry.array());
+    const path = `${guestPath(node, type, vmid)}/pending`;
+    const envelope = await this.#http.send('GET', path);
+    // Every plan and drift read comes here: entries of the right shape are used as parsed, without
+    // the schema's copy of each; the schema explains any that are not.
+    if (isPendingList(envelope.data)) return envelope.data;
+    return this.#shape('GET', path, PendingEntry.array(), envelope.data);
   }
 
   /**
@@ -379,6 +384,19 @@ function guestPath(node: string, type: GuestType, vmid: number): string {
 }
 
 const isOptional = (value: unknown, type: 'string' | 'number'): boolean => value === undefined || typeof value === type;
+const isOptionalScalar = (value: unknown): boolean => value === undefined || typeof value === 'string' || Number.isFinite(value);
+
+/** Whether `data` is a `…/pending` answer of exactly the shape `PendingEntry` requires. */
+function isPendingList(data: unknown): data is PendingEntry[] {
+  if (!Array.isArray(data)) return false;
+  for (const entry of data as unknown[]) {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return false;
+    const { key, value, pending, delete: remove } = entry as Record<string, unknown>;
+    if (typeof key !== 'string' || !isOptionalScalar(value) || !isOptionalScalar(pending)) return false;
+    if (remove !== undefined && !Number.isFinite(remove)) return false;
+  }
+  return true;
+}
 
 /**
  * The guests of a `/cluster/resources` answer whose entries all have the shape `ClusterResource`

@@ -304,6 +304,19 @@ describe('request encoding', () => {
     expect((err as Error).message).toMatch(message);
   });
 
+  it('reads a pending list as Proxmox sends it, and rejects one of another shape as the schema says', async () => {
+    const entries = [
+      { key: 'digest', value: 'abc' },
+      { key: 'memory', value: 2048, pending: 4096 },
+      { key: 'net1', value: 'virtio,bridge=vmbr1', delete: 1 },
+    ];
+    const { client } = await setup((_req, res, _b, n) => sendJson(res, 200, { data: n === 0 ? entries : [{ key: 'memory', value: [1] }] }));
+    await expect(client.getPending('pve', 'qemu', 100)).resolves.toEqual(entries);
+    const err = await client.getPending('pve', 'qemu', 100).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PveError);
+    expect((err as Error).message).toMatch(/unexpected response shape at 0\.value/);
+  });
+
   it('pages through a long task log using total', async () => {
     const lines = Array.from({ length: 1203 }, (_, i) => ({ n: i + 1, t: `line ${i + 1}` }));
     const { server, client } = await setup((req, res) => {
