@@ -34,21 +34,32 @@ describe('readSpecDir', () => {
     await writeFile(path.join(root, rel), content);
   };
 
-  it('reads YAML files recursively, as bytes, with sorted, /-separated relative paths', async () => {
+  it('reads YAML files recursively, decoded strictly as UTF-8, with sorted, /-separated relative paths', async () => {
     await write('prod/web.yaml', 'b');
-    await write('clusters.yaml', 'a');
+    await write('clusters.yaml', '\ufeffa');
     await write('lab/deep/x.yml', 'c');
     await write('Lab2/UPPER.YAML', 'd');
+    await write('lab/latin1.yaml', new Uint8Array([0x6e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0xe9]));
     await write('lab/notes.md', 'not yaml');
     await write('lab/web.yaml.bak', 'not yaml');
     const files = await readSpecDir(root);
-    expect(files.every((file) => 'bytes' in file)).toBe(true);
     expect(files.map(text)).toEqual([
       { path: 'Lab2/UPPER.YAML', text: 'd' },
       { path: 'clusters.yaml', text: 'a' },
       { path: 'lab/deep/x.yml', text: 'c' },
+      { path: 'lab/latin1.yaml', text: 'name: \ufffd' },
       { path: 'prod/web.yaml', text: 'b' },
     ]);
+    // A file that is not UTF-8 keeps its bytes: loading reports where, never a replaced character.
+    expect(files.map((file) => [file.path, 'bytes' in file])).toEqual([
+      ['Lab2/UPPER.YAML', false],
+      ['clusters.yaml', false],
+      ['lab/deep/x.yml', false],
+      ['lab/latin1.yaml', true],
+      ['prod/web.yaml', false],
+    ]);
+    const loaded = await loadSpecDir(root);
+    expect(loaded.errors.map(formatSpecError)).toContain('lab/latin1.yaml:1:7: not valid UTF-8 at byte 6 (0xe9); spec files must be UTF-8');
   });
 
   it('skips hidden entries and node_modules', async () => {

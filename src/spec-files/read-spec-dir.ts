@@ -9,8 +9,9 @@
  *   that leads outside (`/etc/shadow`, `/proc/self/environ`, which holds the tokens) or nowhere is
  *   an error and its target is never opened. Links to directories are not followed;
  * - files are opened a bounded number at a time, so a repository of more files than the process
- *   may hold open loads (instead of failing with EMFILE), and read as bytes, so invalid UTF-8 is
- *   reported rather than silently replaced.
+ *   may hold open loads (instead of failing with EMFILE), and read as bytes decoded strictly as
+ *   each is read (so the bytes do not outlive it): a file that is not UTF-8 keeps its bytes, and
+ *   loading reports where, rather than a silently replaced character.
  */
 import { constants, type Dirent } from 'node:fs';
 import { open, readdir, realpath, stat } from 'node:fs/promises';
@@ -18,6 +19,7 @@ import path from 'node:path';
 import { compareSpecErrors, SpecError } from '../core/spec/errors.js';
 import type { LoadedSpecs, SpecFileInput } from '../core/spec/load-specs.js';
 import { formatBytes, limitHint, resolveSpecLimits, type SpecLimits } from '../core/spec/spec-limits.js';
+import { decodeSpecFile } from '../core/spec/spec-text.js';
 import { loadSpecFiles, type LoadSpecFilesOptions } from './load-spec-files.js';
 
 /** Thrown when the spec root is missing or not a directory: an empty estate must never be assumed. */
@@ -53,7 +55,7 @@ export interface SpecDirContents {
 }
 
 /**
- * Every `*.yaml` / `*.yml` file under `root`, recursively, as bytes, with paths relative to `root`
+ * Every `*.yaml` / `*.yml` file under `root`, recursively, as text (as bytes when it is not UTF-8), with paths relative to `root`
  * using `/` and sorted by code unit, so results (and error order) do not depend on the file system.
  * Hidden entries (`.github/`, `.pre-commit-config.yaml`) and `node_modules` are skipped: they hold
  * other tools' YAML. Errors name files relative to the root, and the repository as `label`.
@@ -87,6 +89,7 @@ export async function collectSpecDir(root: string, options: ReadSpecDirOptions &
     const entry = listing.entries[index];
     if (entry === undefined) return;
     if (result instanceof Uint8Array) files.push({ path: entry.rel, bytes: result });
+    else if (typeof result === 'object') files.push({ path: entry.rel, text: result.text });
     else errors.push(fileError(entry.rel, result));
   });
   errors.sort(compareSpecErrors);
@@ -173,7 +176,11 @@ async function list(realRoot: string, rel: string, listing: Listing, limits: Spe
 }
 
 /** The file's bytes (never more than the per-file limit, or than is left of the total), or why not. */
-async function readBounded(entry: Entry, limits: SpecLimits, budget: { left: number; over: boolean }): Promise<Uint8Array | string> {
+async function readBounded(
+  entry: Entry,
+  limits: SpecLimits,
+  budget: { left: number; over: boolean },
+): Promise<Uint8Array | { text: string } | string> {
   if (budget.over) return 'not read';
   let handle: Awaited<ReturnType<typeof open>>;
   try {
@@ -199,7 +206,11 @@ async function readBounded(entry: Entry, limits: SpecLimits, budget: { left: num
       if (bytesRead === 0) break;
       filled += bytesRead;
     }
-    return buffer.subarray(0, filled);
+    const bytes = buffer.subarray(0, filled);
+    // Decoded at once, so the bytes are garbage while young; a file that is not UTF-8 keeps its
+    // bytes, and loading reports where.
+    const decoded = decodeSpecFile({ path: entry.rel, bytes });
+    return decoded.ok ? { text: decoded.text } : bytes;
   } finally {
     await handle.close();
   }
