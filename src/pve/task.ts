@@ -47,8 +47,10 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** Longest pause between polls (default 1000 ms), reached by doubling once the first second is over. */
   intervalMs?: number;
-  /** Pause between polls during the task's first second (default 10 ms, at most `intervalMs`). */
+  /** Pause between polls during the task's first second (default 25 ms, at most `intervalMs`). */
   fastIntervalMs?: number;
+  /** Status requests of this task unanswered at once at most (default 1: see MAX_POLLS_IN_FLIGHT). */
+  maxPollsInFlight?: number;
   /** Give up after this long with `PveTaskTimeoutError` (default: wait indefinitely). */
   timeoutMs?: number;
   /** Called with every status read, running or stopped. */
@@ -59,12 +61,12 @@ export interface WaitOptions {
 // apply's slot stays taken until the end is seen: poll them at a short steady interval in their
 // first second, so a task is seen done at most one interval (and one round trip) after it ends,
 // instead of at the next step of a backoff; after that second, back off to `intervalMs`.
-const FAST_POLL_MS = 10;
+const FAST_POLL_MS = 25;
 const FAST_PHASE_MS = 1000;
-// A poll goes out on time even when the one before has not been answered yet — on a cluster
-// 20 ms away a 10 ms interval would otherwise become the round trip — with at most this many
-// unanswered at once, so a cluster that slows down is not asked ever more.
-const MAX_POLLS_IN_FLIGHT = 3;
+// One status request per task at a time: pveproxy serves every client from a small pool of
+// worker processes (3 by default), and an apply's polls must leave room for the web UI and other
+// clients. A slow answer therefore stretches the interval instead of adding requests.
+const MAX_POLLS_IN_FLIGHT = 1;
 
 /**
  * Polls `read` until the task stops. Resolves with the final status on success; rejects with
@@ -75,6 +77,7 @@ export function pollTask(read: () => Promise<TaskStatus>, upid: string, options:
   const { signal, onProgress } = options;
   const maxInterval = Math.max(1, options.intervalMs ?? 1000);
   const fast = Math.max(1, Math.min(options.fastIntervalMs ?? FAST_POLL_MS, maxInterval));
+  const maxInFlight = Math.max(1, options.maxPollsInFlight ?? MAX_POLLS_IN_FLIGHT);
   const started = Date.now();
   const deadline = options.timeoutMs === undefined ? Infinity : started + options.timeoutMs;
   return new Promise<TaskStatus>((resolve, reject) => {
@@ -129,7 +132,7 @@ export function pollTask(read: () => Promise<TaskStatus>, upid: string, options:
     };
     function poll(): void {
       if (done) return;
-      if (inFlight >= MAX_POLLS_IN_FLIGHT) {
+      if (inFlight >= maxInFlight) {
         // Sent again as soon as one of them is answered.
         blocked = true;
         return;

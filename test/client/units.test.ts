@@ -149,7 +149,12 @@ describe('pollTask', () => {
     try {
       const source = controlledReads();
       const seen: string[] = [];
-      const waiting = pollTask(source.read, upid, { fastIntervalMs: 10, onProgress: (s) => seen.push(s.status) }, init);
+      const waiting = pollTask(
+        source.read,
+        upid,
+        { fastIntervalMs: 10, maxPollsInFlight: 3, onProgress: (s) => seen.push(s.status) },
+        init,
+      );
       // A poll every 10 ms although none is answered: a slow round trip does not stretch the interval.
       await vi.advanceTimersByTimeAsync(30);
       expect(source.reads).toHaveLength(3);
@@ -173,9 +178,26 @@ describe('pollTask', () => {
     }
   });
 
+  it('asks one status at a time by default, so a slow cluster is not asked more', async () => {
+    vi.useFakeTimers();
+    try {
+      const source = controlledReads();
+      const waiting = pollTask(source.read, upid, {}, init);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(source.reads).toHaveLength(1);
+      source.reads[0]?.answer(running);
+      await vi.advanceTimersByTimeAsync(25);
+      expect(source.reads).toHaveLength(2);
+      source.reads[1]?.answer(stopped);
+      await expect(waiting).resolves.toEqual(stopped);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('rejects with the error of a failed read, whatever else is in flight', async () => {
     const source = controlledReads();
-    const waiting = pollTask(source.read, upid, { fastIntervalMs: 1 }, init);
+    const waiting = pollTask(source.read, upid, { fastIntervalMs: 1, maxPollsInFlight: 3 }, init);
     await source.arrived(1);
     const failure = new Error('connection reset');
     source.reads[1]?.fail(failure);
