@@ -140,6 +140,31 @@ export function benchGuestYaml(i: number, nodes: readonly string[], memory: numb
   ].join('\n');
 }
 
+/**
+ * Guest `i` of a benchmark estate as Proxmox holds it once its spec was applied (fixture form):
+ * the MAC and volume Proxmox filled in, the owner tag, `boot` and `meta`; `config` changes or adds
+ * keys (a value changed by hand, keys a benchmark needs).
+ */
+export function benchAppliedGuest(i: number, nodes: readonly string[], config: Record<string, string> = {}): unknown {
+  return {
+    vmid: BENCH_LOWER + i,
+    type: 'qemu',
+    node: nodes[i % nodes.length],
+    running: i % 2 === 0,
+    config: {
+      name: `vm-${i}`,
+      memory: '2048',
+      cores: '2',
+      net0: `virtio=${benchMac(i)},bridge=vmbr0`,
+      scsi0: `local-lvm:vm-${BENCH_LOWER + i}-disk-0,size=32G`,
+      tags: 'bench;pve-gitops',
+      boot: 'order=scsi0;net0',
+      meta: 'creation-qemu=9.2.0,ctime=1700000000',
+      ...config,
+    },
+  };
+}
+
 /** A stable MAC for guest `i`, as Proxmox would have generated one. */
 export function benchMac(i: number): string {
   return ['BC', '24', '11', ...[16, 8, 0].map((shift) => ((i >> shift) & 255).toString(16).padStart(2, '0').toUpperCase())].join(':');

@@ -31,7 +31,7 @@ import { GitHubDouble } from '../app/github-double.js';
 import { expectArchive } from '../app/plan-flow.js';
 import { newSha, type RepoFiles } from '../app/spec-repo.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { BENCH_LOWER, benchClusterYaml, benchGuestYaml, benchMac, startSimProcess, tableRow } from './bench-kit.js';
+import { benchAppliedGuest, benchClusterYaml, benchGuestYaml, startSimProcess, tableRow } from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,7 +42,6 @@ const { values } = parseArgs({
 const sizes = values.sizes.split(',').map(Number);
 const latencyMs = Number(values['latency-ms']);
 const NODES = ['pve-01', 'pve-02', 'pve-03'];
-const LOWER = BENCH_LOWER;
 const repo = { id: 4242, owner: 'acme', name: 'estate' };
 const installationId = 77;
 
@@ -55,26 +54,7 @@ function specFiles(n: number): RepoFiles {
 
 /** The estate as Proxmox holds it: the specs applied, then every hundredth guest's memory changed by hand. */
 function fixture(n: number): unknown {
-  const guests = [];
-  for (let i = 0; i < n; i++) {
-    const mac = benchMac(i);
-    guests.push({
-      vmid: LOWER + i,
-      type: 'qemu',
-      node: NODES[i % NODES.length],
-      running: i % 2 === 0,
-      config: {
-        name: `vm-${i}`,
-        memory: i % 100 === 0 ? '4096' : '2048',
-        cores: '2',
-        net0: `virtio=${mac},bridge=vmbr0`,
-        scsi0: `local-lvm:vm-${LOWER + i}-disk-0,size=32G`,
-        tags: 'bench;pve-gitops',
-        boot: 'order=scsi0;net0',
-        meta: 'creation-qemu=9.2.0,ctime=1700000000',
-      },
-    });
-  }
+  const guests = Array.from({ length: n }, (_v, i) => benchAppliedGuest(i, NODES, i % 100 === 0 ? { memory: '4096' } : {}));
   return { nodes: NODES, guests };
 }
 

@@ -19,7 +19,16 @@ import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
 import { makeClusterSpec, makeGuestSpec } from '../helpers/factories.js';
-import { benchMac, DIST_BIN, resetSimStats, type SimProcess, simStats, startSimProcess, tableRow } from './bench-kit.js';
+import {
+  BENCH_LOWER,
+  benchAppliedGuest,
+  DIST_BIN,
+  resetSimStats,
+  type SimProcess,
+  simStats,
+  startSimProcess,
+  tableRow,
+} from './bench-kit.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,7 +44,7 @@ const sizes = values.sizes.split(',').map(Number);
 const latencyMs = Number(values['latency-ms']);
 const naiveLimit = Number(values['naive-limit']);
 const NODES = ['pve-01', 'pve-02', 'pve-03'];
-const LOWER = 100000;
+const LOWER = BENCH_LOWER;
 
 const cluster = makeClusterSpec({ name: 'bench', vmids: { lower: LOWER, upper: 200000 }, nodes: NODES });
 
@@ -52,28 +61,9 @@ function guestSpec(i: number, memory = '2048'): GuestSpec {
 
 /** The estate as Proxmox would hold it after an apply of the specs. */
 function fixture(n: number): unknown {
-  const guests = [];
-  for (let i = 0; i < n; i++) {
-    const mac = benchMac(i);
-    guests.push({
-      vmid: LOWER + i,
-      type: 'qemu',
-      node: NODES[i % NODES.length],
-      running: i % 2 === 0,
-      config: {
-        name: `vm-${i}`,
-        memory: '2048',
-        cores: '2',
-        net0: `virtio=${mac},bridge=vmbr0`,
-        scsi0: `local-lvm:vm-${LOWER + i}-disk-0,size=32G`,
-        tags: 'bench;pve-gitops',
-        boot: 'order=scsi0;net0',
-        meta: 'creation-qemu=9.2.0,ctime=1700000000',
-        smbios1: 'uuid=00000000-0000-4000-8000-000000000000',
-        vmgenid: '00000000-0000-4000-8000-000000000001',
-      },
-    });
-  }
+  const guests = Array.from({ length: n }, (_v, i) =>
+    benchAppliedGuest(i, NODES, { smbios1: 'uuid=00000000-0000-4000-8000-000000000000', vmgenid: '00000000-0000-4000-8000-000000000001' }),
+  );
   return { nodes: NODES, guests };
 }
 

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
+import { pick, seededRandom } from '../../../test/helpers/seeded-random.js';
 import { describe, expect, it } from 'vitest';
 import { Document } from 'yaml';
 import { estateFiles } from '../../../test/bench/estate.js';
@@ -134,7 +135,7 @@ describe('the common YAML reader gives the library’s result or none', () => {
   });
 
   it('agrees with the library on generated texts in and around the subset', () => {
-    const random = mulberry32(12);
+    const random = seededRandom(12);
     let read = 0;
     const runs = 4_000;
     for (let n = 0; n < runs; n++) {
@@ -146,19 +147,6 @@ describe('the common YAML reader gives the library’s result or none', () => {
     expect(read).toBeLessThan(runs * 0.9);
   });
 });
-
-/** A small seeded generator, so a failure names a text that fails again. */
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 
 /** Keys and scalars as spec files write them, and the unusual ones (picked now and then) that test the subset's edges. */
 const KEYS = ['kind', 'name', 'config', 'net0', 'a-b', 'x.y', '_k', 'memory', 'tags', 'constructor', 'y', 'no', 'on', 'Yes'];

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { pick, seededRandom } from '../../../test/helpers/seeded-random.js';
 import { describe, expect, it } from 'vitest';
 import { estateFiles } from '../../../test/bench/estate.js';
 import { quickGuestDocument } from './guest-document.js';
@@ -88,7 +89,7 @@ describe('the quick guest document check gives the schema’s result or none', (
   });
 
   it('agrees with the schema on generated documents, valid and not', () => {
-    const random = mulberry32(7);
+    const random = seededRandom(7);
     let accepted = 0;
     let valid = 0;
     const runs = 6_000;
@@ -104,18 +105,6 @@ describe('the quick guest document check gives the schema’s result or none', (
     expect(accepted).toBeGreaterThan(valid * 0.9);
   });
 });
-
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 
 /** Values of every type YAML gives, and a few it cannot (to be sure nothing odd slips through). */
 const ODD: readonly unknown[] = [
