@@ -95,6 +95,22 @@ async function task(method: Method, path: string, form?: Record<string, string>,
   return { task: String(status.exitstatus) };
 }
 
+/** Runs a request that answers with a UPID; returns the task's exit status and every log line. */
+async function taskWithLog(method: Method, path: string, form?: Record<string, string>): Promise<{ exitstatus: string; log: string[] }> {
+  const res = await call(method, path, form);
+  expect(res.status, `${method} ${path}: ${res.text}`).toBe(200);
+  const upid = res.body?.data as string;
+  const node = /^UPID:([^:]+):/.exec(upid)?.[1] as string;
+  const status = await waitTask(sim, node, upid);
+  const log = await call('GET', `/nodes/${node}/tasks/${encodeURIComponent(upid)}/log?limit=0`);
+  return { exitstatus: String(status.exitstatus), log: arr(log.body?.data).map((l) => String(l.t)) };
+}
+
+/** VM 101 with a NIC that is not VirtIO and has an MTU, which a start ignores with a warning. */
+function e1000WithMtu(): void {
+  sim.sim.operatorEdit(101, { set: { net0: 'e1000=BC:24:11:00:00:09,bridge=vmbr0,mtu=9000' } });
+}
+
 /** Runs a request (a task is awaited) and returns the guest's config file afterwards. */
 async function file(vmid: number, method: Method, path: string, form?: Record<string, string>): Promise<Observed> {
   const done = await task(method, path, form);
@@ -188,7 +204,8 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   },
   'TSK-7': async () => {
     await finishedStop();
-    const warned = await call('POST', '/nodes/pve-01/qemu/101/config', { delete: 'balloon' });
+    e1000WithMtu();
+    const warned = await call('POST', '/nodes/pve-01/qemu/101/status/start');
     await waitTask(sim, 'pve-01', warned.body?.data as string);
     return { data: await data('/nodes/pve-01/tasks?statusfilter=warning') };
   },
@@ -209,6 +226,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LLS-1': async () => ({ data: await data('/nodes/pve-02/lxc') }),
   'QST-1': () => http('GET', '/nodes/pve-01/qemu/999/status/current'),
   'LST-1': async () => ({ data: await data('/nodes/pve-02/lxc/200/status/current') }),
+  'QST-2': async () => {
+    await call('PUT', '/nodes/pve-01/qemu/101/config', { serial0: 'socket' });
+    const without = (await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>;
+    const withSerial = (await data('/nodes/pve-01/qemu/101/status/current')) as Record<string, unknown>;
+    return { data: { without: 'serial' in without, with: withSerial.serial } };
+  },
   'QCF-1': () => http('GET', '/nodes/pve-01/qemu/100/config?snapshot=snap1&current=1'),
   'QCF-2': async () => {
     await call('PUT', '/nodes/pve-01/qemu/100/config', { cores: '4' });
@@ -251,7 +274,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'QUP-14': () => http('PUT', '/nodes/pve-01/qemu/100/config', { cores: '4', skiplock: '1' }),
   'QUP-15': () => http('PUT', '/nodes/pve-01/qemu/100/config', { delete: 'nope' }),
   'QUP-16': () => http('PUT', '/nodes/pve-01/qemu/100/config', { cores: '4', delete: 'cores' }),
-  'QUP-17': () => task('POST', '/nodes/pve-01/qemu/100/config', { delete: 'balloon' }),
+  'QUP-17': async () => ({ data: await taskWithLog('POST', '/nodes/pve-01/qemu/100/config', { delete: 'balloon' }) }),
   'QUP-18': () => task('POST', '/nodes/pve-01/qemu/100/config', { delete: 'scsi0' }),
   'QUP-19': () => file(101, 'PUT', '/nodes/pve-01/qemu/101/config', { tags: 'Beta,alpha beta' }),
   'QUP-20': () => http('PUT', '/nodes/pve-01/qemu/101/config', { sshkeys: 'ssh-ed25519 AAAA' }),
@@ -259,6 +282,9 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'QUP-22': () => http('PUT', '/nodes/pve-01/qemu/100/config', { cores: '4' }, sim.auditToken),
   'QUP-23': () => file(101, 'PUT', '/nodes/pve-01/qemu/101/config', { delete: 'scsi0' }),
   'QUP-24': () => http('PUT', '/nodes/pve-01/qemu/101/config', { boot: 'order=scsi7;net0' }),
+  'QUP-25': () => file(101, 'PUT', '/nodes/pve-01/qemu/101/config', { tags: 'web\nProd' }),
+  'QUP-26': () => http('PUT', '/nodes/pve-01/qemu/101/config', { nameserver: '1.1.1.1\n9.9.9.9' }),
+  'QUP-27': () => file(101, 'POST', '/nodes/pve-01/qemu/101/config', { tags: 'web\nProd' }),
 
   'LUP-1': () => http('PUT', '/nodes/pve-01/lxc/201/config', { entrypoint: '/sbin/init\nlxc.apparmor.profile: unconfined' }),
   'LUP-2': () => http('PUT', '/nodes/pve-02/lxc/200/config', { features: 'nesting=1,keyctl=1' }),
@@ -278,6 +304,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LUP-10': () => http('PUT', '/nodes/pve-02/lxc/200/config', { cores: '2', digest: '0'.repeat(40) }),
   'LUP-11': () => http('PUT', '/nodes/pve-02/lxc/200/config', { delete: 'memory' }),
   'LUP-12': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { nameserver: '1.1.1.1,9.9.9.9' }),
+  'LUP-13': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { tags: 'web\nProd' }),
 
   'QCR-1': () => http('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, args: '-S' }),
   'QCR-2': () => http('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, hookscript: 'local:snippets/hook.pl' }),
@@ -305,6 +332,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     await task('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, pool: 'web' });
     return { data: arr(arr(await data('/pools?poolid=web'))[0]?.members).filter((m) => m.vmid === 180) };
   },
+  'QCR-13': () => file(180, 'POST', '/nodes/pve-01/qemu', { ...CREATE_VM, tags: 'web\nProd' }),
   'LCR-1': () => file(181, 'POST', '/nodes/pve-01/lxc', CREATE_CT),
   'LCR-2': () => file(181, 'POST', '/nodes/pve-01/lxc', { ...CREATE_CT, unprivileged: '0' }),
   'LCR-3': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, features: 'keyctl=1' }),
@@ -335,6 +363,11 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     void sim.sim.holdLock(100, 'backup', 60_000);
     return task('POST', '/nodes/pve-01/qemu/100/status/start');
   },
+  'QPW-9': async () => {
+    e1000WithMtu();
+    const started = await taskWithLog('POST', '/nodes/pve-01/qemu/101/status/start');
+    return { data: { exitstatus: started.exitstatus, warning: started.log.find((l) => l.startsWith('WARN: ')) } };
+  },
   'LPW-1': () => http('POST', '/nodes/pve-02/lxc/200/status/start'),
   'LPW-2': () => http('POST', '/nodes/pve-01/lxc/201/status/shutdown'),
   'LPW-3': () => task('POST', '/nodes/pve-01/lxc/999/status/start'),
@@ -350,7 +383,11 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LRS-1': () => http('PUT', '/nodes/pve-01/lxc/201/resize', { disk: 'rootfs', size: '8G' }),
   'LRS-2': () => http('PUT', '/nodes/pve-01/lxc/201/resize', { disk: 'rootfs', size: '4G' }),
   'QMV-1': () => http('POST', '/nodes/pve-01/qemu/101/move_disk', { disk: 'scsi0', storage: 'local-lvm' }),
+  'QMV-2': () => http('POST', '/nodes/pve-01/qemu/101/move_disk', { disk: 'scsi0' }),
+  'QMV-3': () => http('POST', '/nodes/pve-01/qemu/101/move_disk', { disk: 'scsi0', storage: 'local', 'target-vmid': '100' }),
   'LMV-1': () => http('POST', '/nodes/pve-02/lxc/200/move_volume', { volume: 'rootfs', storage: 'local-lvm' }),
+
+  'LMV-2': () => http('POST', '/nodes/pve-02/lxc/200/move_volume', { volume: 'rootfs' }),
 
   'QDS-1': () => http('DELETE', '/nodes/pve-01/qemu/103'),
   'QDS-2': () => http('DELETE', '/nodes/pve-01/qemu/100'),

@@ -7,7 +7,7 @@ import type { GuestType } from '../../core/model.js';
 import { canSeeGuest } from './auth.js';
 import { flag, param, type HandlerResult, type RequestContext } from './context.js';
 import { DieError, ParamError } from './errors.js';
-import type { Guest } from './guest.js';
+import { perlTrue, type Guest } from './guest.js';
 import type { SimTask } from './tasks.js';
 import {
   applyLxcUpdate,
@@ -62,7 +62,9 @@ export function guestStatus(guest: Guest): Record<string, unknown> {
     const swap = Number(guest.main.get('swap') ?? 512) * 1024 * 1024;
     return { ...common, type: 'lxc', maxswap: swap, swap: 0 };
   }
-  return { ...common, memhost: common.mem, serial: 1 };
+  // `conf_has_serial`: only a VM with a serial port (serial0…serial3) says so.
+  const serial = [0, 1, 2, 3].some((i) => perlTrue(guest.main.get(`serial${i}`)));
+  return { ...common, memhost: common.mem, ...(serial ? { serial: 1 } : {}) };
 }
 
 /** `GET /nodes/{node}/qemu` and `/lxc`: guests on that node the principal may audit. */
@@ -166,7 +168,8 @@ export function updateQemuConfig(async: boolean) {
       const current = pathGuest(ctx, 'qemu');
       checkQemuConfig(current, prepared.digest, prepared.skiplock, prepared.set);
       const outcome = applyQemuUpdate(ctx.sim, current, prepared);
-      for (const warning of outcome.warnings) log.warn(warning);
+      // `warn "cannot delete …"` is a plain warn: a log line, the task still ends OK.
+      for (const warning of outcome.warnings) log.log(warning);
       const errors = outcome.errors;
       if (Object.keys(errors).length > 0) {
         // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.

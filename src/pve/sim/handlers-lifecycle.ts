@@ -21,7 +21,7 @@ import {
   parseVolumeId,
   printPropertyString,
 } from './property-format.js';
-import { TaskFailure } from './tasks.js';
+import { TaskFailure, type TaskContext } from './tasks.js';
 import { hasPrivilege } from './auth.js';
 import {
   checkLxcOptionPermissions,
@@ -370,7 +370,8 @@ export function destroyLxc(ctx: RequestContext): HandlerResult {
     if (ctx.sim.guests.get(vmid) !== guest)
       throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
     if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
-    if (guest.running) log.warn(`forced to stop CT ${vmid} before destroying!`);
+    // A plain `warn`: logged, not counted.
+    if (guest.running) log.log(`forced to stop CT ${vmid} before destroying!`);
     for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
     ctx.sim.deleteGuest(vmid);
   });
@@ -428,6 +429,7 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
         if (guest.lock && guest.lock !== exempt) throw new TaskFailure(`${label} is locked (${guest.lock})`);
         if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
         applyAllPending(ctx.sim, guest);
+        if (type === 'qemu') warnIgnoredMtu(guest, log);
         guest.setRunning(true);
         return;
       }
@@ -440,6 +442,23 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
     });
     return { data: task.upid };
   };
+}
+
+/**
+ * `print_netdevice_full` (qemu-server `QemuServer.pm`), run for every NIC when the VM starts:
+ * an MTU only applies to a VirtIO NIC on a bridge; anywhere else it is ignored with a
+ * `log_warn`, which makes the start task end `WARNINGS: N`.
+ */
+function warnIgnoredMtu(guest: Guest, log: TaskContext): void {
+  for (let i = 0; i < 32; i++) {
+    const netid = `net${i}`;
+    const value = guest.main.get(netid);
+    const net = value === undefined ? undefined : parseOption('qemu', netid, value);
+    if (net?.mtu === undefined) continue;
+    if (net.model === 'virtio' && net.bridge) continue;
+    const why = net.bridge ? 'not using VirtIO' : 'no bridge configured';
+    log.warn(`netdev ${netid}: ignoring MTU '${net.mtu}', ${why}`);
+  }
 }
 
 function driveParts(
@@ -544,15 +563,26 @@ function moveVolume(ctx: RequestContext, guest: Guest, key: string, storage: str
   }
 }
 
+/**
+ * Where a disk move goes, decided before anything is loaded: `storage` and `target-vmid` are
+ * exclusive and one of them is required, both a parameter error under both names (qemu-server
+ * `API2/Qemu.pm`, `move_vm_disk`; pve-container `API2/LXC.pm`, `move_volume`). Undefined means a
+ * move to another guest, which the simulator does not do.
+ */
+function targetStorage(ctx: RequestContext): string | undefined {
+  const storage = ctx.params.storage;
+  const targetVmid = ctx.params['target-vmid'];
+  let both: string | undefined;
+  if (targetVmid && storage) both = "either set 'storage' or 'target-vmid', but not both";
+  else if (!targetVmid && !storage) both = "both 'storage' and 'target-vmid' missing, either needs to be set";
+  if (both !== undefined) throw new ParamError({ 'target-vmid': both, storage: both });
+  return targetVmid ? undefined : storage;
+}
+
 /** `POST /nodes/{node}/qemu/{vmid}/move_disk`: early checks synchronous, the copy in `qmmove`. */
 export function moveDisk(ctx: RequestContext): HandlerResult {
-  if (ctx.params['target-vmid'] !== undefined) throw new DieError('moving a disk to another VM is not supported by the simulator\n');
-  const storage = ctx.params.storage;
-  if (!storage) {
-    throw new DieError(
-      "Provide either a 'storage' to move the disk to a different storage or 'target-vmid' and 'target-disk' to move the disk to another VM\n",
-    );
-  }
+  const storage = targetStorage(ctx);
+  if (storage === undefined) throw new DieError('moving a disk to another VM is not supported by the simulator\n');
   const disk = param(ctx, 'disk');
   const remove = flag(ctx, 'delete');
   const digest = ctx.params.digest;
@@ -584,14 +614,10 @@ export function moveDisk(ctx: RequestContext): HandlerResult {
 
 /** `POST /nodes/{node}/lxc/{vmid}/move_volume`: sets `lock: disk` until the task ends. */
 export function moveLxcVolume(ctx: RequestContext): HandlerResult {
-  if (ctx.params['target-vmid'] !== undefined) throw new DieError('moving a volume to another CT is not supported by the simulator\n');
+  const storage = targetStorage(ctx);
+  if (storage === undefined) throw new DieError('moving a volume to another CT is not supported by the simulator\n');
   const guest = pathGuest(ctx, 'lxc');
   const volume = param(ctx, 'volume');
-  const storage = ctx.params.storage;
-  if (!storage)
-    throw new DieError(
-      "Provide either a 'storage' to move the mount point to a different storage or 'target-vmid' and 'target-volume' to move the mount point to another container\n",
-    );
   if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   if (guest.running) throw new DieError('cannot move volumes of a running container\n');
   if (!driveParts(guest, volume)) throw new DieError(`volume '${volume}' does not exist\n`);

@@ -9,9 +9,15 @@ export class TaskFailure extends Error {
   override readonly name = 'TaskFailure';
 }
 
-/** What a worker body gets: a log to print into and a warning counter (`warn` in Perl). */
+/**
+ * What a worker body gets. Everything a worker prints or `warn`s goes to its log as it is;
+ * only `$rpcenv->warn` (`log_warn`) prefixes `WARN: ` and counts toward `TASK WARNINGS: N`
+ * (pve-common `RESTEnvironment.pm`, `warn` and `fork_worker`). A plain Perl `warn` is `log`.
+ */
 export interface TaskContext {
+  /** `print` or a plain `warn`: a log line, no warning. */
   log(line: string): void;
+  /** `$rpcenv->warn` / `log_warn`: `WARN: <line>`, counted. */
   warn(line: string): void;
 }
 
@@ -95,7 +101,7 @@ export class TaskRegistry {
     const ctx: TaskContext = {
       log: (line) => task.lines.push(line),
       warn: (line) => {
-        task.lines.push(line);
+        task.lines.push(`WARN: ${line}`);
         task.warnings++;
       },
     };

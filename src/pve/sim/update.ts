@@ -79,6 +79,7 @@ export interface PreparedUpdate {
 export interface UpdateOutcome {
   /** Per-option hotplug/apply errors; the API raises them as a 400 after writing. */
   errors: Record<string, string>;
+  /** What a plain Perl `warn` printed: task log lines, never a task warning. */
   warnings: string[];
 }
 
@@ -487,6 +488,9 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
       let value = raw;
       if (guest.pending.get(opt) === value) continue;
       if (update.principal) checkQemuUpdateDevice(update.principal, guest.vmid, opt, value, guest.main.get(opt));
+      // Tags reach the file as `get_unique_tags` prints them: the list was split on whitespace,
+      // a line feed included, so only the other values can still carry one into the file.
+      if (opt === 'tags') value = normaliseTags(value);
       assertQemuWritable(opt, value);
       let appendToBoot = false;
       if (isQemuDrive(opt)) {
@@ -495,8 +499,6 @@ export function applyQemuUpdate(env: UpdateEnv, guest: Guest, update: PreparedUp
         if (previous !== undefined) registerUnusedDrive(env, guest, opt, previous);
         const drive = parseOption('qemu', opt, value);
         appendToBoot = bootorder.length > 0 && drive !== undefined && isCdrom(drive) && !isCloudinit(drive) && !bootorder.includes(opt);
-      } else if (opt === 'tags') {
-        value = normaliseTags(value);
       } else if (opt === 'boot') {
         const order = /(?:^|,)order=([^,]*)/.exec(value)?.[1];
         if (order !== undefined) {
