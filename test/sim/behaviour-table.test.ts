@@ -106,6 +106,22 @@ async function taskWithLog(method: Method, path: string, form?: Record<string, s
   return { exitstatus: String(status.exitstatus), log: arr(log.body?.data).map((l) => String(l.t)) };
 }
 
+/** Creates a guest with `start=1`: the create task's log, the start task it forked (awaited), the guest's status. */
+async function createAndStart(
+  type: 'qemu' | 'lxc',
+  vmid: number,
+  form: Record<string, string>,
+): Promise<{ log: string[]; start: Record<string, unknown>; status: unknown }> {
+  const created = await taskWithLog('POST', `/nodes/pve-01/${type}`, form);
+  expect(created.exitstatus).toBe('OK');
+  const startType = type === 'qemu' ? 'qmstart' : 'vzstart';
+  const starts = arr(await data(`/nodes/pve-01/tasks?source=all&typefilter=${startType}&vmid=${vmid}`));
+  expect(starts).toHaveLength(1);
+  const start = await waitTask(sim, 'pve-01', starts[0]?.upid as string);
+  const status = ((await data(`/nodes/pve-01/${type}/${vmid}/status/current`)) as Record<string, unknown>).status;
+  return { log: created.log, start, status };
+}
+
 /** VM 101 with a NIC that is not VirtIO and has an MTU, which a start ignores with a warning. */
 function e1000WithMtu(): void {
   sim.sim.operatorEdit(101, { set: { net0: 'e1000=BC:24:11:00:00:09,bridge=vmbr0,mtu=9000' } });
@@ -139,6 +155,13 @@ const CREATE_VM = { vmid: '180', memory: '1024', scsi0: 'local-lvm:8', net0: 'vi
 const CREATE_CT = { vmid: '181', ostemplate: TEMPLATE, rootfs: 'local-lvm:8', hostname: 'ct-181' };
 const UNKNOWN_UPID = 'UPID:pve-01:00001234:00005678:65000000:qmstart:100:root@pam!pve-gitops:';
 
+/** A directory index (`[{subdir}, …]`) as one comma-separated string, in its order. */
+const subdirs = async (path: string, token?: string): Promise<Observed> => ({
+  data: arr(await data(path, token))
+    .map((e) => e.subdir)
+    .join(','),
+});
+
 const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'API-1': () => http('GET', '/version', undefined, null),
   'API-2': () => http('GET', '/version', undefined, 'root@pam!pve-gitops=wrong'),
@@ -154,6 +177,10 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
 
   'NOD-1': async () => ({ data: await data('/nodes') }),
   'NOD-2': async () => ({ data: { statistics: arr(await data('/nodes', LIMITED)).some((n) => 'maxcpu' in n || 'uptime' in n) } }),
+  'NOD-3': async () => ({ data: await data('/nodes/pve-01/status', sim.auditToken) }),
+  'NOD-4': () => http('GET', '/nodes/pve-01/status', undefined, LIMITED),
+  'CLS-1': async () => ({ data: await data('/cluster/status', sim.auditToken) }),
+  'CLS-2': () => http('GET', '/cluster/status', undefined, LIMITED),
   'RES-1': async () => ({ data: await data('/cluster/resources?type=vm', LIMITED) }),
   'RES-2': async () => {
     void sim.sim.holdLock(100, 'backup', 60_000);
@@ -209,6 +236,28 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     await waitTask(sim, 'pve-01', warned.body?.data as string);
     return { data: await data('/nodes/pve-01/tasks?statusfilter=warning') };
   },
+  'CTS-1': async () => {
+    await finishedStop();
+    sim.sim.setTaskMs(60_000);
+    await call('POST', '/nodes/pve-01/qemu/100/status/stop');
+    const tasks = arr(await data('/cluster/tasks', sim.auditToken)).filter((t) => t.node === 'pve-01');
+    return {
+      data: tasks.map(({ type, id, user, tokenid, status, saved, ...rest }) => ({
+        type,
+        id,
+        user,
+        tokenid,
+        ...(status !== undefined ? { status, saved } : {}),
+        pid: 'pid' in rest,
+        pstart: 'pstart' in rest,
+      })),
+    };
+  },
+  'CTS-2': async () => {
+    const own = await call('POST', '/nodes/pve-01/qemu/100/status/stop', undefined, LIMITED);
+    await waitTask(sim, 'pve-01', own.body?.data as string);
+    return { data: await data('/cluster/tasks', LIMITED) };
+  },
   'TST-1': async () => ({ data: await data(`/nodes/pve-01/tasks/${encodeURIComponent(await finishedStop())}/status`) }),
   'TST-2': () => http('GET', '/nodes/pve-01/tasks/UPID-nope/status'),
   'TST-3': () => http('GET', `/nodes/pve-01/tasks/${encodeURIComponent(UNKNOWN_UPID)}/status`),
@@ -225,6 +274,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'QLS-1': async () => ({ data: await data('/nodes/pve-01/qemu', LIMITED) }),
   'LLS-1': async () => ({ data: await data('/nodes/pve-02/lxc') }),
   'QST-1': () => http('GET', '/nodes/pve-01/qemu/999/status/current'),
+  'QDX-1': () => subdirs('/nodes/pve-01/qemu/999', sim.auditToken),
+  'QSX-1': () => subdirs('/nodes/pve-01/qemu/100/status', sim.auditToken),
+  'QSX-2': () => http('GET', '/nodes/pve-01/qemu/999/status'),
+  'LDX-1': () => subdirs('/nodes/pve-02/lxc/200', sim.auditToken),
+  'LDX-2': () => http('GET', '/nodes/pve-01/lxc/999'),
+  'LSX-1': () => subdirs('/nodes/pve-02/lxc/200/status', sim.auditToken),
   'LST-1': async () => ({ data: await data('/nodes/pve-02/lxc/200/status/current') }),
   'QST-2': async () => {
     await call('PUT', '/nodes/pve-01/qemu/101/config', { serial0: 'socket' });
@@ -333,6 +388,10 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return { data: arr(arr(await data('/pools?poolid=web'))[0]?.members).filter((m) => m.vmid === 180) };
   },
   'QCR-13': () => file(180, 'POST', '/nodes/pve-01/qemu', { ...CREATE_VM, tags: 'web\nProd' }),
+  'QCR-14': async () => {
+    const seen = await createAndStart('qemu', 180, { ...CREATE_VM, start: '1' });
+    return { data: { ...seen, log: seen.log.find((l) => /start/i.test(l)) } };
+  },
   'LCR-1': () => file(181, 'POST', '/nodes/pve-01/lxc', CREATE_CT),
   'LCR-2': () => file(181, 'POST', '/nodes/pve-01/lxc', { ...CREATE_CT, unprivileged: '0' }),
   'LCR-3': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, features: 'keyctl=1' }),
@@ -348,6 +407,11 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LCR-10': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, ostemplate: 'local:iso/debian.iso' }),
   'LCR-11': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, mp0: '/srv/data,mp=/data' }),
   'LCR-12': () => task('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, entrypoint: '/sbin/init\nlxc.cap.drop:' }),
+
+  'LCR-13': async () => {
+    const seen = await createAndStart('lxc', 181, { ...CREATE_CT, start: '1' });
+    return { data: { ...seen, log: seen.log.filter((l) => /start/i.test(l)) } };
+  },
 
   'QPW-1': () => task('POST', '/nodes/pve-01/qemu/100/status/start'),
   'QPW-2': () => task('POST', '/nodes/pve-01/qemu/101/status/stop'),
@@ -368,6 +432,21 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const started = await taskWithLog('POST', '/nodes/pve-01/qemu/101/status/start');
     return { data: { exitstatus: started.exitstatus, warning: started.log.find((l) => l.startsWith('WARN: ')) } };
   },
+  'QPW-10': async () => {
+    await call('PUT', '/nodes/pve-01/qemu/100/config', { cores: '4' });
+    const rebooted = await task('POST', '/nodes/pve-01/qemu/100/status/reboot');
+    const starts = arr(await data('/nodes/pve-01/tasks?source=all&typefilter=qmstart'));
+    const restart = await waitTask(sim, 'pve-01', starts[0]?.upid as string);
+    const status = (await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>;
+    const config = (await data('/nodes/pve-01/qemu/100/config?current=1')) as Record<string, unknown>;
+    return { data: { reboot: rebooted.task, restart, status: status.status, cores: config.cores } };
+  },
+  'QPW-11': () => http('POST', '/nodes/pve-01/qemu/101/status/reboot'),
+  'QPW-12': () => http('POST', '/nodes/pve-01/qemu/999/status/reboot'),
+  'QPW-13': async () => {
+    void sim.sim.holdLock(100, 'backup', 60_000);
+    return task('POST', '/nodes/pve-01/qemu/100/status/reboot');
+  },
   'LPW-1': () => http('POST', '/nodes/pve-02/lxc/200/status/start'),
   'LPW-2': () => http('POST', '/nodes/pve-01/lxc/201/status/shutdown'),
   'LPW-3': () => task('POST', '/nodes/pve-01/lxc/999/status/start'),
@@ -376,6 +455,17 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return task('POST', '/nodes/pve-01/lxc/201/status/start');
   },
   'LPW-5': () => http('POST', '/nodes/pve-02/lxc/200/status/stop', undefined, sim.auditToken),
+
+  'LPW-6': async () => {
+    await call('PUT', '/nodes/pve-02/lxc/200/config', { ostype: 'ubuntu' });
+    const rebooted = await task('POST', '/nodes/pve-02/lxc/200/status/reboot');
+    const tasks = arr(await data('/nodes/pve-02/tasks?source=all')).map((t) => t.type);
+    const status = (await data('/nodes/pve-02/lxc/200/status/current')) as Record<string, unknown>;
+    const config = (await data('/nodes/pve-02/lxc/200/config?current=1')) as Record<string, unknown>;
+    return { data: { reboot: rebooted.task, tasks, status: status.status, ostype: config.ostype } };
+  },
+  'LPW-7': () => http('POST', '/nodes/pve-01/lxc/201/status/reboot'),
+  'LPW-8': () => http('POST', '/nodes/pve-02/lxc/200/status/reboot', undefined, sim.auditToken),
 
   'QRS-1': () => task('PUT', '/nodes/pve-01/qemu/101/resize', { disk: 'scsi0', size: '16G' }),
   'QRS-2': () => file(101, 'PUT', '/nodes/pve-01/qemu/101/resize', { disk: 'scsi0', size: '+8G' }),

@@ -90,6 +90,10 @@ describe('create (docs/proxmox-api.md#create)', () => {
     const data = (await api(sim, 'GET', '/nodes/pve-01/lxc/400/config')).body!.data as Record<string, unknown>;
     expect(data).toMatchObject({ arch: 'amd64', ostype: 'debian', hostname: 'ct-01', rootfs: 'local-lvm:vm-400-disk-0,size=8G' });
     expect(data.net0).toMatch(/^name=eth0,bridge=vmbr0,hwaddr=BC:24:11:[0-9A-F:]{8},ip=dhcp,type=veth$/);
+    // `start=1` is a start task of its own, forked by the create task.
+    const starts = (await api(sim, 'GET', '/nodes/pve-01/tasks?source=all&typefilter=vzstart&vmid=400')).body!.data as { upid: string }[];
+    expect(starts).toHaveLength(1);
+    expect((await waitTask(sim, 'pve-01', starts[0]!.upid)).exitstatus).toBe('OK');
     expect(sim.sim.getGuest(400)?.running).toBe(true);
   });
 

@@ -14,6 +14,9 @@ ENDPOINTS = [
     ("/cluster/resources", "GET"),
     ("/cluster/nextid", "GET"),
     ("/access/permissions", "GET"),
+    ("/cluster/status", "GET"),
+    ("/cluster/tasks", "GET"),
+    ("/nodes/{node}/status", "GET"),
 ]
 for kind in ("qemu", "lxc"):
     base = "/nodes/{node}/" + kind
@@ -25,6 +28,8 @@ for kind in ("qemu", "lxc"):
         (base + "/{vmid}/status/start", "POST"), (base + "/{vmid}/status/stop", "POST"),
         (base + "/{vmid}/status/shutdown", "POST"), (base + "/{vmid}/status/current", "GET"),
         (base + "/{vmid}/resize", "PUT"),
+        (base + "/{vmid}", "GET"), (base + "/{vmid}/status", "GET"),
+        (base + "/{vmid}/status/reboot", "POST"),
     ]
 ENDPOINTS += [
     ("/nodes/{node}/qemu/{vmid}/config", "POST"),

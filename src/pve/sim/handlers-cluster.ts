@@ -12,9 +12,11 @@ import { contentString, poolVisible } from './handlers-storage.js';
 import type { SimStorage } from './volumes.js';
 import { UPID_RE, type SimTask } from './tasks.js';
 
+const VERSION = { version: '9.1.4', release: '9.1', repoid: '5a7f2c1e' };
+
 /** `GET /version`. */
 export function getVersion(): HandlerResult {
-  return { data: { version: '9.1.4', release: '9.1', repoid: '5a7f2c1e' } };
+  return { data: VERSION };
 }
 
 const NODE_MAXMEM = 128 * 1024 ** 3;
@@ -335,4 +337,119 @@ export function getTaskLog(ctx: RequestContext): HandlerResult {
   if (lines.length === 0) return { data: [{ n: 1, t: 'no content' }], total: 1 };
   const page = limit === 0 ? lines.slice(start) : lines.slice(start, start + limit);
   return { data: page.map((t, i) => ({ n: start + i + 1, t })), total: lines.length };
+}
+
+/**
+ * `GET /nodes/{node}/status` (pve-manager `API2/Nodes.pm`, `status`; Sys.Audit on the node is
+ * checked before): the node's uptime, load, kernel, CPU, memory, swap and root file system, with
+ * the same figures `/nodes` reports for it.
+ */
+export function getNodeStatus(ctx: RequestContext): HandlerResult {
+  const node = param(ctx, 'node');
+  const entry = nodeEntry(node, Math.max(0, ctx.sim.nodes.indexOf(node)));
+  const mem = entry.mem as number;
+  return {
+    data: {
+      // `idle` is initialised and never set: read_proc_uptime's second value is not kept.
+      uptime: entry.uptime,
+      idle: 0,
+      loadavg: ['0.42', '0.37', '0.35'],
+      kversion: 'Linux 6.14.11-4-pve #1 SMP PREEMPT_DYNAMIC PMX 6.14.11-4 (2025-10-10T08:04Z)',
+      'current-kernel': {
+        sysname: 'Linux',
+        release: '6.14.11-4-pve',
+        version: '#1 SMP PREEMPT_DYNAMIC PMX 6.14.11-4 (2025-10-10T08:04Z)',
+        machine: 'x86_64',
+      },
+      'boot-info': { mode: 'efi', secureboot: 0 },
+      cpuinfo: {
+        user_hz: 100,
+        vendor: 'GenuineIntel',
+        family: '6',
+        model: 'Intel(R) Xeon(R) Silver 4314 CPU @ 2.40GHz',
+        mhz: '2400.000',
+        cpus: NODE_MAXCPU,
+        sockets: 2,
+        cores: NODE_MAXCPU / 2,
+        flags: 'fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov vmx smx est',
+        hvm: '1',
+      },
+      cpu: entry.cpu,
+      wait: 0.0004,
+      memory: { total: NODE_MAXMEM, used: mem, free: NODE_MAXMEM - mem, available: NODE_MAXMEM - mem },
+      ksm: { shared: 0 },
+      swap: { total: 8 * 1024 ** 3, used: 0, free: 8 * 1024 ** 3 },
+      pveversion: `pve-manager/${VERSION.version}/${VERSION.repoid}`,
+      rootfs: {
+        total: NODE_MAXDISK,
+        used: entry.disk,
+        avail: NODE_MAXDISK - (entry.disk as number),
+        free: NODE_MAXDISK - (entry.disk as number),
+      },
+    },
+  };
+}
+
+/**
+ * `GET /cluster/status` (pve-manager `API2/Cluster.pm`, `get_status`; Sys.Audit on `/` is
+ * checked before): with more than one node the cluster entry, then one entry per member, `local`
+ * for the node that answers (the simulator answers as the first); a single node is the
+ * stand-alone form, `nodeid` 0.
+ */
+export function getClusterStatus(ctx: RequestContext): HandlerResult {
+  const nodes = ctx.sim.nodes;
+  const ip = (i: number): string => `192.0.2.${11 + i}`;
+  if (nodes.length === 1) {
+    const name = nodes[0] as string;
+    return { data: [{ type: 'node', id: `node/${name}`, name, ip: ip(0), local: 1, nodeid: 0, online: 1, level: '' }] };
+  }
+  return {
+    data: [
+      // A corosync config starts at version 1 and each node joining bumps it.
+      { type: 'cluster', id: 'cluster', nodes: nodes.length, version: nodes.length, name: ctx.sim.clusterName, quorate: 1 },
+      ...nodes.map((name, i) => ({
+        type: 'node',
+        id: `node/${name}`,
+        name,
+        nodeid: i + 1,
+        local: i === 0 ? 1 : 0,
+        online: 1,
+        ip: ip(i),
+        level: '',
+      })),
+    ],
+  };
+}
+
+/** How many finished tasks a node's broadcast task list keeps besides the running ones. */
+const MAX_FINISHED = 25;
+
+/**
+ * `GET /cluster/tasks` (pve-manager `API2/Cluster.pm`, `tasks`): the task lists the nodes
+ * broadcast (pve-common `RESTEnvironment.pm`, `active_workers`): per node the running tasks in
+ * the order they started, then finished ones newest first, up to 25 in all; finished ones lose
+ * `pid`, every one `pstart`. A token's `user` is split into `user` and `tokenid` before the
+ * filter compares it with the caller, so without Sys.Audit on `/` a token sees none, not even
+ * its own.
+ */
+export function listClusterTasks(ctx: RequestContext): HandlerResult {
+  const all = hasPrivilege(ctx.principal, '/', 'Sys.Audit');
+  const data: Record<string, unknown>[] = [];
+  for (const node of ctx.sim.nodes) {
+    const tasks = ctx.sim.tasks.list(node);
+    const running = tasks.filter((t) => t.status === 'running').reverse();
+    const finished = tasks
+      .filter((t) => t.status !== 'running')
+      .sort((a, b) => b.starttime - a.starttime)
+      .slice(0, Math.max(0, MAX_FINISHED - running.length));
+    for (const task of [...running, ...finished]) {
+      const { upid, starttime, type, id } = task;
+      const entry: Record<string, unknown> =
+        task.status === 'running'
+          ? { upid, node, pid: task.pid, starttime, type, id, ...taskUser(task) }
+          : { upid, node, starttime, type, id, ...taskUser(task), saved: '1', endtime: task.endtime, status: task.exitstatus };
+      if (all || entry.user === ctx.principal.token.id) data.push(entry);
+    }
+  }
+  return { data };
 }

@@ -213,3 +213,67 @@ export function updateLxcConfig(ctx: RequestContext): HandlerResult {
   if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
   return { data: null };
 }
+
+const QEMU_SUBDIRS = [
+  'config',
+  'cloudinit',
+  'pending',
+  'status',
+  'unlink',
+  'vncproxy',
+  'termproxy',
+  'migrate',
+  'resize',
+  'move',
+  'rrd',
+  'rrddata',
+  'monitor',
+  'agent',
+  'snapshot',
+  'spiceproxy',
+  'sendkey',
+  'firewall',
+  'mtunnel',
+  'remote_migrate',
+];
+const LXC_SUBDIRS = [
+  'config',
+  'pending',
+  'status',
+  'vncproxy',
+  'termproxy',
+  'vncwebsocket',
+  'spiceproxy',
+  'migrate',
+  'clone',
+  'rrd',
+  'rrddata',
+  'firewall',
+  'snapshot',
+  'resize',
+  'interfaces',
+];
+
+/**
+ * `GET /nodes/{node}/qemu/{vmid}` and `/lxc/{vmid}` (`vmdiridx`, any user): qemu-server lists
+ * the subdirectories without looking at the VM; pve-container loads the config first, so a
+ * container that is not there is the missing-config error.
+ */
+export function guestIndex(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    if (type === 'lxc') pathGuest(ctx, type);
+    return { data: (type === 'qemu' ? QEMU_SUBDIRS : LXC_SUBDIRS).map((subdir) => ({ subdir })) };
+  };
+}
+
+/** `GET …/{vmid}/status` (`vmcmdidx`, any user): both load the config first ("test if VM exists"). */
+export function statusIndex(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    pathGuest(ctx, type);
+    const subdirs =
+      type === 'qemu'
+        ? ['current', 'start', 'stop', 'reset', 'shutdown', 'suspend', 'reboot']
+        : ['current', 'start', 'stop', 'shutdown', 'reboot', 'migrate'];
+    return { data: subdirs.map((subdir) => ({ subdir })) };
+  };
+}

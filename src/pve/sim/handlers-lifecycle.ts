@@ -209,8 +209,9 @@ export function createQemu(ctx: RequestContext): HandlerResult {
     guest.commit();
     if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
     if (start) {
-      log.log(`start VM ${vmid}`);
-      guest.setRunning(true);
+      // `PVE::API2::Qemu->vm_start` from inside the worker forks a start task of its own.
+      log.log('Execute autostart');
+      startTaskOf(ctx, 'qemu', node, vmid);
     }
   });
   return { data: task.upid };
@@ -311,7 +312,8 @@ export function createLxc(ctx: RequestContext): HandlerResult {
     for (const [k, v] of values) guest.main.set(k, v);
     guest.commit();
     if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
-    if (start) guest.setRunning(true);
+    // `PVE::API2::LXC::Status->vm_start`, without a log line: a `vzstart` task of its own.
+    if (start) startTaskOf(ctx, 'lxc', node, vmid);
   });
   return { data: task.upid };
 }
@@ -401,8 +403,6 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
     }
     const node = param(ctx, 'node');
     const vmid = Number(param(ctx, 'vmid'));
-    const label = type === 'qemu' ? 'VM' : 'CT';
-    const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
     const taskType = `${type === 'qemu' ? 'qm' : 'vz'}${action}`;
     if (type === 'lxc') {
       // `check_running` asks the node, before any config is loaded: a container that does not
@@ -412,33 +412,91 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
       if (action === 'start' && running) throw new DieError(`CT ${vmid} already running\n`);
       if (action !== 'start' && !running) throw new DieError(`CT ${vmid} not running\n`);
     }
-    const task = ctx.startTask(node, taskType, String(vmid), (log) => {
-      // The worker loads the config: a missing guest fails in the task.
-      const guest = ctx.sim.guests.get(vmid);
-      if (!guest || guest.type !== type || guest.node !== node) {
-        throw new TaskFailure(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
+    const task = ctx.startTask(node, taskType, String(vmid), powerWorker(ctx, type, action, node, vmid));
+    return { data: task.upid };
+  };
+}
+
+/** A start task as the API's `vm_start` forks it when a create task calls it, as the same user. */
+function startTaskOf(ctx: RequestContext, type: GuestType, node: string, vmid: number): void {
+  const taskType = type === 'qemu' ? 'qmstart' : 'vzstart';
+  ctx.sim.tasks.start(node, taskType, String(vmid), ctx.principal.token.id, powerWorker(ctx, type, 'start', node, vmid));
+}
+
+/** The worker of a power task: what runs under the config lock once the task is forked. */
+function powerWorker(
+  ctx: RequestContext,
+  type: GuestType,
+  action: 'start' | 'stop' | 'shutdown',
+  node: string,
+  vmid: number,
+): (log: TaskContext) => void {
+  const label = type === 'qemu' ? 'VM' : 'CT';
+  const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
+  return (log) => {
+    // The worker loads the config: a missing guest fails in the task.
+    const guest = ctx.sim.guests.get(vmid);
+    if (!guest || guest.type !== type || guest.node !== node) {
+      throw new TaskFailure(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
+    }
+    if (action === 'start') {
+      // Template first, then the lock (a suspended VM or a mounted CT may start), then running.
+      if (perlTrue(guest.main.get('template'))) {
+        throw new TaskFailure(`you can't start a ${type === 'qemu' ? 'vm' : 'CT'} if it's a template`);
       }
-      if (action === 'start') {
-        // Template first, then the lock (a suspended VM or a mounted CT may start), then running.
-        if (perlTrue(guest.main.get('template'))) {
-          throw new TaskFailure(`you can't start a ${type === 'qemu' ? 'vm' : 'CT'} if it's a template`);
-        }
-        // qemu: a running VM whose backup holds the lock is resumed, which is no error.
-        if (type === 'qemu' && guest.lock === 'backup' && guest.running) return;
-        const exempt = type === 'qemu' ? 'suspended' : 'mounted';
-        if (guest.lock && guest.lock !== exempt) throw new TaskFailure(`${label} is locked (${guest.lock})`);
-        if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
+      // qemu: a running VM whose backup holds the lock is resumed, which is no error.
+      if (type === 'qemu' && guest.lock === 'backup' && guest.running) return;
+      const exempt = type === 'qemu' ? 'suspended' : 'mounted';
+      if (guest.lock && guest.lock !== exempt) throw new TaskFailure(`${label} is locked (${guest.lock})`);
+      if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
+      applyAllPending(ctx.sim, guest);
+      if (type === 'qemu') warnIgnoredMtu(guest, log);
+      guest.setRunning(true);
+      return;
+    }
+    if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
+    if (!guest.running) return; // stopping a stopped VM is fine
+    if (type === 'qemu' && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
+    // qemu applies pending changes in vm_stop_cleanup; containers only when starting.
+    if (type === 'qemu') applyAllPending(ctx.sim, guest);
+    guest.setRunning(false);
+  };
+}
+
+/**
+ * `POST …/status/reboot` (qemu-server `API2/Qemu.pm` and pve-container `API2/LXC/Status.pm`,
+ * `vm_reboot`; VM.PowerMgmt): a guest that is not running is refused at once, in both with
+ * "VM <id> not running". The qemu task shuts the VM down (the config lock is checked, pending
+ * values apply as the VM stops) and qmeventd starts it again in a `qmstart` task of root@pam's
+ * (qemu-server `CLI/qm.pm`, `cleanup`); a container is stopped and started inside the `vzreboot`
+ * task, which applies its pending values (pve-container `LXC.pm`, `vm_reboot`).
+ */
+export function reboot(type: GuestType) {
+  return (ctx: RequestContext): HandlerResult => {
+    const node = param(ctx, 'node');
+    const vmid = Number(param(ctx, 'vmid'));
+    const here = ctx.sim.guests.get(vmid);
+    const exists = here?.type === type && here.node === node;
+    // `check_running` of qemu asserts the config exists; pve-container's only asks the node.
+    if (type === 'qemu' && !exists) throw new DieError(`unable to find configuration file for VM ${vmid} on node '${node}'\n`);
+    if (!exists || !here.running) throw new DieError(`VM ${vmid} not running\n`);
+    const task = ctx.startTask(node, type === 'qemu' ? 'qmreboot' : 'vzreboot', String(vmid), () => {
+      const guest = ctx.sim.guests.get(vmid);
+      if (guest !== here || !guest.running) return; // only a running guest is rebooted
+      if (type === 'lxc') {
+        guest.setRunning(false);
         applyAllPending(ctx.sim, guest);
-        if (type === 'qemu') warnIgnoredMtu(guest, log);
         guest.setRunning(true);
         return;
       }
-      if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
-      if (!guest.running) return; // stopping a stopped VM is fine
-      if (type === 'qemu' && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
-      // qemu applies pending changes in vm_stop_cleanup; containers only when starting.
-      if (type === 'qemu') applyAllPending(ctx.sim, guest);
+      if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
+      applyAllPending(ctx.sim, guest);
       guest.setRunning(false);
+      ctx.sim.tasks.start(node, 'qmstart', String(vmid), 'root@pam', () => {
+        if (ctx.sim.guests.get(vmid) !== guest || guest.running) return;
+        applyAllPending(ctx.sim, guest);
+        guest.setRunning(true);
+      });
     });
     return { data: task.upid };
   };

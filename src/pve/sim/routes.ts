@@ -8,9 +8,29 @@ import { canSeeGuest, canWriteGuest, hasAnyPrivilege, hasPrivilege } from './aut
 import type { Handler } from './context.js';
 import { getPermissions } from './handlers-access.js';
 import { PermissionError } from './errors.js';
-import { getClusterResources, getNextId, getNodes, getTaskLog, getTaskStatus, getVersion, listTasks } from './handlers-cluster.js';
+import {
+  getClusterResources,
+  getClusterStatus,
+  getNextId,
+  getNodeStatus,
+  getNodes,
+  getTaskLog,
+  getTaskStatus,
+  getVersion,
+  listClusterTasks,
+  listTasks,
+} from './handlers-cluster.js';
 import { listPools, listStorageContent, listStorages, readPool } from './handlers-storage.js';
-import { getConfig, getPending, getStatusCurrent, listGuests, updateLxcConfig, updateQemuConfig } from './handlers-guest.js';
+import {
+  getConfig,
+  getPending,
+  getStatusCurrent,
+  guestIndex,
+  listGuests,
+  statusIndex,
+  updateLxcConfig,
+  updateQemuConfig,
+} from './handlers-guest.js';
 import {
   createLxc,
   createQemu,
@@ -19,6 +39,7 @@ import {
   moveDisk,
   moveLxcVolume,
   power,
+  reboot,
   resizeLxc,
   resizeQemu,
 } from './handlers-lifecycle.js';
@@ -75,6 +96,17 @@ const poolAudit: PermissionCheck = (principal, params) => {
   if (!hasPrivilege(principal, path, 'Pool.Audit')) throw new PermissionError(`${path}, Pool.Audit`);
 };
 
+/** `['perm', '/nodes/{node}', ['Sys.Audit']]`. */
+const nodeAudit: PermissionCheck = (principal, params) => {
+  const path = `/nodes/${String(params.node)}`;
+  if (!hasPrivilege(principal, path, 'Sys.Audit')) throw new PermissionError(`${path}, Sys.Audit`);
+};
+
+/** `['perm', '/', ['Sys.Audit']]`. */
+const rootAudit: PermissionCheck = (principal) => {
+  if (!hasPrivilege(principal, '/', 'Sys.Audit')) throw new PermissionError('/, Sys.Audit');
+};
+
 function route(method: Route['method'], path: string, permission: PermissionCheck, handler: Handler, write = false): Route {
   return { method, path, key: `${method} ${path}`, segments: path.split('/').filter(Boolean), permission, write, handler };
 }
@@ -88,6 +120,9 @@ export const ROUTES: Route[] = [
   route('GET', '/nodes', anyone, getNodes),
   route('GET', '/cluster/resources', anyone, getClusterResources),
   route('GET', '/cluster/nextid', anyone, getNextId),
+  route('GET', '/cluster/status', rootAudit, getClusterStatus),
+  route('GET', '/cluster/tasks', anyone, listClusterTasks),
+  route('GET', '/nodes/{node}/status', nodeAudit, getNodeStatus),
   route('GET', '/access/permissions', anyone, getPermissions),
   route('GET', '/nodes/{node}/tasks', anyone, listTasks),
   route('GET', '/nodes/{node}/tasks/{upid}/status', anyone, getTaskStatus),
@@ -99,6 +134,8 @@ export const ROUTES: Route[] = [
 
   route('GET', Q, anyone, listGuests('qemu')),
   route('POST', Q, anyone, createQemu, true),
+  route('GET', `${Q}/{vmid}`, anyone, guestIndex('qemu')),
+  route('GET', `${Q}/{vmid}/status`, anyone, statusIndex('qemu')),
   route('GET', `${Q}/{vmid}/config`, audit(), getConfig('qemu')),
   route('PUT', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(false), true),
   route('POST', `${Q}/{vmid}/config`, modify(QEMU_CONFIG_PRIVS), updateQemuConfig(true), true),
@@ -107,12 +144,15 @@ export const ROUTES: Route[] = [
   route('POST', `${Q}/{vmid}/status/start`, modify('VM.PowerMgmt'), power('qemu', 'start'), true),
   route('POST', `${Q}/{vmid}/status/stop`, modify('VM.PowerMgmt'), power('qemu', 'stop'), true),
   route('POST', `${Q}/{vmid}/status/shutdown`, modify('VM.PowerMgmt'), power('qemu', 'shutdown'), true),
+  route('POST', `${Q}/{vmid}/status/reboot`, modify('VM.PowerMgmt'), reboot('qemu'), true),
   route('PUT', `${Q}/{vmid}/resize`, modify('VM.Config.Disk'), resizeQemu, true),
   route('POST', `${Q}/{vmid}/move_disk`, modify('VM.Config.Disk'), moveDisk, true),
   route('DELETE', `${Q}/{vmid}`, modify('VM.Allocate'), destroyQemu, true),
 
   route('GET', L, anyone, listGuests('lxc')),
   route('POST', L, anyone, createLxc, true),
+  route('GET', `${L}/{vmid}`, anyone, guestIndex('lxc')),
+  route('GET', `${L}/{vmid}/status`, anyone, statusIndex('lxc')),
   route('GET', `${L}/{vmid}/config`, audit(), getConfig('lxc')),
   route('PUT', `${L}/{vmid}/config`, modify(LXC_CONFIG_PRIVS), updateLxcConfig, true),
   route('GET', `${L}/{vmid}/pending`, audit(), getPending('lxc')),
@@ -120,6 +160,7 @@ export const ROUTES: Route[] = [
   route('POST', `${L}/{vmid}/status/start`, modify('VM.PowerMgmt'), power('lxc', 'start'), true),
   route('POST', `${L}/{vmid}/status/stop`, modify('VM.PowerMgmt'), power('lxc', 'stop'), true),
   route('POST', `${L}/{vmid}/status/shutdown`, modify('VM.PowerMgmt'), power('lxc', 'shutdown'), true),
+  route('POST', `${L}/{vmid}/status/reboot`, modify('VM.PowerMgmt'), reboot('lxc'), true),
   route('PUT', `${L}/{vmid}/resize`, modify('VM.Config.Disk'), resizeLxc, true),
   route('POST', `${L}/{vmid}/move_volume`, modify('VM.Config.Disk'), moveLxcVolume, true),
   route('DELETE', `${L}/{vmid}`, modify('VM.Allocate'), destroyLxc, true),
