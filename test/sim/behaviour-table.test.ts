@@ -341,6 +341,23 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'QUP-26': () => http('PUT', '/nodes/pve-01/qemu/101/config', { nameserver: '1.1.1.1\n9.9.9.9' }),
   'QUP-27': () => file(101, 'POST', '/nodes/pve-01/qemu/101/config', { tags: 'web\nProd' }),
 
+  'QUP-28': async () => {
+    sim.sim.setTaskMs(60_000);
+    const posted = await call('POST', '/nodes/pve-01/qemu/101/config', { cores: '3' });
+    const config = (await data('/nodes/pve-01/qemu/101/config?current=1')) as Record<string, unknown>;
+    const status = (await data(`/nodes/pve-01/tasks/${encodeURIComponent(posted.body?.data as string)}/status`)) as Record<string, unknown>;
+    return { data: { cores: config.cores, task: status.status } };
+  },
+  'QUP-29': async () => {
+    sim.sim.setTaskMs(200);
+    const posted = await call('POST', '/nodes/pve-01/qemu/101/config', { cores: '3' });
+    const put = await call('PUT', '/nodes/pve-01/qemu/101/config', { cores: '4' });
+    expect(put.status, put.text).toBe(200);
+    const post = await waitTask(sim, 'pve-01', posted.body?.data as string);
+    const config = (await data('/nodes/pve-01/qemu/101/config?current=1')) as Record<string, unknown>;
+    return { data: { post: post.exitstatus, cores: config.cores } };
+  },
+
   'LUP-1': () => http('PUT', '/nodes/pve-01/lxc/201/config', { entrypoint: '/sbin/init\nlxc.apparmor.profile: unconfined' }),
   'LUP-2': () => http('PUT', '/nodes/pve-02/lxc/200/config', { features: 'nesting=1,keyctl=1' }),
   'LUP-3': () => http('PUT', '/nodes/pve-01/lxc/201/config', { features: 'nesting=1' }),

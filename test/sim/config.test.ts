@@ -342,22 +342,27 @@ describe('more request shapes and container texts', () => {
     expect((await config(100, '?current=1')).scsi0).toBe('local-lvm:vm-100-disk-0,size=32G');
   });
 
-  it('applies a POST config change inside its task: the old config stays visible until the task ends', async () => {
-    sim.sim.setTaskMs(400);
+  it('applies a POST config change when its worker runs, before the UPID is answered, not when the task ends', async () => {
+    sim.sim.setTaskMs(60_000);
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3' } });
     const upid = res.body!.data as string;
-    expect((await config(100, '?current=1')).cpulimit).toBeUndefined();
-    await waitTask(sim, 'pve-01', upid);
     expect((await config(100, '?current=1')).cpulimit).toBe('3');
+    const listed = (await api(sim, 'GET', '/nodes/pve-01/tasks?source=active')).body!.data as { upid: string }[];
+    expect(listed.map((t) => t.upid)).toContain(upid);
   });
 
-  it('fails a POST config task whose digest moved while it waited', async () => {
+  it('a POST config worker that waits for the config lock checks the digest again once it has it', async () => {
     sim.sim.setTaskMs(300);
+    const first = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cores: '3' } });
     const digest = (await config(100)).digest as string;
-    const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3', digest } });
+    const second = await api(sim, 'POST', '/nodes/pve-01/qemu/100/config', { form: { cpulimit: '3', digest } });
+    // An operator's edit does not queue on the lock: it lands while the second worker waits.
     sim.sim.operatorEdit(100, { set: { cpuunits: '200' } });
-    const final = await waitTask(sim, 'pve-01', res.body!.data as string);
-    expect(final.exitstatus).toBe('checksum mismatch (file change by other user?)');
+    expect((await waitTask(sim, 'pve-01', first.body!.data as string)).exitstatus).toBe('OK');
+    const upid = second.body!.data as string;
+    expect((await waitTask(sim, 'pve-01', upid)).exitstatus).toBe('checksum mismatch (file change by other user?)');
+    const log = (await api(sim, 'GET', `/nodes/pve-01/tasks/${encodeURIComponent(upid)}/log`)).body!.data as { t: string }[];
+    expect(log.map((l) => l.t).slice(0, 2)).toEqual(['trying to acquire lock...', ' OK']);
     expect((await config(100, '?current=1')).cpulimit).toBeUndefined();
   });
 });

@@ -25,7 +25,7 @@ export interface RequestContext {
     type: string,
     id: string,
     body: (task: TaskContext) => void | Promise<void>,
-    options?: { onEnd?: () => void },
+    options?: { onEnd?: () => void; atStart?: boolean },
   ): SimTask;
   /** Runs after the response has been written. */
   afterResponse(fn: () => void): void;

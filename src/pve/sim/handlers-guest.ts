@@ -18,6 +18,7 @@ import {
   prepareLxcUpdate,
   prepareQemuUpdate,
   type ConfigUpdate,
+  type UpdateOutcome,
 } from './update.js';
 
 function vmid(ctx: RequestContext): number {
@@ -147,44 +148,72 @@ function configUpdate(ctx: RequestContext): ConfigUpdate {
 }
 
 /**
- * `PUT`/`POST /nodes/{node}/qemu/{vmid}/config`. Checks up to the lock are synchronous for
- * both; PUT then updates inline (hotplug errors → 400), POST in a `qmconfig` task.
+ * `PUT`/`POST /nodes/{node}/qemu/{vmid}/config`. The checks up to the lock run at once for both
+ * (`$load_and_check_config->(0)`); then the update runs under the config lock, which checks the
+ * digest and the lock again: PUT waits for the lock and updates inline (hotplug errors → 400),
+ * POST forks a `qmconfig` worker that takes the lock and writes before the UPID is answered
+ * (pve-common `RESTEnvironment.pm`, `fork_worker`), so a PUT sent right after waits for it and
+ * lands last.
  */
 export function updateQemuConfig(async: boolean) {
   return (ctx: RequestContext): HandlerResult | Promise<HandlerResult> => {
     const prepared = prepareQemuUpdate(configUpdate(ctx), { principal: ctx.principal }, vmid(ctx));
     const guest = pathGuest(ctx, 'qemu');
     checkQemuConfig(guest, prepared.digest, prepared.skiplock, prepared.set);
-    if (!async) {
-      const outcome = applyQemuUpdate(ctx.sim, guest, prepared);
-      if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
-      return { data: null };
-    }
-    // Like `fork_worker`: the change happens inside the task, which re-checks the digest and the
-    // lock under the config lock (`$load_and_check_config->(1)`), so a client that does not wait
-    // for the task sees the old config, and a write that landed meanwhile fails the task.
-    const task = ctx.startTask(guest.node, 'qmconfig', String(guest.vmid), (log) => {
-      log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
+    const update = (): UpdateOutcome => {
       const current = pathGuest(ctx, 'qemu');
       checkQemuConfig(current, prepared.digest, prepared.skiplock, prepared.set);
-      const outcome = applyQemuUpdate(ctx.sim, current, prepared);
-      // `warn "cannot delete …"` is a plain warn: a log line, the task still ends OK.
-      for (const warning of outcome.warnings) log.log(warning);
-      const errors = outcome.errors;
-      if (Object.keys(errors).length > 0) {
-        // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
-        // `PVE::Exception::stringify`: the code and message, then one `<param>: <error>` line each.
-        throw new Error(
-          `400 Parameter verification failed.\n${Object.entries(errors)
-            .map(([k, v]) => `${k}: ${v}\n`)
-            .join('')}`,
-        );
-      }
-    });
+      return applyQemuUpdate(ctx.sim, current, prepared);
+    };
+    if (!async) {
+      return mapResult(ctx.sim.configLocks.run('qemu', guest.vmid, update), (outcome) => {
+        if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
+        return { data: null };
+      });
+    }
+    const task = ctx.startTask(
+      guest.node,
+      'qmconfig',
+      String(guest.vmid),
+      async (log) => {
+        let release = ctx.sim.configLocks.tryAcquire(guest.vmid);
+        if (!release) {
+          // `lock_file_full` says so on STDERR, which is the task log.
+          log.log('trying to acquire lock...');
+          release = await ctx.sim.configLocks.acquire('qemu', guest.vmid);
+          log.log(' OK');
+        }
+        try {
+          log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
+          const outcome = update();
+          // `warn "cannot delete …"` is a plain warn: a log line, the task still ends OK.
+          for (const warning of outcome.warnings) log.log(warning);
+          // The worker holds the lock for as long as the task runs.
+          await log.elapsed;
+          if (Object.keys(outcome.errors).length > 0) {
+            // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
+            // `PVE::Exception::stringify`: the code and message, then one `<param>: <error>` line each.
+            throw new Error(
+              `400 Parameter verification failed.\n${Object.entries(outcome.errors)
+                .map(([k, v]) => `${k}: ${v}\n`)
+                .join('')}`,
+            );
+          }
+        } finally {
+          release();
+        }
+      },
+      { atStart: true },
+    );
     const delay = Number(ctx.params.background_delay ?? 0);
     if (delay > 0) return waitInBackground(task, delay, guest.vmid);
     return { data: task.upid };
   };
+}
+
+/** Applies `fn` to a value that may still be on its way, keeping a synchronous answer synchronous. */
+function mapResult<T, R>(value: T | Promise<T>, fn: (value: T) => R): R | Promise<R> {
+  return value instanceof Promise ? value.then(fn) : fn(value);
 }
 
 /**
@@ -203,15 +232,22 @@ async function waitInBackground(task: SimTask, seconds: number, vmid: number): P
   return { data: null };
 }
 
-/** `PUT /nodes/{node}/lxc/{vmid}/config` (synchronous only, lock before digest). */
-export function updateLxcConfig(ctx: RequestContext): HandlerResult {
+/**
+ * `PUT /nodes/{node}/lxc/{vmid}/config` (synchronous only): everything from loading the config on
+ * runs under the config lock (pve-container `API2/LXC/Config.pm`, `update_vm`), the lock key
+ * checked before the digest.
+ */
+export function updateLxcConfig(ctx: RequestContext): HandlerResult | Promise<HandlerResult> {
   const prepared = prepareLxcUpdate(configUpdate(ctx), { principal: ctx.principal });
-  const guest = pathGuest(ctx, 'lxc');
-  checkLxcConfig(guest, prepared.digest);
-  checkLxcUpdateLists(prepared, guest);
-  const outcome = applyLxcUpdate(ctx.sim, guest, prepared);
-  if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
-  return { data: null };
+  const target = pathGuest(ctx, 'lxc');
+  return ctx.sim.configLocks.run('lxc', target.vmid, () => {
+    const guest = pathGuest(ctx, 'lxc');
+    checkLxcConfig(guest, prepared.digest);
+    checkLxcUpdateLists(prepared, guest);
+    const outcome = applyLxcUpdate(ctx.sim, guest, prepared);
+    if (Object.keys(outcome.errors).length > 0) throw new ParamError(outcome.errors);
+    return { data: null };
+  });
 }
 
 const QEMU_SUBDIRS = [

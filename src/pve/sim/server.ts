@@ -249,6 +249,7 @@ function handle(
     startTask: (taskNode, type, id, body, options = {}) => {
       hooks.onTask();
       return sim.tasks.start(taskNode, type, id, principal.token.id, body, {
+        ...(options.atStart ? { atStart: true } : {}),
         onEnd: () => {
           options.onEnd?.();
           hooks.endWrite();

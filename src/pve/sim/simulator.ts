@@ -4,6 +4,7 @@
  */
 import type { GuestType } from '../../core/model.js';
 import { TokenRegistry } from './auth.js';
+import { ConfigLocks } from './config-lock.js';
 import { ApiError, DieError, PermissionError, SimulatorError } from './errors.js';
 import { configObjectToRaw } from './fixture.js';
 import { Guest } from './guest.js';
@@ -89,6 +90,8 @@ export class Simulator {
   readonly volumes: VolumeStore;
   readonly tokens = new TokenRegistry();
   readonly statsCollector = new StatsCollector();
+  /** The per-guest config locks (`lock_config`) that writers of one guest queue on. */
+  readonly configLocks = new ConfigLocks();
   readonly nextId: { lower: number; upper: number };
   /** Resource pools by id, sorted on read. */
   readonly pools = new Map<string, SimPool>();
@@ -354,6 +357,7 @@ export class Simulator {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.tasks.dispose();
+    this.configLocks.dispose();
   }
 
   private requireGuest(vmid: number): Guest {

@@ -1,7 +1,9 @@
 /**
  * Worker tasks (`fork_worker`): UPIDs in the real format (docs/proxmox-api.md#upid-format), a log that ends in
  * `TASK OK` / `TASK ERROR: …` / `TASK WARNINGS: N`, and the status fields of §9.3. A task runs
- * for `taskMs`; its effect is applied when it ends, so clients really have to await it.
+ * for `taskMs`. Its worker runs when that time is up, unless it is started `atStart`: then it
+ * runs at once, where Proxmox does its work (a `qmconfig` worker takes the config lock and writes
+ * before the UPID is answered), and the task ends when the worker returns and the time is up.
  */
 
 /** A failure inside a worker: becomes `TASK ERROR: <text>` (newlines turned into spaces). */
@@ -19,6 +21,8 @@ export interface TaskContext {
   log(line: string): void;
   /** `$rpcenv->warn` / `log_warn`: `WARN: <line>`, counted. */
   warn(line: string): void;
+  /** Settles when the task's simulated duration has passed since it started. */
+  elapsed: Promise<void>;
 }
 
 /** One task as the simulator keeps it. */
@@ -81,7 +85,7 @@ export class TaskRegistry {
     id: string,
     user: string,
     body: (ctx: TaskContext) => void | Promise<void>,
-    options: { onEnd?: () => void; durationMs?: number } = {},
+    options: { onEnd?: () => void; durationMs?: number; atStart?: boolean } = {},
   ): SimTask {
     const now = Date.now();
     const pid = this.nextPid++;
@@ -98,7 +102,9 @@ export class TaskRegistry {
     };
     this.tasks.set(task.upid, task);
     this.prune();
+    let resolveElapsed!: () => void;
     const ctx: TaskContext = {
+      elapsed: new Promise<void>((resolve) => (resolveElapsed = resolve)),
       log: (line) => task.lines.push(line),
       warn: (line) => {
         task.lines.push(`WARN: ${line}`);
@@ -134,9 +140,12 @@ export class TaskRegistry {
     };
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      void finish();
+      resolveElapsed();
+      if (!options.atStart) void finish();
     }, options.durationMs ?? this.taskMs);
     this.timers.add(timer);
+    // The worker's synchronous part runs before `start` returns, so before the UPID is answered.
+    if (options.atStart) void finish();
     return task;
   }
 
