@@ -377,6 +377,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LUP-11': () => http('PUT', '/nodes/pve-02/lxc/200/config', { delete: 'memory' }),
   'LUP-12': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { nameserver: '1.1.1.1,9.9.9.9' }),
   'LUP-13': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { tags: 'web\nProd' }),
+  'LUP-14': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { searchdomain: 'example.com\nexample.net' }),
 
   'QCR-1': () => http('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, args: '-S' }),
   'QCR-2': () => http('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, hookscript: 'local:snippets/hook.pl' }),
