@@ -274,12 +274,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'QLS-1': async () => ({ data: await data('/nodes/pve-01/qemu', LIMITED) }),
   'LLS-1': async () => ({ data: await data('/nodes/pve-02/lxc') }),
   'QST-1': () => http('GET', '/nodes/pve-01/qemu/999/status/current'),
-  'QDX-1': () => subdirs('/nodes/pve-01/qemu/999', sim.auditToken),
-  'QSX-1': () => subdirs('/nodes/pve-01/qemu/100/status', sim.auditToken),
+  'QDX-1': () => subdirs('/nodes/pve-01/qemu/999', LIMITED),
+  'QSX-1': () => subdirs('/nodes/pve-01/qemu/101/status', LIMITED),
   'QSX-2': () => http('GET', '/nodes/pve-01/qemu/999/status'),
-  'LDX-1': () => subdirs('/nodes/pve-02/lxc/200', sim.auditToken),
+  'LDX-1': () => subdirs('/nodes/pve-02/lxc/200', LIMITED),
   'LDX-2': () => http('GET', '/nodes/pve-01/lxc/999'),
-  'LSX-1': () => subdirs('/nodes/pve-02/lxc/200/status', sim.auditToken),
+  'LSX-1': () => subdirs('/nodes/pve-02/lxc/200/status', LIMITED),
   'LST-1': async () => ({ data: await data('/nodes/pve-02/lxc/200/status/current') }),
   'QST-2': async () => {
     await call('PUT', '/nodes/pve-01/qemu/101/config', { serial0: 'socket' });
