@@ -127,6 +127,22 @@ function e1000WithMtu(): void {
   sim.sim.operatorEdit(101, { set: { net0: 'e1000=BC:24:11:00:00:09,bridge=vmbr0,mtu=9000' } });
 }
 
+/**
+ * Starts a stopped guest and sends a PUT of one key right after the UPID came back: the start's
+ * exit status, and the key as it is in effect and as the merged config shows it.
+ */
+async function startThenPut(type: 'qemu' | 'lxc', vmid: number, node: string, key: string, value: string): Promise<Observed> {
+  sim.sim.setTaskMs(100);
+  const base = `/nodes/${node}/${type}/${vmid}`;
+  const started = await call('POST', `${base}/status/start`);
+  const put = await call('PUT', `${base}/config`, { [key]: value });
+  expect(put.status, put.text).toBe(200);
+  const start = await waitTask(sim, node, started.body?.data as string);
+  const current = (await data(`${base}/config?current=1`)) as Record<string, unknown>;
+  const merged = (await data(`${base}/config`)) as Record<string, unknown>;
+  return { data: { start: start.exitstatus, current: current[key], merged: merged[key] } };
+}
+
 /** Runs a request (a task is awaited) and returns the guest's config file afterwards. */
 async function file(vmid: number, method: Method, path: string, form?: Record<string, string>): Promise<Observed> {
   const done = await task(method, path, form);
@@ -358,6 +374,8 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return { data: { post: post.exitstatus, cores: config.cores } };
   },
 
+  'QUP-30': () => startThenPut('qemu', 101, 'pve-01', 'cores', '4'),
+
   'LUP-1': () => http('PUT', '/nodes/pve-01/lxc/201/config', { entrypoint: '/sbin/init\nlxc.apparmor.profile: unconfined' }),
   'LUP-2': () => http('PUT', '/nodes/pve-02/lxc/200/config', { features: 'nesting=1,keyctl=1' }),
   'LUP-3': () => http('PUT', '/nodes/pve-01/lxc/201/config', { features: 'nesting=1' }),
@@ -378,6 +396,8 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LUP-12': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { nameserver: '1.1.1.1,9.9.9.9' }),
   'LUP-13': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { tags: 'web\nProd' }),
   'LUP-14': () => file(201, 'PUT', '/nodes/pve-01/lxc/201/config', { searchdomain: 'example.com\nexample.net' }),
+
+  'LUP-15': () => startThenPut('lxc', 201, 'pve-01', 'ostype', 'ubuntu'),
 
   'QCR-1': () => http('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, args: '-S' }),
   'QCR-2': () => http('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, hookscript: 'local:snippets/hook.pl' }),

@@ -6,6 +6,7 @@
  */
 import type { GuestType } from '../../core/model.js';
 import { ApiError } from './errors.js';
+import type { TaskContext } from './tasks.js';
 
 /** How long `lock_config` waits for the flock. */
 export const CONFIG_LOCK_TIMEOUT_MS = 10_000;
@@ -108,4 +109,42 @@ export class ConfigLocks {
       next.grant(this.releaser(vmid));
     };
   }
+}
+
+/**
+ * A worker that runs under the guest's config lock, as every Proxmox worker that changes a guest
+ * wraps its work in `lock_config`. Started `atStart`, it takes the lock at once when it is free —
+ * before the UPID is answered — or waits for it, logging what `lock_file_full` prints. `body` may
+ * let go early (`unlock`, as a create does before its autostart); otherwise the lock is released
+ * when `body` ends.
+ */
+export function underConfigLock(
+  locks: ConfigLocks,
+  type: GuestType,
+  vmid: number,
+  body: (log: TaskContext, unlock: ReleaseConfigLock) => void | Promise<void>,
+): (log: TaskContext) => Promise<void> {
+  return async (log) => {
+    let release = locks.tryAcquire(vmid);
+    if (!release) {
+      log.log('trying to acquire lock...');
+      release = await locks.acquire(type, vmid);
+      log.log(' OK');
+    }
+    try {
+      await body(log, release);
+    } finally {
+      release();
+    }
+  };
+}
+
+/** A worker body that does its work when the task's simulated time is up. */
+export function whenElapsed(
+  body: (log: TaskContext, unlock: ReleaseConfigLock) => void,
+): (log: TaskContext, unlock: ReleaseConfigLock) => Promise<void> {
+  return async (log, unlock) => {
+    await log.elapsed;
+    body(log, unlock);
+  };
 }

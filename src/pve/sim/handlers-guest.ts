@@ -5,6 +5,7 @@
  */
 import type { GuestType } from '../../core/model.js';
 import { canSeeGuest } from './auth.js';
+import { underConfigLock } from './config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from './context.js';
 import { DieError, ParamError } from './errors.js';
 import { perlTrue, type Guest } from './guest.js';
@@ -175,34 +176,23 @@ export function updateQemuConfig(async: boolean) {
       guest.node,
       'qmconfig',
       String(guest.vmid),
-      async (log) => {
-        let release = ctx.sim.configLocks.tryAcquire(guest.vmid);
-        if (!release) {
-          // `lock_file_full` says so on STDERR, which is the task log.
-          log.log('trying to acquire lock...');
-          release = await ctx.sim.configLocks.acquire('qemu', guest.vmid);
-          log.log(' OK');
+      underConfigLock(ctx.sim.configLocks, 'qemu', guest.vmid, async (log) => {
+        log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
+        const outcome = update();
+        // `warn "cannot delete …"` is a plain warn: a log line, the task still ends OK.
+        for (const warning of outcome.warnings) log.log(warning);
+        // The worker holds the lock for as long as the task runs.
+        await log.elapsed;
+        if (Object.keys(outcome.errors).length > 0) {
+          // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
+          // `PVE::Exception::stringify`: the code and message, then one `<param>: <error>` line each.
+          throw new Error(
+            `400 Parameter verification failed.\n${Object.entries(outcome.errors)
+              .map(([k, v]) => `${k}: ${v}\n`)
+              .join('')}`,
+          );
         }
-        try {
-          log.log(`update VM ${guest.vmid}: ${prepared.logLine}`);
-          const outcome = update();
-          // `warn "cannot delete …"` is a plain warn: a log line, the task still ends OK.
-          for (const warning of outcome.warnings) log.log(warning);
-          // The worker holds the lock for as long as the task runs.
-          await log.elapsed;
-          if (Object.keys(outcome.errors).length > 0) {
-            // A PVE::Exception stringified in a worker: "400 Parameter verification failed." + lines.
-            // `PVE::Exception::stringify`: the code and message, then one `<param>: <error>` line each.
-            throw new Error(
-              `400 Parameter verification failed.\n${Object.entries(outcome.errors)
-                .map(([k, v]) => `${k}: ${v}\n`)
-                .join('')}`,
-            );
-          }
-        } finally {
-          release();
-        }
-      },
+      }),
       { atStart: true },
     );
     const delay = Number(ctx.params.background_delay ?? 0);

@@ -22,6 +22,7 @@ import {
   printPropertyString,
 } from './property-format.js';
 import { TaskFailure, type TaskContext } from './tasks.js';
+import { underConfigLock, whenElapsed } from './config-lock.js';
 import { hasPrivilege } from './auth.js';
 import {
   checkLxcOptionPermissions,
@@ -177,43 +178,55 @@ export function createQemu(ctx: RequestContext): HandlerResult {
   const guest = new Guest(vmid, 'qemu', node, 'lock: create\n', false);
   ctx.sim.insertGuest(guest);
   const start = flag(ctx, 'start');
-  const task = ctx.startTask(node, 'qmcreate', String(vmid), (log) => {
-    const created: string[] = [];
-    try {
-      for (const [key, value] of values) {
-        if (!isQemuDrive(key)) continue;
-        const disk = createQemuDisk(ctx.sim, guest, key, value);
-        const file = parseOption('qemu', key, disk)?.file;
-        if (disk !== value && !/media=cdrom/.test(disk)) {
-          log.log(`${key}: successfully created disk '${disk}'`);
-          if (file) created.push(file);
+  const task = ctx.startTask(
+    node,
+    'qmcreate',
+    String(vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'qemu',
+      vmid,
+      whenElapsed((log, unlock) => {
+        const created: string[] = [];
+        try {
+          for (const [key, value] of values) {
+            if (!isQemuDrive(key)) continue;
+            const disk = createQemuDisk(ctx.sim, guest, key, value);
+            const file = parseOption('qemu', key, disk)?.file;
+            if (disk !== value && !/media=cdrom/.test(disk)) {
+              log.log(`${key}: successfully created disk '${disk}'`);
+              if (file) created.push(file);
+            }
+            values.set(key, disk);
+          }
+          if (!values.has('boot')) {
+            const boot = defaultBootOrder(values);
+            if (boot) values.set('boot', boot);
+          }
+          if (!values.has('smbios1')) values.set('smbios1', `uuid=${randomUUID()}`);
+          if (!values.has('vmgenid') || values.get('vmgenid') === '1') values.set('vmgenid', randomUUID());
+          values.set('meta', `creation-qemu=10.1.2,ctime=${Math.floor(Date.now() / 1000)}`);
+          // `write_vm_config` checks every value it writes.
+          for (const [key, value] of values) assertQemuWritable(key, value);
+        } catch (err) {
+          for (const volid of created) ctx.sim.volumes.free(volid);
+          ctx.sim.deleteGuest(vmid);
+          throw new TaskFailure(`unable to create VM ${vmid} - ${(err as Error).message}`);
         }
-        values.set(key, disk);
-      }
-      if (!values.has('boot')) {
-        const boot = defaultBootOrder(values);
-        if (boot) values.set('boot', boot);
-      }
-      if (!values.has('smbios1')) values.set('smbios1', `uuid=${randomUUID()}`);
-      if (!values.has('vmgenid') || values.get('vmgenid') === '1') values.set('vmgenid', randomUUID());
-      values.set('meta', `creation-qemu=10.1.2,ctime=${Math.floor(Date.now() / 1000)}`);
-      // `write_vm_config` checks every value it writes.
-      for (const [key, value] of values) assertQemuWritable(key, value);
-    } catch (err) {
-      for (const volid of created) ctx.sim.volumes.free(volid);
-      ctx.sim.deleteGuest(vmid);
-      throw new TaskFailure(`unable to create VM ${vmid} - ${(err as Error).message}`);
-    }
-    guest.main.clear();
-    for (const [k, v] of values) guest.main.set(k, v);
-    guest.commit();
-    if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
-    if (start) {
-      // `PVE::API2::Qemu->vm_start` from inside the worker forks a start task of its own.
-      log.log('Execute autostart');
-      startTaskOf(ctx, 'qemu', node, vmid);
-    }
-  });
+        guest.main.clear();
+        for (const [k, v] of values) guest.main.set(k, v);
+        guest.commit();
+        if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
+        if (start) {
+          // After `lock_config_full` returned, `PVE::API2::Qemu->vm_start` forks a start task of its own.
+          unlock();
+          log.log('Execute autostart');
+          startTaskOf(ctx, 'qemu', node, vmid);
+        }
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -279,42 +292,57 @@ export function createLxc(ctx: RequestContext): HandlerResult {
   const guest = new Guest(vmid, 'lxc', node, 'lock: create\n', false);
   ctx.sim.insertGuest(guest);
   const start = flag(ctx, 'start');
-  const task = ctx.startTask(node, 'vzcreate', String(vmid), (log) => {
-    const created: string[] = [];
-    try {
-      for (const [key, value] of values) {
-        if (key !== 'rootfs' && !/^mp\d+$/.test(key)) continue;
-        const format = optionFormat('lxc', key);
-        const mp = parseOption('lxc', key, value);
-        const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(mp?.volume ?? '');
-        if (!format || !mp || !alloc) continue;
-        const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
-        mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
-        created.push(mp.volume);
-        mp.size = formatSize(bytes);
-        values.set(key, printPropertyString(format, mp));
-      }
-      const path = ctx.sim.volumes.filePath(template);
-      if (!ctx.sim.volumes.fileExists(template)) throw new Error(`failed to open '${path}': No such file or directory`);
-      log.log(`extracting archive '${path}'`);
-      log.log('Total bytes read: 523182080 (499MiB, 1.2GiB/s)');
-      // The defaults `create_vm` fills in once the archive is extracted.
-      if (!values.get('hostname')) values.set('hostname', `CT${vmid}`);
-      if (!perlTrue(values.get('memory'))) values.set('memory', '512');
-      if (!values.has('swap')) values.set('swap', '512');
-      assertLxcWritable([values]);
-    } catch (err) {
-      for (const volid of created) ctx.sim.volumes.free(volid);
-      ctx.sim.deleteGuest(vmid);
-      throw new TaskFailure(`unable to create CT ${vmid} - ${(err as Error).message}`);
-    }
-    guest.main.clear();
-    for (const [k, v] of values) guest.main.set(k, v);
-    guest.commit();
-    if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
-    // `PVE::API2::LXC::Status->vm_start`, without a log line: a `vzstart` task of its own.
-    if (start) startTaskOf(ctx, 'lxc', node, vmid);
-  });
+  const task = ctx.startTask(
+    node,
+    'vzcreate',
+    String(vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'lxc',
+      vmid,
+      whenElapsed((log, unlock) => {
+        const created: string[] = [];
+        try {
+          for (const [key, value] of values) {
+            if (key !== 'rootfs' && !/^mp\d+$/.test(key)) continue;
+            const format = optionFormat('lxc', key);
+            const mp = parseOption('lxc', key, value);
+            const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(mp?.volume ?? '');
+            if (!format || !mp || !alloc) continue;
+            const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
+            mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
+            created.push(mp.volume);
+            mp.size = formatSize(bytes);
+            values.set(key, printPropertyString(format, mp));
+          }
+          const path = ctx.sim.volumes.filePath(template);
+          if (!ctx.sim.volumes.fileExists(template)) throw new Error(`failed to open '${path}': No such file or directory`);
+          log.log(`extracting archive '${path}'`);
+          log.log('Total bytes read: 523182080 (499MiB, 1.2GiB/s)');
+          // The defaults `create_vm` fills in once the archive is extracted.
+          if (!values.get('hostname')) values.set('hostname', `CT${vmid}`);
+          if (!perlTrue(values.get('memory'))) values.set('memory', '512');
+          if (!values.has('swap')) values.set('swap', '512');
+          assertLxcWritable([values]);
+        } catch (err) {
+          for (const volid of created) ctx.sim.volumes.free(volid);
+          ctx.sim.deleteGuest(vmid);
+          throw new TaskFailure(`unable to create CT ${vmid} - ${(err as Error).message}`);
+        }
+        guest.main.clear();
+        for (const [k, v] of values) guest.main.set(k, v);
+        guest.commit();
+        if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
+        // Once the lock is released, `PVE::API2::LXC::Status->vm_start`, without a log line: a
+        // `vzstart` task of its own.
+        if (start) {
+          unlock();
+          startTaskOf(ctx, 'lxc', node, vmid);
+        }
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -348,15 +376,26 @@ export function destroyQemu(ctx: RequestContext): HandlerResult {
   const vmid = guest.vmid;
   if (perlTrue(guest.main.get('protection'))) throw new DieError(`can't remove VM ${vmid} - protection mode enabled\n`);
   if (guest.running) throw new DieError(`VM ${vmid} is running - destroy failed\n`);
-  const task = ctx.startTask(guest.node, 'qmdestroy', String(vmid), (log) => {
-    if (ctx.sim.guests.get(vmid) !== guest)
-      throw new TaskFailure(`Configuration file 'nodes/${guest.node}/qemu-server/${vmid}.conf' does not exist`);
-    if (guest.lock && guest.lock !== 'suspended') throw new TaskFailure(`VM is locked (${guest.lock})`);
-    if (perlTrue(guest.main.get('protection'))) throw new TaskFailure(`can't remove VM ${vmid} - protection mode enabled`);
-    for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
-    if (flag(ctx, 'purge')) log.log(`purging VM ${vmid} from related configurations..`);
-    ctx.sim.deleteGuest(vmid);
-  });
+  const task = ctx.startTask(
+    guest.node,
+    'qmdestroy',
+    String(vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'qemu',
+      vmid,
+      whenElapsed((log) => {
+        if (ctx.sim.guests.get(vmid) !== guest)
+          throw new TaskFailure(`Configuration file 'nodes/${guest.node}/qemu-server/${vmid}.conf' does not exist`);
+        if (guest.lock && guest.lock !== 'suspended') throw new TaskFailure(`VM is locked (${guest.lock})`);
+        if (perlTrue(guest.main.get('protection'))) throw new TaskFailure(`can't remove VM ${vmid} - protection mode enabled`);
+        for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
+        if (flag(ctx, 'purge')) log.log(`purging VM ${vmid} from related configurations..`);
+        ctx.sim.deleteGuest(vmid);
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -368,15 +407,26 @@ export function destroyLxc(ctx: RequestContext): HandlerResult {
   if (guest.lock) throw new DieError(`CT is locked (${guest.lock})\n`);
   const force = flag(ctx, 'force');
   if (guest.running && !force) throw new DieError(`unable to destroy CT ${vmid} - container is running\n`);
-  const task = ctx.startTask(guest.node, 'vzdestroy', String(vmid), (log) => {
-    if (ctx.sim.guests.get(vmid) !== guest)
-      throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
-    if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
-    // A plain `warn`: logged, not counted.
-    if (guest.running) log.log(`forced to stop CT ${vmid} before destroying!`);
-    for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
-    ctx.sim.deleteGuest(vmid);
-  });
+  const task = ctx.startTask(
+    guest.node,
+    'vzdestroy',
+    String(vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'lxc',
+      vmid,
+      whenElapsed((log) => {
+        if (ctx.sim.guests.get(vmid) !== guest)
+          throw new TaskFailure(`Configuration file 'nodes/${guest.node}/lxc/${vmid}.conf' does not exist`);
+        if (guest.lock) throw new TaskFailure(`CT is locked (${guest.lock})`);
+        // A plain `warn`: logged, not counted.
+        if (guest.running) log.log(`forced to stop CT ${vmid} before destroying!`);
+        for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
+        ctx.sim.deleteGuest(vmid);
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -412,7 +462,8 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
       if (action === 'start' && running) throw new DieError(`CT ${vmid} already running\n`);
       if (action !== 'start' && !running) throw new DieError(`CT ${vmid} not running\n`);
     }
-    const task = ctx.startTask(node, taskType, String(vmid), powerWorker(ctx, type, action, node, vmid));
+    const worker = underConfigLock(ctx.sim.configLocks, type, vmid, whenElapsed(powerWorker(ctx, type, action, node, vmid)));
+    const task = ctx.startTask(node, taskType, String(vmid), worker, { atStart: true });
     return { data: task.upid };
   };
 }
@@ -420,7 +471,8 @@ export function power(type: GuestType, action: 'start' | 'stop' | 'shutdown') {
 /** A start task as the API's `vm_start` forks it when a create task calls it, as the same user. */
 function startTaskOf(ctx: RequestContext, type: GuestType, node: string, vmid: number): void {
   const taskType = type === 'qemu' ? 'qmstart' : 'vzstart';
-  ctx.sim.tasks.start(node, taskType, String(vmid), ctx.principal.token.id, powerWorker(ctx, type, 'start', node, vmid));
+  const worker = underConfigLock(ctx.sim.configLocks, type, vmid, whenElapsed(powerWorker(ctx, type, 'start', node, vmid)));
+  ctx.sim.tasks.start(node, taskType, String(vmid), ctx.principal.token.id, worker, { atStart: true });
 }
 
 /** The worker of a power task: what runs under the config lock once the task is forked. */
@@ -480,24 +532,40 @@ export function reboot(type: GuestType) {
     // `check_running` of qemu asserts the config exists; pve-container's only asks the node.
     if (type === 'qemu' && !exists) throw new DieError(`unable to find configuration file for VM ${vmid} on node '${node}'\n`);
     if (!exists || !here.running) throw new DieError(`VM ${vmid} not running\n`);
-    const task = ctx.startTask(node, type === 'qemu' ? 'qmreboot' : 'vzreboot', String(vmid), () => {
-      const guest = ctx.sim.guests.get(vmid);
-      if (guest !== here || !guest.running) return; // only a running guest is rebooted
-      if (type === 'lxc') {
-        guest.setRunning(false);
-        applyAllPending(ctx.sim, guest);
-        guest.setRunning(true);
-        return;
-      }
-      if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
-      applyAllPending(ctx.sim, guest);
-      guest.setRunning(false);
-      ctx.sim.tasks.start(node, 'qmstart', String(vmid), 'root@pam', () => {
-        if (ctx.sim.guests.get(vmid) !== guest || guest.running) return;
-        applyAllPending(ctx.sim, guest);
-        guest.setRunning(true);
-      });
-    });
+    const task = ctx.startTask(
+      node,
+      type === 'qemu' ? 'qmreboot' : 'vzreboot',
+      String(vmid),
+      underConfigLock(
+        ctx.sim.configLocks,
+        type,
+        vmid,
+        whenElapsed((_log, unlock) => {
+          const guest = ctx.sim.guests.get(vmid);
+          if (guest !== here || !guest.running) return; // only a running guest is rebooted
+          if (type === 'lxc') {
+            guest.setRunning(false);
+            applyAllPending(ctx.sim, guest);
+            guest.setRunning(true);
+            return;
+          }
+          if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
+          applyAllPending(ctx.sim, guest);
+          guest.setRunning(false);
+          // qm cleanup runs once the VM is down and the reboot worker has let go of the lock.
+          unlock();
+          const restart = whenElapsed(() => {
+            if (ctx.sim.guests.get(vmid) !== guest || guest.running) return;
+            applyAllPending(ctx.sim, guest);
+            guest.setRunning(true);
+          });
+          ctx.sim.tasks.start(node, 'qmstart', String(vmid), 'root@pam', underConfigLock(ctx.sim.configLocks, 'qemu', vmid, restart), {
+            atStart: true,
+          });
+        }),
+      ),
+      { atStart: true },
+    );
     return { data: task.upid };
   };
 }
@@ -546,29 +614,40 @@ export function resizeQemu(ctx: RequestContext): HandlerResult {
   const disk = param(ctx, 'disk');
   const size = param(ctx, 'size');
   const digest = ctx.params.digest;
-  const task = ctx.startTask(node, 'resize', String(vmid), (log) => {
-    const guest = ctx.sim.guests.get(vmid);
-    if (guest?.type !== 'qemu' || guest.node !== node) {
-      throw new TaskFailure(`Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
-    }
-    if (digest && digest !== guest.digest) throw new TaskFailure('checksum mismatch (file change by other user?)');
-    if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
-    const drive = driveParts(guest, disk);
-    if (!drive) throw new TaskFailure(`disk '${disk}' does not exist`);
-    if (isCdrom(drive.data)) throw new TaskFailure("you can't resize a cdrom");
-    const volid = drive.data.file ?? '';
-    const current = ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
-    const target = newSize(current, size);
-    if (target < current) throw new TaskFailure('shrinking disks is not supported');
-    if (target === current) return;
-    log.log(
-      `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,
-    );
-    ctx.sim.volumes.setSize(volid, target);
-    drive.data.size = formatSize(target);
-    guest.main.set(disk, printPropertyString(drive.format, drive.data));
-    guest.commit();
-  });
+  const task = ctx.startTask(
+    node,
+    'resize',
+    String(vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'qemu',
+      vmid,
+      whenElapsed((log) => {
+        const guest = ctx.sim.guests.get(vmid);
+        if (guest?.type !== 'qemu' || guest.node !== node) {
+          throw new TaskFailure(`Configuration file 'nodes/${node}/qemu-server/${vmid}.conf' does not exist`);
+        }
+        if (digest && digest !== guest.digest) throw new TaskFailure('checksum mismatch (file change by other user?)');
+        if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
+        const drive = driveParts(guest, disk);
+        if (!drive) throw new TaskFailure(`disk '${disk}' does not exist`);
+        if (isCdrom(drive.data)) throw new TaskFailure("you can't resize a cdrom");
+        const volid = drive.data.file ?? '';
+        const current = ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
+        const target = newSize(current, size);
+        if (target < current) throw new TaskFailure('shrinking disks is not supported');
+        if (target === current) return;
+        log.log(
+          `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,
+        );
+        ctx.sim.volumes.setSize(volid, target);
+        drive.data.size = formatSize(target);
+        guest.main.set(disk, printPropertyString(drive.format, drive.data));
+        guest.commit();
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -586,17 +665,28 @@ export function resizeLxc(ctx: RequestContext): HandlerResult {
   const target = newSize(current, param(ctx, 'size'));
   if (target < current) throw new DieError('unable to shrink disk size\n');
   if (target === current) throw new DieError('disk is already at specified size\n');
-  const task = ctx.startTask(guest.node, 'resize', String(guest.vmid), (log) => {
-    log.log(
-      `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,
-    );
-    const fresh = driveParts(guest, disk);
-    if (!fresh) throw new TaskFailure(`disk '${disk}' does not exist`);
-    ctx.sim.volumes.setSize(volid, target);
-    fresh.data.size = formatSize(target);
-    guest.main.set(disk, printPropertyString(fresh.format, fresh.data));
-    guest.commit();
-  });
+  const task = ctx.startTask(
+    guest.node,
+    'resize',
+    String(guest.vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'lxc',
+      guest.vmid,
+      whenElapsed((log) => {
+        log.log(
+          `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`,
+        );
+        const fresh = driveParts(guest, disk);
+        if (!fresh) throw new TaskFailure(`disk '${disk}' does not exist`);
+        ctx.sim.volumes.setSize(volid, target);
+        fresh.data.size = formatSize(target);
+        guest.main.set(disk, printPropertyString(fresh.format, fresh.data));
+        guest.commit();
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -657,16 +747,27 @@ export function moveDisk(ctx: RequestContext): HandlerResult {
   };
   const guest = pathGuest(ctx, 'qemu');
   check(guest);
-  const task = ctx.startTask(guest.node, 'qmmove', String(guest.vmid), (log) => {
-    try {
-      check(guest);
-    } catch (err) {
-      throw new TaskFailure((err as Error).message);
-    }
-    log.log(`create full clone of drive ${disk} (${guest.main.get(disk) ?? ''})`);
-    moveVolume(ctx, guest, disk, storage, remove);
-    guest.commit();
-  });
+  const task = ctx.startTask(
+    guest.node,
+    'qmmove',
+    String(guest.vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'qemu',
+      guest.vmid,
+      whenElapsed((log) => {
+        try {
+          check(guest);
+        } catch (err) {
+          throw new TaskFailure((err as Error).message);
+        }
+        log.log(`create full clone of drive ${disk} (${guest.main.get(disk) ?? ''})`);
+        moveVolume(ctx, guest, disk, storage, remove);
+        guest.commit();
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
 
@@ -684,14 +785,25 @@ export function moveLxcVolume(ctx: RequestContext): HandlerResult {
   ctx.sim.volumes.checkStorage(storage);
   guest.main.set('lock', 'disk');
   guest.commit();
-  const task = ctx.startTask(guest.node, 'move_volume', String(guest.vmid), (log) => {
-    try {
-      log.log(`moving volume '${volume}' to storage '${storage}'`);
-      moveVolume(ctx, guest, volume, storage, flag(ctx, 'delete'));
-    } finally {
-      if (guest.lock === 'disk') guest.main.delete('lock');
-      guest.commit();
-    }
-  });
+  const task = ctx.startTask(
+    guest.node,
+    'move_volume',
+    String(guest.vmid),
+    underConfigLock(
+      ctx.sim.configLocks,
+      'lxc',
+      guest.vmid,
+      whenElapsed((log) => {
+        try {
+          log.log(`moving volume '${volume}' to storage '${storage}'`);
+          moveVolume(ctx, guest, volume, storage, flag(ctx, 'delete'));
+        } finally {
+          if (guest.lock === 'disk') guest.main.delete('lock');
+          guest.commit();
+        }
+      }),
+    ),
+    { atStart: true },
+  );
   return { data: task.upid };
 }
