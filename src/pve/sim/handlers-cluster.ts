@@ -308,7 +308,7 @@ function taskIdentity(task: SimTask): Record<string, unknown> {
   return { upid, node, pid, pstart, starttime, type, id };
 }
 
-/** `GET /nodes/{node}/tasks/{upid}/status` (§9.3): token tasks report `user` + `tokenid`. */
+/** `GET /nodes/{node}/tasks/{upid}/status`: token tasks report `user` + `tokenid`. */
 export function getTaskStatus(ctx: RequestContext): HandlerResult {
   const task = findTask(ctx);
   const data: Record<string, unknown> = { ...taskIdentity(task), ...taskUser(task), status: task.status };

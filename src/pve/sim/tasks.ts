@@ -1,9 +1,9 @@
 /**
  * Worker tasks (`fork_worker`): UPIDs in the real format (docs/proxmox-api.md#upid-format), a log that ends in
- * `TASK OK` / `TASK ERROR: …` / `TASK WARNINGS: N`, and the status fields of §9.3. A task runs
- * for `taskMs`. Its worker runs when that time is up, unless it is started `atStart`: then it
- * runs at once, where Proxmox does its work (a `qmconfig` worker takes the config lock and writes
- * before the UPID is answered), and the task ends when the worker returns and the time is up.
+ * `TASK OK` / `TASK ERROR: …` / `TASK WARNINGS: N`, and the fields of `GET …/tasks/{upid}/status`.
+ * A task runs for `taskMs`. Its worker runs when that time is up, unless it is started `atStart`:
+ * then it runs at once, as a forked Proxmox worker does (it takes the config lock before the UPID
+ * is answered), waits out the time itself (`elapsed`), and the task ends when the worker returns.
  */
 
 /** A failure inside a worker: becomes `TASK ERROR: <text>` (newlines turned into spaces). */
