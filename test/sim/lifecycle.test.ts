@@ -145,7 +145,7 @@ describe('nextid (docs/proxmox-api.md#next-free-vmid)', () => {
 });
 
 describe('tasks (docs/proxmox-api.md#tasks-and-upids)', () => {
-  it('UPIDs have the real format and the status fields of §9.3, with tokenid for token tasks', async () => {
+  it('UPIDs have the real format and the fields of GET …/tasks/{upid}/status, with tokenid for token tasks', async () => {
     const res = await api(sim, 'POST', '/nodes/pve-01/qemu/100/status/shutdown');
     const upid = res.body!.data as string;
     const m = UPID_RE.exec(upid);
