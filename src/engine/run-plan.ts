@@ -11,6 +11,8 @@ export interface RunPlanInput extends ObserveOptions {
   ref?: string;
   /** Per cluster, the server's host-access policy and whether the connection is insecure. */
   access?: Readonly<Record<string, ClusterAccess>>;
+  /** A pull request's plan: the live values of guests the base branch does not own are withheld (`PlanInput.withholdUnowned`). */
+  withholdUnowned?: boolean;
 }
 
 /**
@@ -20,7 +22,15 @@ export interface RunPlanInput extends ObserveOptions {
 export async function runPlan(input: RunPlanInput): Promise<Plan> {
   const scope = planScope(input.head, input.base);
   const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, input);
-  return planSpecs({ head: input.head, base: input.base, observed, scope, ref: input.ref, access: input.access });
+  return planSpecs({
+    head: input.head,
+    base: input.base,
+    observed,
+    scope,
+    ref: input.ref,
+    access: input.access,
+    ...(input.withholdUnowned ? { withholdUnowned: true } : {}),
+  });
 }
 
 /**

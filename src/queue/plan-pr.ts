@@ -33,6 +33,7 @@ import { RepoConfigError } from '../github/repo-config.js';
 import { repoFilePath } from '../github/spec-repo.js';
 import { ensureComment } from '../github/sticky-comment.js';
 import { PLAN_MARKER } from '../core/render/render-markdown.js';
+import { withholdLiveValues } from '../core/render/withhold-live.js';
 import type { CommitSpecs, CommitSpecsCache } from './commit-specs.js';
 import type { NewestHeads } from './newest-head.js';
 import type { PlanStore, TouchedGuest } from './plan-store.js';
@@ -174,6 +175,8 @@ async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<
       readers: open.clusters,
       access: open.access,
       ref: target.headSha,
+      // Everything posted on a pull request is public to its readers (and to anyone, on a public repository).
+      withholdUnowned: true,
     });
     return { plan: result, head, base };
   } finally {
@@ -257,10 +260,11 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       overlaps = await overlapsOf(ctx, repo.id, target.pr, touched);
       const applying = await appliesInProgress(ctx, repo, touched);
       const repoPath = (file: string): string => repoFilePath(planned.head.specRoot, file);
-      body = renderPlanComment(planned.plan, commits, overlaps, repoPath, applying);
+      const shown = withholdLiveValues(planned.plan);
+      body = renderPlanComment(shown, commits, overlaps, repoPath, applying);
       const clusterSources = new Map(planned.head.loaded.specs.clusters.map((c) => [c.name, c.source]));
-      const annotations = planAnnotations(planned.plan, repoPath, clusterSources);
-      result = planCheckResult(planned.plan, commits, overlaps, annotations, applying);
+      const annotations = planAnnotations(shown, repoPath, clusterSources);
+      result = planCheckResult(shown, commits, overlaps, annotations, applying);
       log.info({ summary: planned.plan.summary, errors: planned.plan.errors.length, overlaps: overlaps.length }, 'planned');
     } catch (error) {
       if (!(error instanceof PlanProblems)) throw error;
@@ -327,7 +331,7 @@ export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; 
     const touched = touchedGuests(stored.plan);
     const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
     const body = renderPlanComment(
-      stored.plan,
+      withholdLiveValues(stored.plan),
       { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
       overlaps,
       (file) => repoFilePath(stored.specRoot, file),

@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { openPullRequest, startWorld, type World } from './world.js';
+
+let world: World | undefined;
+
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+});
+
+const SECRET = 'vault-token-7f3a9c';
+const HIDDEN_IP = '10.9.8.7';
+
+/** Two guests nobody's specs own (no owner tag, outside the base range) and one the base owns. */
+const guests = [
+  {
+    vmid: 200001,
+    type: 'qemu' as const,
+    node: 'pve-01',
+    config: `description: ${SECRET}\nname: db-01\nmemory: 8192\ncores: 4\nipconfig0: ip=${HIDDEN_IP}/24,gw=10.9.8.1\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0\n`,
+  },
+  {
+    vmid: 200002,
+    type: 'qemu' as const,
+    node: 'pve-02',
+    config: `description: ${SECRET}-2\nname: db-02\nmemory: 6144\ncores: 2\nnet0: virtio=BC:24:11:00:00:02,bridge=vmbr0\n`,
+  },
+  {
+    vmid: 100101,
+    type: 'qemu' as const,
+    node: 'pve-01',
+    config: 'name: web-01\nmemory: 1536\ncores: 2\nnet0: virtio=BC:24:11:00:00:03,bridge=vmbr0\ntags: pve-gitops\n',
+  },
+];
+
+function adopting(name: string, vmid: number): string {
+  return vmDoc(name, vmid).replace('config:', 'adopt: true\nconfig:');
+}
+
+describe('a pull request that claims guests the base branch does not own', () => {
+  it('shows which keys an adoption would change but none of their live values, in the comment, the check run and its annotations', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: { fixture: { guests } } } }));
+    const baseSha = newSha();
+    const headSha = newSha();
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'web.yaml': vmDoc('web-01', 100101) };
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, {
+      // The head widens its own range to reach the two guests, and adopts them.
+      'cluster.yaml': clusterDoc().replace('upper: 199999', 'upper: 299999'),
+      'web.yaml': vmDoc('web-01', 100101, { memory: 4096 }),
+      'db.yaml': `${adopting('db-01', 200001)}---\n${adopting('db-02', 200002)}`,
+    });
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 21, id: 2101 });
+    const comment = expectNewComment(w.github, w.repo, 21, 2201);
+    await w.app.jobDone('plan', await openPullRequest(w, 21, headSha, baseSha, { fork: { owner: 'mallory', name: 'estate' } }));
+    w.github.verify();
+
+    const body = await comment.body();
+    const result = await check.result();
+    const shown = [body, JSON.stringify(result)];
+    for (const text of shown) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(HIDDEN_IP);
+      expect(text).not.toContain('8192');
+      expect(text).not.toContain('BC:24:11:00:00:01');
+    }
+    // What would happen is still there: both adoptions, the keys they change, the values the spec sets.
+    expect(body).toContain('**lab/db-01** (200001)');
+    expect(body).toContain('**lab/db-02** (200002)');
+    expect(body).toMatch(/\| `description` \| \*\(live value withheld: not owned by the base branch\)\* \| \*\(deleted\)\* \|/);
+    expect(body).toMatch(/\| `memory` \| \*\(live value withheld: not owned by the base branch\)\* \| `2048` \|/);
+    expect(body).toContain('the base branch does not own this guest');
+    // The guest the base branch owns is planned with its live values, as always.
+    expect(body).toMatch(/\| `memory` \| `1536` \| `4096` \|/);
+  });
+});
