@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
 import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, connectClusters, MissingConnectionError } from '../connections/connect.js';
+import { type ConnectOptions, clusterNames, connectReadable } from '../connections/connect.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import {
   buildDriftReport,
@@ -100,23 +100,25 @@ async function defaultBranchHead(octokit: ProbotOctokit, data: DriftJobData): Pr
   }
 }
 
-/** Read-only clients for the clusters the server has a connection for; the others are reported as not read. */
-async function openReaders(deps: DriftWorkerDeps, names: string[], log: Logger): Promise<OpenClusters> {
+/**
+ * Read-only clients for the clusters the server has a connection for and lets this repository
+ * use; the others are reported as not read (with why, when the server's mapping refused them).
+ */
+async function openReaders(
+  deps: DriftWorkerDeps,
+  repo: DriftJobData['repo'],
+  names: string[],
+  log: Logger,
+): Promise<{ open: OpenClusters; refused: Record<string, string> }> {
   const options: ConnectOptions = {
     ...deps.connections,
     warn: (message) => log.warn({ warning: message }, 'cluster connection'),
     logger: log,
+    repository: `${repo.owner}/${repo.name}`,
   };
   try {
-    return await connectClusters(names, 'read', options);
+    return await connectReadable(names, options);
   } catch (error) {
-    if (error instanceof MissingConnectionError) {
-      return connectClusters(
-        names.filter((name) => !error.clusters.includes(name)),
-        'read',
-        options,
-      );
-    }
     if (error instanceof ClusterConfigError) {
       throw new DriftProblems("The server's cluster connections are misconfigured", [{ message: error.message }]);
     }
@@ -163,9 +165,15 @@ async function buildReport(
   try {
     specs = await readSpecs(deps, octokit, data, sha);
     if (specs.fileCount === 0) return 'no-specs';
-    const open = await openReaders(deps, clusterNames(specs.loaded.specs), log);
+    const { open, refused } = await openReaders(deps, data.repo, clusterNames(specs.loaded.specs), log);
     try {
-      const { plan, observed } = await observeDrift({ head: specs.loaded.specs, readers: open.clusters, access: open.access, ref: sha });
+      const { plan, observed } = await observeDrift({
+        head: specs.loaded.specs,
+        readers: open.clusters,
+        access: open.access,
+        ref: sha,
+        unavailable: refused,
+      });
       const report = buildDriftReport({
         plan,
         observed,

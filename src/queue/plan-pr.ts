@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
 import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, connectClusters, MissingConnectionError } from '../connections/connect.js';
+import { type ConnectOptions, clusterNames, connectReadable } from '../connections/connect.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import type { GuestSpec, Plan } from '../core/model.js';
 import { guestKey } from '../core/plan/plan-specs.js';
@@ -133,24 +133,27 @@ async function readSpecs(ctx: PlanContext, target: PlanTarget): Promise<{ head: 
 }
 
 /**
- * Opens read-only clients for the clusters the specs name that the server has a connection for.
- * A cluster without one is left out: the plan says it could not be read and why.
+ * Opens read-only clients for the clusters the specs name that the server has a connection for
+ * and lets this repository use. The others are left out: the plan says it could not read them and
+ * why (no connection, or the server's repository mapping).
  */
-async function openReaders(ctx: PlanContext, names: string[], log: Logger): Promise<OpenClusters> {
+async function openReaders(
+  ctx: PlanContext,
+  repo: RepoRef,
+  names: string[],
+  log: Logger,
+): Promise<{ open: OpenClusters; refused: Record<string, string> }> {
   const options: ConnectOptions = {
     ...ctx.connections,
     // An insecure connection is recorded in the plan itself (and so in the comment); the log says it too.
     warn: (message) => log.warn({ warning: message }, 'insecure cluster connection'),
     progress: (message) => log.info({ progress: message }, 'a cluster is slow to answer'),
     logger: log,
+    repository: `${repo.owner}/${repo.name}`,
   };
   try {
-    return await connectClusters(names, 'read', options);
+    return await connectReadable(names, options);
   } catch (error) {
-    if (error instanceof MissingConnectionError) {
-      const configured = names.filter((name) => !error.clusters.includes(name));
-      return connectClusters(configured, 'read', options);
-    }
     if (error instanceof ClusterConfigError) {
       throw new PlanProblems("The server's cluster connections are misconfigured", [{ message: error.message }]);
     }
@@ -167,12 +170,13 @@ function touchedGuests(plan: Plan): TouchedGuest[] {
 
 async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<{ plan: Plan; head: CommitSpecs; base: CommitSpecs }> {
   const { head, base } = await readSpecs(ctx, target);
-  const open = await openReaders(ctx, clusterNames(head.loaded.specs, base.loaded.specs), log);
+  const { open, refused } = await openReaders(ctx, target.repo, clusterNames(head.loaded.specs, base.loaded.specs), log);
   try {
     const result = await runPlan({
       head: head.loaded.specs,
       base: base.loaded.specs,
       readers: open.clusters,
+      unavailable: refused,
       access: open.access,
       ref: target.headSha,
       // Everything posted on a pull request is public to its readers (and to anyone, on a public repository).
