@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { openPullRequest, startWorld, type World } from './world.js';
 
@@ -74,5 +74,36 @@ describe('a pull request that claims guests the base branch does not own', () =>
     expect(body).toContain('the base branch does not own this guest');
     // The guest the base branch owns is planned with its live values, as always.
     expect(body).toMatch(/\| `memory` \| `1536` \| `4096` \|/);
+  });
+
+  it('keeps them withheld when the comment is rendered again from the stored plan (another pull request races for the guest)', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: { fixture: { guests } } } }));
+    const baseSha = newSha();
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'web.yaml': vmDoc('web-01', 100101) };
+    await expectArchive(w.github, w.repo, baseSha, base);
+    const claims = (memory: number): RepoFiles => ({
+      ...base,
+      'cluster.yaml': clusterDoc().replace('upper: 199999', 'upper: 299999'),
+      'db.yaml': adopting('db-01', 200001).replace('memory: 2048', `memory: ${memory}`),
+    });
+    const [first, second] = [newSha(), newSha()];
+    await expectArchive(w.github, w.repo, first, claims(2048));
+    expectCheckRun(w.github, w.repo, { headSha: first, pr: 22, id: 2102 });
+    const comment22 = expectNewComment(w.github, w.repo, 22, 2202);
+    await w.app.jobDone('plan', await openPullRequest(w, 22, first, baseSha, { fork: { owner: 'mallory', name: 'estate' } }));
+    expect(await comment22.body()).not.toContain(SECRET);
+
+    // #23 claims db-01 too: #22's comment is rendered again, from its stored plan, to name #23.
+    await expectArchive(w.github, w.repo, second, claims(3072));
+    expectCheckRun(w.github, w.repo, { headSha: second, pr: 23, id: 2103 });
+    expectNewComment(w.github, w.repo, 23, 2203);
+    const refreshed = expectCommentEdit(w.github, w.repo, 2202);
+    await w.app.jobDone('plan', await openPullRequest(w, 23, second, baseSha));
+    const body = await refreshed.body();
+    w.github.verify();
+    expect(body).toContain('| **lab/db-01** (200001) | #23 |');
+    expect(body).not.toContain(SECRET);
+    expect(body).not.toContain(HIDDEN_IP);
+    expect(body).toContain('*(live value withheld: not owned by the base branch)*');
   });
 });
