@@ -1,6 +1,6 @@
 import type { PveLogger, PveResponseEvent } from '../pve/client.js';
 import type { SpecSet } from '../core/model.js';
-import { envPrefix, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
+import { type ClusterConnection, envPrefix, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
 import { type OpenClusters, openClusters } from './open-clusters.js';
 
 /** Clusters the specs name but the server has no connection for. */
@@ -115,4 +115,16 @@ export async function connectReadable(
       }
     }
   }
+}
+
+/**
+ * Every connection the server has (the `PVE_CLUSTER_<NAME>_URL` groups of the environment and
+ * the connections file), for checks of the configuration as a whole.
+ */
+export async function configuredConnections(options: Pick<ConnectOptions, 'env' | 'cwd' | 'file'>): Promise<ClusterConnection[]> {
+  const names = Object.keys(options.env)
+    .map((key) => /^PVE_CLUSTER_(.+)_URL$/.exec(key)?.[1]?.toLowerCase())
+    .filter((name): name is string => name !== undefined && name !== '');
+  const connections = await loadClusterConnections({ names, env: options.env, cwd: options.cwd, file: options.file });
+  return Object.values(connections).sort((a, b) => a.name.localeCompare(b.name));
 }

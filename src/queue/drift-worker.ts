@@ -13,8 +13,8 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, connectReadable } from '../connections/connect.js';
+import { ClusterConfigError, envPrefix } from '../connections/cluster-connections.js';
+import { type ConnectOptions, clusterNames, configuredConnections, connectReadable } from '../connections/connect.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import {
   buildDriftReport,
@@ -292,7 +292,29 @@ async function sync(deps: DriftWorkerDeps, log: Logger): Promise<DriftOutcome> {
   }
   const result = await deps.scheduler.reconcile(repos);
   log.info({ installations: installations.length, ...result }, 'drift schedules synced');
+  if (repos.length > 1) await warnUnmapped(deps, repos.length, log);
   return 'synced';
+}
+
+/**
+ * With more than one repository installed, a connection without a repository mapping lets every
+ * one of them plan and apply on its cluster: the default suits one spec repository, so say so
+ * (docs/github-app.md, "Which repositories may use which clusters").
+ */
+async function warnUnmapped(deps: DriftWorkerDeps, repositories: number, log: Logger): Promise<void> {
+  let connections: Awaited<ReturnType<typeof configuredConnections>>;
+  try {
+    connections = await configuredConnections(deps.connections);
+  } catch {
+    return; // A malformed connection is reported where it is used.
+  }
+  for (const connection of connections) {
+    if (connection.repositories !== undefined) continue;
+    log.warn(
+      { cluster: connection.name, repositories, setting: `${envPrefix(connection.name)}REPOSITORIES` },
+      'every installed repository may plan and apply on this cluster: name the ones that may in the setting',
+    );
+  }
 }
 
 /** The processor BullMQ calls for each drift-queue job. */

@@ -78,4 +78,39 @@ describe('which repositories may use which clusters', () => {
     expect(rawConfig(sim, X)).toContain('memory: 2048');
     w.github.verify();
   });
+
+  it.each([
+    ['warns, naming the cluster and the setting, when no mapping limits it', {}, true],
+    ['says nothing once the mapping names the repositories', { PVE_CLUSTER_LAB_REPOSITORIES: 'acme/a,acme/b' }, false],
+  ])('with two repositories installed, the sync of the installations %s', async (_, env, warned) => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), env: { DRIFT_INTERVAL: '1h', ...env }, role: 'all' }));
+    w.github.expect({
+      method: 'GET',
+      path: '/app/installations',
+      reply: { json: [{ id: w.installationId, account: { login: 'acme' }, suspended_at: null }] },
+    });
+    const repos = [
+      { id: w.repo.id, name: 'a', owner: { login: 'acme' }, archived: false },
+      { id: w.repo.id + 1, name: 'b', owner: { login: 'acme' }, archived: false },
+    ];
+    w.github.expect({ method: 'GET', path: '/installation/repositories', reply: { json: { total_count: 2, repositories: repos } } });
+    // Each new schedule runs at once; both repositories are empty.
+    for (const name of ['a', 'b']) {
+      w.github.expect({
+        method: 'GET',
+        path: `/repos/acme/${name}/commits`,
+        reply: { status: 409, json: { message: 'Git Repository is empty.' } },
+      });
+    }
+    await w.app.driftCompleted((job) => job.name === 'sync');
+    for (const repo of repos) await w.app.driftCompleted((job) => job.name === 'drift' && job.data.repo?.id === repo.id);
+    w.github.verify();
+    const warnings = w.app
+      .logs()
+      .split('\n')
+      .filter((line) => line.includes('every installed repository may plan and apply on this cluster'));
+    expect(warnings.length).toBe(warned ? 1 : 0);
+    if (warned)
+      expect(JSON.parse(warnings[0]!)).toMatchObject({ cluster: 'lab', repositories: 2, setting: 'PVE_CLUSTER_LAB_REPOSITORIES' });
+  });
 });
