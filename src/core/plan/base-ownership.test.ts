@@ -111,4 +111,15 @@ describe('which guests the base branch owns', () => {
     ]);
     expect(plan.guests.map((g) => [g.vmid, g.action, g.name, g.liveWithheld])).toEqual([[250003, 'orphan', NAME_WITHHELD, true]]);
   });
+
+  it("keeps the live value out of a host-access reason and refusal, where the value is the guest's and not the spec's", () => {
+    const plan = planWith(set([base], makeVmSpec('gpu-01', 100400, { memory: '2048' }, { adopt: true })), set([base]), [
+      live('gpu-01', 100400, undefined, { hostpci0: '0000:41:00.0' }),
+    ]);
+    const [guest] = plan.guests;
+    expect(guest?.action).toBe('error');
+    expect(JSON.stringify(guest?.errors)).not.toContain('0000:41:00.0');
+    expect(guest?.errors[0]).toContain(`hostpci0 reaches the host: it has a current value that reaches the host ${LIVE_WITHHELD}`);
+    expect(guest?.hostAccess?.map((item) => item.reason)).toEqual([`has a current value that reaches the host ${LIVE_WITHHELD}`]);
+  });
 });

@@ -63,6 +63,6 @@ export function withholdUnowned(
     // A reason names the value that reaches the host: the spec's is shown, the live one is not.
     const to = guest.changes.find((c) => c.key === item.key)?.to;
     const finding = to !== undefined ? hostAccessOf(guest.type, item.key, to) : undefined;
-    item.reason = finding?.reason ?? `its current value reaches the host ${LIVE_WITHHELD}`;
+    item.reason = finding?.reason ?? `has a current value that reaches the host ${LIVE_WITHHELD}`;
   }
 }
