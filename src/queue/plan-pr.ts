@@ -24,6 +24,7 @@ import {
   planAnnotations,
   planCheckResult,
   problemsCheckResult,
+  renderAwaitingCommandComment,
   renderPlanComment,
   renderProblemsComment,
   type SpecProblem,
@@ -68,10 +69,52 @@ export interface PlanTarget {
   baseSha: string;
   draft: boolean;
   reason: PlanReason;
+  /** The head lives in another repository (a fork). */
+  fork?: boolean | undefined;
 }
 
 /** What became of a plan job. */
-export type PlanOutcome = 'posted' | 'superseded';
+export type PlanOutcome = 'posted' | 'superseded' | 'awaiting-command';
+
+/** Plans a push starts, as opposed to a writer's `/pve plan`, Re-run or a merge. */
+const PUSH_REASONS: ReadonlySet<PlanReason> = new Set(['opened', 'synchronize', 'reopened', 'ready_for_review']);
+
+/**
+ * Whether a fork's push waits for a writer: the base commit's config says `forks: on-command`. A
+ * base that cannot be read says nothing here; planning reports it.
+ */
+async function forkWaitsForCommand(ctx: PlanContext, target: PlanTarget): Promise<boolean> {
+  if (target.fork !== true || !PUSH_REASONS.has(target.reason)) return false;
+  try {
+    return (await ctx.specs.base(ctx.octokit, target.repo, target.baseSha)).config?.forks === 'on-command';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Says on the pull request that this push of a fork is not planned until a writer asks. Nothing
+ * of the head is read and no cluster is asked; no check run is made, so a required
+ * `pve-gitops/plan` check keeps the pull request from merging until it is planned.
+ */
+async function postAwaitingCommand(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<PlanOutcome> {
+  const { repo } = target;
+  return withLock(ctx.redis, ctx.store.postLockKey(repo.id, target.pr), { ttlMs: 30_000, waitMs: 120_000 }, async () => {
+    const newest = await ctx.heads.get(repo.id, target.pr);
+    if (newest !== undefined && newest !== target.headSha) return 'superseded';
+    const comment = await ensureComment(ctx.octokit, {
+      owner: repo.owner,
+      repo: repo.name,
+      issueNumber: target.pr,
+      marker: PLAN_MARKER,
+      body: renderAwaitingCommandComment({ headSha: target.headSha, baseSha: target.baseSha, draft: target.draft }),
+      known: await ctx.store.getComment(repo.id, target.pr),
+    });
+    await ctx.store.setComment(repo.id, target.pr, comment);
+    log.info({ comment: comment.action }, "a fork's push: not planned until a writer's /pve plan");
+    return 'awaiting-command';
+  });
+}
 
 /** Something that stops the plan before any cluster is read; posted as the plan's result. */
 class PlanProblems extends Error {
@@ -235,6 +278,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
     log.info('a newer head of this pull request is known: not planned');
     return 'superseded';
   }
+  if (await forkWaitsForCommand(ctx, target)) return postAwaitingCommand(ctx, target, log);
   const check: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: target.headSha };
   const commits: PlannedCommits = { headSha: target.headSha, baseSha: target.baseSha, draft: target.draft };
   const run = await startCheckRun(ctx.octokit, check, {

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
+import { issueCommentEvent } from './deliveries.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
-import { openPullRequest, startWorld, type World } from './world.js';
+import { at, openPullRequest, startWorld, type World } from './world.js';
 
 let world: World | undefined;
 
@@ -105,5 +106,60 @@ describe('a pull request that claims guests the base branch does not own', () =>
     expect(body).not.toContain(SECRET);
     expect(body).not.toContain(HIDDEN_IP);
     expect(body).toContain('*(live value withheld: not owned by the base branch)*');
+  });
+});
+
+describe('a repository whose config says `forks: on-command`', () => {
+  const base: RepoFiles = { '.github/pve-gitops.yml': 'forks: on-command\n', 'cluster.yaml': clusterDoc() };
+  const head: RepoFiles = { ...base, 'web.yaml': vmDoc('web-01', 100101) };
+
+  it("does not plan a fork's push until a writer's /pve plan: the head is not read, no cluster is asked, the comment says why", async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
+    const sim = w.clusters.sims.lab!;
+    const [baseSha, headSha] = [newSha(), newSha()];
+    await expectArchive(w.github, w.repo, baseSha, base);
+    const waiting = expectNewComment(w.github, w.repo, 24, 2204);
+    await w.app.jobDone('plan', await openPullRequest(w, 24, headSha, baseSha, { fork: { owner: 'mallory', name: 'estate' } }));
+    w.github.verify();
+    expect(await waiting.body()).toContain('**⏸️ Not planned yet: this pull request comes from a fork**');
+    expect(sim.sim.stats().requests.total).toBe(0);
+
+    // A writer read the change and asks: now it is planned, and the comment becomes the plan.
+    expectAcceptedCommand(w.github, w.repo, 'alice', 777);
+    w.github.expect({
+      method: 'GET',
+      path: `/repos/acme/estate/pulls/24`,
+      reply: { json: { number: 24, state: 'open', draft: false, updated_at: at(30), head: { sha: headSha }, base: { sha: baseSha } } },
+    });
+    await expectArchive(w.github, w.repo, headSha, head);
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 24, id: 2104 });
+    const planned = expectCommentEdit(w.github, w.repo, 2204);
+    const command = await w.app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({
+        installationId: w.installationId,
+        repo: w.repo,
+        number: 24,
+        body: '/pve plan',
+        author: 'alice',
+        commentId: 777,
+      }),
+    });
+    await w.app.jobDone('command', command.deliveryId);
+    w.github.verify();
+    expect((await check.result()).output?.title).toBe('1 to create');
+    expect(await planned.body()).toContain('**1 to create**');
+  });
+
+  it('plans a push of a branch of the repository itself as usual', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
+    const [baseSha, headSha] = [newSha(), newSha()];
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, head);
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 25, id: 2105 });
+    expectNewComment(w.github, w.repo, 25, 2205);
+    await w.app.jobDone('plan', await openPullRequest(w, 25, headSha, baseSha));
+    w.github.verify();
+    expect((await check.result()).output?.title).toBe('1 to create');
   });
 });
