@@ -122,4 +122,21 @@ describe('which guests the base branch owns', () => {
     expect(guest?.errors[0]).toContain(`hostpci0 reaches the host: it has a current value that reaches the host ${LIVE_WITHHELD}`);
     expect(guest?.hostAccess?.map((item) => item.reason)).toEqual([`has a current value that reaches the host ${LIVE_WITHHELD}`]);
   });
+
+  it.each([
+    {
+      what: 'prune reaching past the base range, widened in the head',
+      head: set([makeClusterSpec({ vmids: { lower: 100000, upper: 300000 }, prune: true })]),
+      guest: live('someone-elses', 250004, 'pve-gitops'),
+    },
+    {
+      what: "state: absent on a guest carrying only the head's new owner tag",
+      head: set([makeClusterSpec({ ownerTag: 'team-b' })], makeVmSpec('theirs', 100500, {}, { state: 'absent' })),
+      guest: live('theirs', 100500, 'team-b'),
+    },
+  ])('destroys nothing the base does not own: $what', ({ head, guest }) => {
+    const plan = planWith(head, set([base]), [guest]);
+    expect(plan.guests.map((g) => [g.vmid, g.action, g.operations])).toEqual([[guest.vmid, 'error', []]]);
+    expect(plan.guests[0]?.errors[0]).toMatch(/^refusing to destroy guest \d+: the base branch does not own it/);
+  });
 });

@@ -1,6 +1,7 @@
 import { hostAccessOf } from '../key-rules.js';
 import type { ClusterSpec, GuestPlan, ListedGuest, ObservedGuest, SpecSet } from '../model.js';
 import { hasOwnerTag } from './desired-config.js';
+import { toError } from './plan-guest.js';
 
 /**
  * What a pull request is shown instead of a live value of a guest the base branch does not own
@@ -51,6 +52,13 @@ export function withholdUnowned(
   if (!listed && !observed) return;
   if (ownedByBase(base, guest.cluster, guest.vmid, observed?.current.tags ?? listed?.tags)) return;
   guest.liveWithheld = true;
+  if (guest.action === 'destroy') {
+    // The head's range or owner tag reached it (prune, or state: absent): a pull request destroys nothing the base does not own.
+    toError(
+      guest,
+      `refusing to destroy guest ${guest.vmid}: the base branch does not own it (outside its Cluster document's range, or without its owner tag); change the range or owner tag in a pull request of its own first`,
+    );
+  }
   const liveName = observed ? (observed.type === 'qemu' ? observed.current.name : observed.current.hostname) : listed?.name;
   if (!guest.target.spec) guest.name = NAME_WITHHELD;
   if (liveName !== undefined && liveName !== '') {
