@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestCerts } from '../../test/client/helpers/certs.js';
-import { ClusterConfigError, clusterAccess, loadClusterConnections } from './cluster-connections.js';
+import { ClusterConfigError, clusterAccess, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
 
 let dir: string;
 let caPem: string;
@@ -102,5 +102,37 @@ describe('host-access policy', () => {
     await expect(
       fromFile(`clusters:\n  lab:\n    url: https://pve:8006\n    token: "${TOKEN}"\n    allowHostAccess: [root]\n`),
     ).rejects.toThrow(/allowHostAccess.0: must be one of args, hookscript/);
+  });
+});
+
+describe('which repositories may use a cluster', () => {
+  const env = { PVE_CLUSTER_LAB_URL: 'https://pve.example.net:8006', PVE_CLUSTER_LAB_TOKEN: TOKEN };
+
+  it('reads owner/name and owner/* entries from the environment and the file, lower-cased', async () => {
+    expect((await fromEnv({ ...env, PVE_CLUSTER_LAB_REPOSITORIES: 'Acme/Estate, ops/*' })).lab?.repositories).toEqual([
+      'acme/estate',
+      'ops/*',
+    ]);
+    const file = await fromFile(`clusters:\n  lab:\n    url: https://pve:8006\n    token: "${TOKEN}"\n    repositories: [acme/estate]\n`);
+    expect(file.lab?.repositories).toEqual(['acme/estate']);
+    expect((await fromEnv(env)).lab?.repositories).toBeUndefined();
+  });
+
+  it.each([
+    ['estate', "PVE_CLUSTER_LAB_REPOSITORIES: 'estate' is not a repository (owner/name, or owner/* for all of an owner's)"],
+    ['*/*', "PVE_CLUSTER_LAB_REPOSITORIES: '*/*' is not a repository (owner/name, or owner/* for all of an owner's)"],
+    [' , ', 'PVE_CLUSTER_LAB_REPOSITORIES: names no repository (leave it out to allow every installed repository)'],
+  ])('refuses %j', async (value, message) => {
+    await expect(fromEnv({ ...env, PVE_CLUSTER_LAB_REPOSITORIES: value })).rejects.toThrow(message);
+  });
+
+  it.each([
+    [undefined, 'acme/anything', true],
+    [['acme/estate'], 'ACME/Estate', true],
+    [['acme/estate'], 'acme/other', false],
+    [['acme/*'], 'acme/other', true],
+    [['acme/*'], 'mallory/estate', false],
+  ])('%j lets %s use it: %s', (repositories, repository, allowed) => {
+    expect(repositoryAllowed(repositories, repository)).toBe(allowed);
   });
 });

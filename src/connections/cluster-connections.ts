@@ -35,6 +35,37 @@ export interface ClusterConnection {
   timeoutMs?: number;
   /** How long opening a connection (TCP and TLS) may take, in ms. */
   connectTimeoutMs?: number;
+  /**
+   * The repositories (`owner/name`, or `owner/*` for all of an owner's, lower-cased) whose specs
+   * may use this cluster; absent, every repository the App is installed on may.
+   */
+  repositories?: string[];
+}
+
+/** `owner/name` or `owner/*`, as GitHub spells owners and repository names. */
+const REPOSITORY_RE = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/(?:\*|[A-Za-z0-9._-]{1,100})$/;
+
+/**
+ * Whether the repository `owner/name` may use the cluster of `connection`. GitHub treats owner
+ * and repository names case-insensitively, so the comparison does too.
+ */
+export function repositoryAllowed(repositories: readonly string[] | undefined, repository: string): boolean {
+  if (repositories === undefined) return true;
+  const wanted = repository.toLowerCase();
+  const owner = wanted.split('/')[0];
+  return repositories.some((entry) => entry === wanted || entry === `${owner}/*`);
+}
+
+/** `owner/repo,owner/*` (commas or spaces) → the entries, lower-cased, refusing anything else. */
+function parseRepositories(values: readonly string[] | undefined, what: string): string[] | undefined {
+  if (values === undefined) return undefined;
+  const entries = values.flatMap((value) => value.split(/[,\s]+/)).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    if (!REPOSITORY_RE.test(entry))
+      throw new ClusterConfigError(`${what}: '${entry}' is not a repository (owner/name, or owner/* for all of an owner's)`);
+  }
+  if (entries.length === 0) throw new ClusterConfigError(`${what}: names no repository (leave it out to allow every installed repository)`);
+  return entries.map((entry) => entry.toLowerCase());
 }
 
 /** What planning needs to know of a connection: its host-access policy and whether it is insecure. */
@@ -68,6 +99,8 @@ const ConnectionEntry = z.strictObject({
   timeout: z.number().min(1).max(600).optional(),
   /** Seconds. */
   connectTimeout: z.number().min(1).max(120).optional(),
+  /** Repositories that may use the cluster (`owner/name` or `owner/*`); absent: every installed one. */
+  repositories: z.array(z.string()).optional(),
 });
 
 const ConnectionsFile = z.strictObject({ clusters: z.record(z.string().min(1), ConnectionEntry) });
@@ -197,6 +230,8 @@ async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Prom
     if (ca !== undefined) connection.ca = ca;
     if (entry.fingerprint !== undefined) connection.fingerprint = entry.fingerprint;
     if (entry.concurrency !== undefined) connection.concurrency = entry.concurrency;
+    const repositories = parseRepositories(entry.repositories, `${what} repositories`);
+    if (repositories !== undefined) connection.repositories = repositories;
     setTimeouts(connection, entry);
     result[name] = connection;
   }
@@ -249,6 +284,9 @@ async function fromEnv(names: readonly string[], env: NodeJS.ProcessEnv, cwd: st
     if (ca !== undefined) connection.ca = ca;
     if (entry.data.fingerprint) connection.fingerprint = entry.data.fingerprint;
     if (entry.data.concurrency) connection.concurrency = entry.data.concurrency;
+    const listed = env[`${prefix}REPOSITORIES`];
+    const repositories = parseRepositories(listed === undefined ? undefined : [listed], `${prefix}REPOSITORIES`);
+    if (repositories !== undefined) connection.repositories = repositories;
     setTimeouts(connection, entry.data);
     result[name] = connection;
   }

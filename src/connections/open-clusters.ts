@@ -16,6 +16,8 @@ export interface OpenClusters {
   clients: Record<string, PveClient>;
   /** Per cluster, what planning needs from the connection: host-access policy, insecurity. */
   access: Record<string, ClusterAccess>;
+  /** Per cluster, the repositories the server lets use it (absent: every one). */
+  repositories: Record<string, readonly string[] | undefined>;
   close(): Promise<void>;
 }
 
@@ -61,10 +63,12 @@ export function openClusters(
   const clients: Record<string, PveClient> = {};
   const clusters: Record<string, PveClusterAdapter> = {};
   const access: Record<string, ClusterAccess> = {};
+  const repositories: Record<string, readonly string[] | undefined> = {};
   const slowAfterMs = options.slowAfterMs ?? SLOW_AFTER_MS;
   const progress = options.progress ? throttled(options.progress, slowAfterMs) : undefined;
   for (const connection of Object.values(connections)) {
     access[connection.name] = clusterAccess(connection);
+    repositories[connection.name] = connection.repositories;
     if (access[connection.name]?.insecure === 'http') {
       options.warn?.(`cluster ${connection.name}: plain http:// — the token travels unencrypted (allowed explicitly)`);
     } else if (connection.insecure) {
@@ -105,6 +109,7 @@ export function openClusters(
     clusters,
     clients,
     access,
+    repositories,
     async close() {
       await Promise.allSettled(Object.values(clients).map((c) => c.close()));
     },

@@ -208,6 +208,13 @@ export interface GuestPlan {
   digest?: string;
   /** Set when the spec adopts an unowned guest: the plan adds the owner tag. */
   adopt?: boolean;
+  /**
+   * Set on a pull request's plan when the base branch does not own this existing guest
+   * (docs/github-app.md, "How pull requests from forks are planned"): its live values are kept
+   * here for the apply's comparison, but every rendering for the pull request withholds them
+   * (`withholdLiveValues`), and its messages already name no live value.
+   */
+  liveWithheld?: boolean;
   changes: KeyChange[];
   operations: Operation[];
   drift: DriftItem[];

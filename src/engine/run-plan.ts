@@ -11,6 +11,10 @@ export interface RunPlanInput extends ObserveOptions {
   ref?: string;
   /** Per cluster, the server's host-access policy and whether the connection is insecure. */
   access?: Readonly<Record<string, ClusterAccess>>;
+  /** A pull request's plan: the live values of guests the base branch does not own are withheld (`PlanInput.withholdUnowned`). */
+  withholdUnowned?: boolean;
+  /** Clusters deliberately not read (no reader), with why: the plan reports each as not readable for that reason. */
+  unavailable?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -20,7 +24,16 @@ export interface RunPlanInput extends ObserveOptions {
 export async function runPlan(input: RunPlanInput): Promise<Plan> {
   const scope = planScope(input.head, input.base);
   const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, input);
-  return planSpecs({ head: input.head, base: input.base, observed, scope, ref: input.ref, access: input.access });
+  if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
+  return planSpecs({
+    head: input.head,
+    base: input.base,
+    observed,
+    scope,
+    ref: input.ref,
+    access: input.access,
+    ...(input.withholdUnowned ? { withholdUnowned: true } : {}),
+  });
 }
 
 /**
@@ -38,6 +51,7 @@ export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan>
 export async function observeDrift(input: Omit<RunPlanInput, 'base'>): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head);
   const observed = await observeClusters(input.readers, { head: input.head }, scope, input);
+  if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
   const plan = planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access });
   return { plan, observed };
 }

@@ -62,6 +62,8 @@ async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS
     baseSha: pr.base.sha,
     draft: pr.draft === true,
     reason: payload.action as PlanReason,
+    // A deleted fork leaves `head.repo` null: still not this repository.
+    ...(pr.head.repo?.id !== payload.repository.id ? { fork: true } : {}),
   });
   context.log.info({ pr: pr.number, head: pr.head.sha, jobId }, 'plan enqueued');
 }

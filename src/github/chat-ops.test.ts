@@ -27,6 +27,32 @@ describe('parseCommands', () => {
   ])('%j → %j', (body, expected) => {
     expect(parseCommands(body)).toEqual(expected);
   });
+
+  // Only what a reader of the thread sees counts: GitHub renders these without showing the command.
+  it.each([
+    ['an HTML comment on one line', '<!-- /pve apply -->'],
+    ['an HTML comment over lines', 'Thanks!\n<!--\n/pve apply\n-->'],
+    ['an HTML comment left open in an HTML block, closed in text GitHub escapes', '</div><!--\n\n-->\n/pve apply'],
+    ['a folded <details>', '<details><summary>log</summary>\n\n/pve apply\n\n</details>'],
+    ['an attribute over lines', '<img alt="\n/pve apply\n" src="x.png">'],
+    ['a tag that never ends', '<br title="x\n\n/pve apply'],
+    ['a link title over lines', '[docs](https://example.com "\n/pve apply\n")'],
+    ['an image description over lines', '![\n/pve apply\n](x.png)'],
+    ['a link reference definition title', '[ref]: https://example.com\n"\n/pve apply\n"'],
+    ['a code span over lines', '`x\n/pve apply\n`'],
+  ])('ignores a command inside %s', (_, body) => {
+    expect(parseCommands(body)).toEqual([]);
+  });
+
+  it.each([
+    ['before an HTML comment', '/pve plan\n<!-- why: the conflict is settled -->'],
+    ['after an autolink, in a paragraph of its own', 'See <https://example.com/x>\n\n/pve plan'],
+    ['after a line break tag, in a paragraph of its own', 'Looks good<br>\n\n/pve plan'],
+    ['after an image, in a paragraph of its own', '![screenshot](x.png)\n\n/pve plan'],
+    ['after inline code, in a paragraph of its own', 'the `memory` change is fine\n\n/pve plan'],
+  ])('runs a command %s', (_, body) => {
+    expect(parseCommands(body)).toEqual([{ name: 'plan', args: [] }]);
+  });
 });
 
 describe('helpText', () => {

@@ -155,6 +155,24 @@ export function renderProblemsComment(headline: string, problems: readonly SpecP
   return `${head}${list}\n_Fix ${problems.length === 1 ? 'it' : 'them'} and push: the plan runs again._\n`;
 }
 
+/**
+ * The sticky comment for a fork's push that waits for a writer (`forks: on-command` in the
+ * repository's config): nothing of the head was read, and why not.
+ */
+export function renderAwaitingCommandComment(commits: PlannedCommits): string {
+  return [
+    PLAN_MARKER,
+    `### ${title(commits)}`,
+    '',
+    `**⏸️ Not planned yet: this pull request comes from a fork** (${short(commits.headSha)} against base ${short(commits.baseSha)})`,
+    '',
+    'This repository plans pull requests from forks when a collaborator with write, maintain or admin permission asks, ' +
+      `after reading the change: comment ${codeSpan('/pve plan')}. Every new push waits for a new ${codeSpan('/pve plan')} ` +
+      `(${codeSpan('forks: on-command')} in ${codeSpan('.github/pve-gitops.yml')}).`,
+    '',
+  ].join('\n');
+}
+
 /** Annotations for a plan: guest errors and warnings on their spec's line, cluster errors on the Cluster document. */
 export function planAnnotations(
   plan: Plan,

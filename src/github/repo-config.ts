@@ -56,6 +56,12 @@ export const RepoConfig = z.strictObject({
   specs: SpecRoot.optional(),
   /** The drift report: differences that are intended. */
   drift: DriftConfig.optional(),
+  /**
+   * Pull requests from forks: `plan` (default) plans every push like any other pull request's,
+   * live values of guests the base does not own withheld; `on-command` plans a fork's push only
+   * when a writer comments `/pve plan` (or presses Re-run) after reading it.
+   */
+  forks: z.enum(['plan', 'on-command']).optional(),
 });
 export type RepoConfig = z.infer<typeof RepoConfig>;
 
@@ -82,7 +88,7 @@ export function normaliseSpecRoot(path: string | undefined): string {
 
 /** The keys allowed where an unknown one was found, for the error message. */
 function knownKeys(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return 'specs, drift';
+  if (path.length === 0) return 'specs, drift, forks';
   if (path.length === 1 && path[0] === 'drift') return 'allow';
   return 'guest, keys, reason, expires';
 }

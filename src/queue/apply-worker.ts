@@ -30,7 +30,7 @@ import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { MissingConnectionError } from '../connections/connect.js';
+import { MissingConnectionError, RepositoryNotAllowedError } from '../connections/connect.js';
 import type { ApplyStatus, ApplyStep } from '../core/apply-result.js';
 import type { GuestPlan } from '../core/model.js';
 import type { ClusterWriter, WriteResult } from '../core/ports.js';
@@ -40,7 +40,7 @@ import { type ApplyStore, type Fence, GuestPlanMissingError, type GuestProgress,
 import { acquireLock, type HeldLock } from './redis-lock.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from './redis-slots.js';
-import { GuestJobData } from './schema.js';
+import { GuestJobData, type RepoRef } from './schema.js';
 import { z } from 'zod';
 
 /** What the guest worker needs; constructed by the composition root (`src/server/serve.ts`). */
@@ -51,7 +51,8 @@ export interface GuestWorkerDeps {
   jobs: ApplyJobs;
   slots: RedisSlots;
   /** The writing client of a cluster and the server's host-access policy for it (`ClusterWriters.get`). */
-  writer: (cluster: string) => Promise<OpenWriter>;
+  /** The writer of a cluster for the specs of a repository (`owner/name`; the server may not let it use the cluster). */
+  writer: (cluster: string, repository: string) => Promise<OpenWriter>;
   settings: {
     /** Expiry of the guest lock (renewed while held), and how long a parked job waits for a missed wake-up. */
     lockMs: number;
@@ -270,7 +271,7 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
       return park(job, token, guest, runId);
     }
     try {
-      return await applyHeld(job, token, runId, guest, previous, lock, log);
+      return await applyHeld(job, token, runId, guest, previous, lock, log, record.run.repo);
     } finally {
       await lock.release().catch(() => {});
     }
@@ -284,6 +285,7 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     previous: GuestProgress,
     lock: HeldLock,
     log: Logger,
+    repo: RepoRef,
   ): Promise<string> {
     const fence: Fence = { key: lock.key, token: lock.token };
     const attempts = (previous.attempts ?? 0) + 1;
@@ -300,10 +302,11 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     let writer: OpenWriter;
     try {
       plan = await store.guestPlan(runId, guest);
-      writer = await deps.writer(plan.cluster);
+      writer = await deps.writer(plan.cluster, `${repo.owner}/${repo.name}`);
     } catch (error) {
       const permanent =
         error instanceof MissingConnectionError ||
+        error instanceof RepositoryNotAllowedError ||
         error instanceof ClusterConfigError ||
         error instanceof SyntaxError ||
         error instanceof z.ZodError ||

@@ -5,7 +5,8 @@
  * keeps its connection pool (and TLS sessions) across the hundreds of guest jobs of a merge, and
  * its request limit (`concurrency` of the connection) bounds everything this process sends.
  */
-import { type ConnectOptions, connectClusters } from '../connections/connect.js';
+import { repositoryAllowed } from '../connections/cluster-connections.js';
+import { type ConnectOptions, connectClusters, RepositoryNotAllowedError } from '../connections/connect.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import type { HostAccessRule } from '../core/key-rules.js';
 import type { ClusterWriter } from '../core/ports.js';
@@ -24,10 +25,12 @@ export class ClusterWriters {
   constructor(private readonly connections: ConnectOptions) {}
 
   /**
-   * The writer of `cluster`. Throws `MissingConnectionError` when the server has no connection
-   * for it and `ClusterConfigError` for a malformed one (neither is worth a retry).
+   * The writer of `cluster` for the specs of `repository` (`owner/name`). Throws
+   * `MissingConnectionError` when the server has no connection for it, `ClusterConfigError` for a
+   * malformed one and `RepositoryNotAllowedError` when the server does not let the repository use
+   * it (none is worth a retry). The client is shared; the repository is checked at every call.
    */
-  async get(cluster: string): Promise<OpenWriter> {
+  async get(cluster: string, repository: string): Promise<OpenWriter> {
     let opening = this.open.get(cluster);
     if (!opening) {
       opening = connectClusters([cluster], 'write', this.connections);
@@ -40,6 +43,7 @@ export class ClusterWriters {
     const clients = await opening;
     const writer = clients.clusters[cluster];
     if (!writer) throw new Error(`no client opened for cluster ${cluster}`);
+    if (!repositoryAllowed(clients.repositories[cluster], repository)) throw new RepositoryNotAllowedError([cluster], repository);
     return { writer, allowHostAccess: clients.access[cluster]?.allowHostAccess ?? [] };
   }
 

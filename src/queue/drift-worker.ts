@@ -13,8 +13,8 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, connectClusters, MissingConnectionError } from '../connections/connect.js';
+import { ClusterConfigError, envPrefix } from '../connections/cluster-connections.js';
+import { type ConnectOptions, clusterNames, configuredConnections, connectReadable } from '../connections/connect.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import {
   buildDriftReport,
@@ -100,23 +100,25 @@ async function defaultBranchHead(octokit: ProbotOctokit, data: DriftJobData): Pr
   }
 }
 
-/** Read-only clients for the clusters the server has a connection for; the others are reported as not read. */
-async function openReaders(deps: DriftWorkerDeps, names: string[], log: Logger): Promise<OpenClusters> {
+/**
+ * Read-only clients for the clusters the server has a connection for and lets this repository
+ * use; the others are reported as not read (with why, when the server's mapping refused them).
+ */
+async function openReaders(
+  deps: DriftWorkerDeps,
+  repo: DriftJobData['repo'],
+  names: string[],
+  log: Logger,
+): Promise<{ open: OpenClusters; refused: Record<string, string> }> {
   const options: ConnectOptions = {
     ...deps.connections,
     warn: (message) => log.warn({ warning: message }, 'cluster connection'),
     logger: log,
+    repository: `${repo.owner}/${repo.name}`,
   };
   try {
-    return await connectClusters(names, 'read', options);
+    return await connectReadable(names, options);
   } catch (error) {
-    if (error instanceof MissingConnectionError) {
-      return connectClusters(
-        names.filter((name) => !error.clusters.includes(name)),
-        'read',
-        options,
-      );
-    }
     if (error instanceof ClusterConfigError) {
       throw new DriftProblems("The server's cluster connections are misconfigured", [{ message: error.message }]);
     }
@@ -163,9 +165,15 @@ async function buildReport(
   try {
     specs = await readSpecs(deps, octokit, data, sha);
     if (specs.fileCount === 0) return 'no-specs';
-    const open = await openReaders(deps, clusterNames(specs.loaded.specs), log);
+    const { open, refused } = await openReaders(deps, data.repo, clusterNames(specs.loaded.specs), log);
     try {
-      const { plan, observed } = await observeDrift({ head: specs.loaded.specs, readers: open.clusters, access: open.access, ref: sha });
+      const { plan, observed } = await observeDrift({
+        head: specs.loaded.specs,
+        readers: open.clusters,
+        access: open.access,
+        ref: sha,
+        unavailable: refused,
+      });
       const report = buildDriftReport({
         plan,
         observed,
@@ -284,7 +292,29 @@ async function sync(deps: DriftWorkerDeps, log: Logger): Promise<DriftOutcome> {
   }
   const result = await deps.scheduler.reconcile(repos);
   log.info({ installations: installations.length, ...result }, 'drift schedules synced');
+  if (repos.length > 1) await warnUnmapped(deps, repos.length, log);
   return 'synced';
+}
+
+/**
+ * With more than one repository installed, a connection without a repository mapping lets every
+ * one of them plan and apply on its cluster: the default suits one spec repository, so say so
+ * (docs/github-app.md, "Which repositories may use which clusters").
+ */
+async function warnUnmapped(deps: DriftWorkerDeps, repositories: number, log: Logger): Promise<void> {
+  let connections: Awaited<ReturnType<typeof configuredConnections>>;
+  try {
+    connections = await configuredConnections(deps.connections);
+  } catch {
+    return; // A malformed connection is reported where it is used.
+  }
+  for (const connection of connections) {
+    if (connection.repositories !== undefined) continue;
+    log.warn(
+      { cluster: connection.name, repositories, setting: `${envPrefix(connection.name)}REPOSITORIES` },
+      'every installed repository may plan and apply on this cluster: name the ones that may in the setting',
+    );
+  }
 }
 
 /** The processor BullMQ calls for each drift-queue job. */

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
 import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, connectClusters, MissingConnectionError } from '../connections/connect.js';
+import { type ConnectOptions, clusterNames, connectReadable } from '../connections/connect.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import type { GuestSpec, Plan } from '../core/model.js';
 import { guestKey } from '../core/plan/plan-specs.js';
@@ -24,6 +24,7 @@ import {
   planAnnotations,
   planCheckResult,
   problemsCheckResult,
+  renderAwaitingCommandComment,
   renderPlanComment,
   renderProblemsComment,
   type SpecProblem,
@@ -33,6 +34,7 @@ import { RepoConfigError } from '../github/repo-config.js';
 import { repoFilePath } from '../github/spec-repo.js';
 import { ensureComment } from '../github/sticky-comment.js';
 import { PLAN_MARKER } from '../core/render/render-markdown.js';
+import { withholdLiveValues } from '../core/render/withhold-live.js';
 import type { CommitSpecs, CommitSpecsCache } from './commit-specs.js';
 import type { NewestHeads } from './newest-head.js';
 import type { PlanStore, TouchedGuest } from './plan-store.js';
@@ -67,10 +69,52 @@ export interface PlanTarget {
   baseSha: string;
   draft: boolean;
   reason: PlanReason;
+  /** The head lives in another repository (a fork). */
+  fork?: boolean | undefined;
 }
 
 /** What became of a plan job. */
-export type PlanOutcome = 'posted' | 'superseded';
+export type PlanOutcome = 'posted' | 'superseded' | 'awaiting-command';
+
+/** Plans a push starts, as opposed to a writer's `/pve plan`, Re-run or a merge. */
+const PUSH_REASONS: ReadonlySet<PlanReason> = new Set(['opened', 'synchronize', 'reopened', 'ready_for_review']);
+
+/**
+ * Whether a fork's push waits for a writer: the base commit's config says `forks: on-command`. A
+ * base that cannot be read says nothing here; planning reports it.
+ */
+async function forkWaitsForCommand(ctx: PlanContext, target: PlanTarget): Promise<boolean> {
+  if (target.fork !== true || !PUSH_REASONS.has(target.reason)) return false;
+  try {
+    return (await ctx.specs.base(ctx.octokit, target.repo, target.baseSha)).config?.forks === 'on-command';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Says on the pull request that this push of a fork is not planned until a writer asks. Nothing
+ * of the head is read and no cluster is asked; no check run is made, so a required
+ * `pve-gitops/plan` check keeps the pull request from merging until it is planned.
+ */
+async function postAwaitingCommand(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<PlanOutcome> {
+  const { repo } = target;
+  return withLock(ctx.redis, ctx.store.postLockKey(repo.id, target.pr), { ttlMs: 30_000, waitMs: 120_000 }, async () => {
+    const newest = await ctx.heads.get(repo.id, target.pr);
+    if (newest !== undefined && newest !== target.headSha) return 'superseded';
+    const comment = await ensureComment(ctx.octokit, {
+      owner: repo.owner,
+      repo: repo.name,
+      issueNumber: target.pr,
+      marker: PLAN_MARKER,
+      body: renderAwaitingCommandComment({ headSha: target.headSha, baseSha: target.baseSha, draft: target.draft }),
+      known: await ctx.store.getComment(repo.id, target.pr),
+    });
+    await ctx.store.setComment(repo.id, target.pr, comment);
+    log.info({ comment: comment.action }, "a fork's push: not planned until a writer's /pve plan");
+    return 'awaiting-command';
+  });
+}
 
 /** Something that stops the plan before any cluster is read; posted as the plan's result. */
 class PlanProblems extends Error {
@@ -132,24 +176,27 @@ async function readSpecs(ctx: PlanContext, target: PlanTarget): Promise<{ head: 
 }
 
 /**
- * Opens read-only clients for the clusters the specs name that the server has a connection for.
- * A cluster without one is left out: the plan says it could not be read and why.
+ * Opens read-only clients for the clusters the specs name that the server has a connection for
+ * and lets this repository use. The others are left out: the plan says it could not read them and
+ * why (no connection, or the server's repository mapping).
  */
-async function openReaders(ctx: PlanContext, names: string[], log: Logger): Promise<OpenClusters> {
+async function openReaders(
+  ctx: PlanContext,
+  repo: RepoRef,
+  names: string[],
+  log: Logger,
+): Promise<{ open: OpenClusters; refused: Record<string, string> }> {
   const options: ConnectOptions = {
     ...ctx.connections,
     // An insecure connection is recorded in the plan itself (and so in the comment); the log says it too.
     warn: (message) => log.warn({ warning: message }, 'insecure cluster connection'),
     progress: (message) => log.info({ progress: message }, 'a cluster is slow to answer'),
     logger: log,
+    repository: `${repo.owner}/${repo.name}`,
   };
   try {
-    return await connectClusters(names, 'read', options);
+    return await connectReadable(names, options);
   } catch (error) {
-    if (error instanceof MissingConnectionError) {
-      const configured = names.filter((name) => !error.clusters.includes(name));
-      return connectClusters(configured, 'read', options);
-    }
     if (error instanceof ClusterConfigError) {
       throw new PlanProblems("The server's cluster connections are misconfigured", [{ message: error.message }]);
     }
@@ -166,14 +213,17 @@ function touchedGuests(plan: Plan): TouchedGuest[] {
 
 async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<{ plan: Plan; head: CommitSpecs; base: CommitSpecs }> {
   const { head, base } = await readSpecs(ctx, target);
-  const open = await openReaders(ctx, clusterNames(head.loaded.specs, base.loaded.specs), log);
+  const { open, refused } = await openReaders(ctx, target.repo, clusterNames(head.loaded.specs, base.loaded.specs), log);
   try {
     const result = await runPlan({
       head: head.loaded.specs,
       base: base.loaded.specs,
       readers: open.clusters,
+      unavailable: refused,
       access: open.access,
       ref: target.headSha,
+      // Everything posted on a pull request is public to its readers (and to anyone, on a public repository).
+      withholdUnowned: true,
     });
     return { plan: result, head, base };
   } finally {
@@ -228,6 +278,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
     log.info('a newer head of this pull request is known: not planned');
     return 'superseded';
   }
+  if (await forkWaitsForCommand(ctx, target)) return postAwaitingCommand(ctx, target, log);
   const check: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: target.headSha };
   const commits: PlannedCommits = { headSha: target.headSha, baseSha: target.baseSha, draft: target.draft };
   const run = await startCheckRun(ctx.octokit, check, {
@@ -257,10 +308,11 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       overlaps = await overlapsOf(ctx, repo.id, target.pr, touched);
       const applying = await appliesInProgress(ctx, repo, touched);
       const repoPath = (file: string): string => repoFilePath(planned.head.specRoot, file);
-      body = renderPlanComment(planned.plan, commits, overlaps, repoPath, applying);
+      const shown = withholdLiveValues(planned.plan);
+      body = renderPlanComment(shown, commits, overlaps, repoPath, applying);
       const clusterSources = new Map(planned.head.loaded.specs.clusters.map((c) => [c.name, c.source]));
-      const annotations = planAnnotations(planned.plan, repoPath, clusterSources);
-      result = planCheckResult(planned.plan, commits, overlaps, annotations, applying);
+      const annotations = planAnnotations(shown, repoPath, clusterSources);
+      result = planCheckResult(shown, commits, overlaps, annotations, applying);
       log.info({ summary: planned.plan.summary, errors: planned.plan.errors.length, overlaps: overlaps.length }, 'planned');
     } catch (error) {
       if (!(error instanceof PlanProblems)) throw error;
@@ -327,7 +379,7 @@ export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; 
     const touched = touchedGuests(stored.plan);
     const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
     const body = renderPlanComment(
-      stored.plan,
+      withholdLiveValues(stored.plan),
       { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
       overlaps,
       (file) => repoFilePath(stored.specRoot, file),

@@ -49,6 +49,8 @@ export const PlanJobData = z.strictObject({
   baseSha: CommitSha,
   draft: z.boolean(),
   reason: PlanReason,
+  /** The head lives in another repository (a fork, or one deleted since). */
+  fork: z.boolean().optional(),
 });
 export type PlanJobData = z.infer<typeof PlanJobData>;
 

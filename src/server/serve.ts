@@ -307,7 +307,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
               limits: { cluster: config.apply.clusterLimit, node: config.apply.nodeLimit },
               ttlMs: config.jobLockMs,
             }),
-            writer: (cluster) => writers.get(cluster),
+            writer: (cluster, repository) => writers.get(cluster, repository),
             settings: { lockMs: config.jobLockMs, lockWaitMs: config.apply.lockWaitMs, lockPollMs: config.apply.lockPollMs },
             stopping: stoppingApplies.signal,
             onResult: (status) => {

@@ -139,6 +139,9 @@ describe('chat-ops', () => {
     ['a command in a code block', {}, '```\n/pve plan\n```'],
     ['a quoted command', {}, '> /pve plan'],
     ['a command not at the start of a line', {}, 'please run /pve plan'],
+    // Invisible in the thread: nobody reading it would know a command ran.
+    ['a command inside an HTML comment', {}, 'Merging now.\n<!--\n/pve apply\n-->'],
+    ['a command inside a folded <details>', {}, '<details><summary>notes</summary>\n\n/pve apply\n\n</details>'],
   ])('ignores %s: answered 200, nothing enqueued', async (_, options, body) => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl'), role: 'web' }));
     const result = await comment(w, body, options);

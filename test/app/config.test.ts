@@ -67,6 +67,7 @@ describe('server configuration', () => {
     ['PVE_CLUSTER_LAB_TOKEN', '', /PVE_CLUSTER_LAB_URL is set but PVE_CLUSTER_LAB_TOKEN is not/],
     ['PVE_CLUSTER_LAB_URL', 'ftp://pve', /^PVE_CLUSTER_LAB_URL: /],
     ['PVE_GITOPS_CLUSTERS', '/nonexistent/clusters.yaml', /^PVE_GITOPS_CLUSTERS: cannot read cluster connections file/],
+    ['PVE_CLUSTER_LAB_REPOSITORIES', 'estate', /^PVE_CLUSTER_LAB_REPOSITORIES: 'estate' is not a repository \(owner\/name/],
   ])('names %s when it is malformed', async (name, value, expected) => {
     // GHE_PROTOCOL means nothing without GHE_HOST, which would be a second problem.
     const found = await problems({ ...valid, ...(name === 'GHE_PROTOCOL' ? { GHE_HOST: 'ghe.example.net' } : {}), [name]: value });

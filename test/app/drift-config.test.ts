@@ -113,6 +113,6 @@ describe('.github/pve-gitops.yml drift.allow', () => {
 
   it('an unknown key under drift names what is known', () => {
     expect(() => parseRepoConfig(path, 'drift:\n  ignore: []\n')).toThrow('drift: unknown key ignore (known: allow)');
-    expect(() => parseRepoConfig(path, 'drfit: {}\n')).toThrow('unknown key drfit (known: specs, drift)');
+    expect(() => parseRepoConfig(path, 'drfit: {}\n')).toThrow('unknown key drfit (known: specs, drift, forks)');
   });
 });

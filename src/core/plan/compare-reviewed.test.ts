@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { GuestSpec, ObservedGuest } from '../model.js';
+import { LIVE_WITHHELD } from './base-ownership.js';
 import { compareWithReviewed } from './compare-reviewed.js';
 import { planGuest } from './plan-guest.js';
 
@@ -80,6 +81,16 @@ describe('compareWithReviewed', () => {
     const now = plan(read({ scsi0: 'local-lvm:vm-100100-disk-0,size=48G' }));
     const conflicts = compareWithReviewed(reviewed, now);
     expect(conflicts.map((c) => c.key)).toEqual(['scsi0 (resize)']);
+  });
+
+  it('shows what moved on a guest the base branch did not own at review without its live values: the apply comment is as public as the plan', () => {
+    const withheld = { ...reviewed, liveWithheld: true };
+    expect(compareWithReviewed(withheld, plan(read({ memory: '16384', cores: '8' })))).toEqual([
+      { key: 'cores', reviewed: {}, now: { from: LIVE_WITHHELD, to: '2' } },
+      { key: 'memory', reviewed: { from: LIVE_WITHHELD, to: '4096' }, now: { from: LIVE_WITHHELD, to: '4096' } },
+    ]);
+    const taken = compareWithReviewed(withheld, plan(read({ tags: 'someone-else', name: 'payroll' })));
+    expect(taken).toEqual([{ key: '(guest)', now: { to: LIVE_WITHHELD } }]);
   });
 
   it('reports a guest that became an error (a collision) as a conflict', () => {

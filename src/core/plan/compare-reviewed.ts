@@ -1,6 +1,8 @@
 import type { ApplyConflict } from '../apply-result.js';
 import type { GuestPlan, Operation } from '../model.js';
 import { sameOperation, summariseOperation } from '../operations.js';
+import { LIVE_WITHHELD } from './base-ownership.js';
+import { desiredConfig } from './desired-config.js';
 
 type ConfigOp = Extract<Operation, { op: 'config' }>;
 
@@ -24,6 +26,34 @@ function change(from: string | undefined, to: string | undefined): { from?: stri
  * because digests are not compared at all.
  */
 export function compareWithReviewed(reviewed: GuestPlan, now: GuestPlan): ApplyConflict[] {
+  const conflicts = compare(reviewed, now);
+  return reviewed.liveWithheld === true ? conflicts.map((c) => withheldConflict(c, reviewed)) : conflicts;
+}
+
+/**
+ * A conflict as the pull request may see it when the reviewed plan withheld the guest's live
+ * values (the base branch did not own it): the keys that moved, and of the values only those the
+ * spec sets — the apply comment is as public as the plan comment was.
+ */
+function withheldConflict(conflict: ApplyConflict, reviewed: GuestPlan): ApplyConflict {
+  const spec = reviewed.target.spec;
+  const specTo = spec ? desiredConfig(spec, reviewed.target.ownerTag)[conflict.key] : undefined;
+  const side = (value: { from?: string; to?: string } | undefined): { from?: string; to?: string } | undefined => {
+    if (value === undefined) return undefined;
+    const shown: { from?: string; to?: string } = {};
+    if (value.from !== undefined) shown.from = LIVE_WITHHELD;
+    if (value.to !== undefined) shown.to = value.to === specTo ? value.to : LIVE_WITHHELD;
+    return shown;
+  };
+  const shown: ApplyConflict = { key: conflict.key };
+  const reviewedSide = side(conflict.reviewed);
+  const nowSide = side(conflict.now);
+  if (reviewedSide) shown.reviewed = reviewedSide;
+  if (nowSide) shown.now = nowSide;
+  return shown;
+}
+
+function compare(reviewed: GuestPlan, now: GuestPlan): ApplyConflict[] {
   const conflicts: ApplyConflict[] = [];
   if (now.action === 'error') {
     return [{ key: '(guest)', now: change(undefined, now.errors.join('; ')) }];

@@ -11,6 +11,7 @@ import type {
   PlanSummary,
   SpecSet,
 } from '../model.js';
+import { baseClusterMap, withholdUnowned } from './base-ownership.js';
 import { hasOwnerTag } from './desired-config.js';
 import { severityRank } from './impact.js';
 import { planGuest, toError } from './plan-guest.js';
@@ -114,6 +115,12 @@ export interface PlanInput {
    * whether the connection is insecure. A cluster missing here allows no host access.
    */
   access?: Readonly<Record<string, ClusterAccess>>;
+  /**
+   * For a plan shown on a pull request: existing guests the base branch does not own are marked
+   * `liveWithheld` and their messages name no live value (`withholdUnowned`). Ownership is judged
+   * by the base's Cluster documents, whatever the head says.
+   */
+  withholdUnowned?: boolean;
 }
 
 /**
@@ -169,6 +176,7 @@ export function planSpecs(input: PlanInput): Plan {
   const planned = head.clusters.filter((c) => scope.clusters.has(c.name));
   if (planned.length > 0) plan.clusterSpecs = planned;
 
+  const baseClusters = baseClusterMap(base);
   const clusterSpecs = new Map<string, ClusterSpec>();
   for (const c of base?.clusters ?? []) clusterSpecs.set(c.name, c);
   for (const c of head.clusters) clusterSpecs.set(c.name, c);
@@ -242,6 +250,8 @@ export function planSpecs(input: PlanInput): Plan {
           `node '${guestPlan.node}' is not a node of cluster '${clusterName}' (${seen.nodes.join(', ')}): the guest cannot be created there`,
         );
       }
+      // Before the policy: a refusal quotes the host-access reason, which may name a live value.
+      if (input.withholdUnowned) withholdUnowned(guestPlan, baseClusters, { listed: listed.get(vmid), observed: seen.guests[vmid] });
       applyHostAccessPolicy(guestPlan, allowed);
       plan.guests.push(guestPlan);
     }

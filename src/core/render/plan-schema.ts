@@ -120,6 +120,7 @@ export const GuestPlanSchema = z.strictObject({
   action: GuestActionSchema,
   digest: z.string().optional(),
   adopt: z.boolean().optional(),
+  liveWithheld: z.boolean().optional(),
   changes: z.array(KeyChangeSchema),
   operations: z.array(OperationSchema),
   drift: z.array(DriftItemSchema),

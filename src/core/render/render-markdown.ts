@@ -30,6 +30,7 @@ import {
   plural,
 } from './plan-labels.js';
 import { isSensitiveKey } from './sensitive.js';
+import { LIVE_WITHHELD } from './withhold-live.js';
 
 /** Options of {@link renderPlanMarkdown}. */
 export interface PlanMarkdownOptions {
@@ -225,6 +226,7 @@ function detailsSummary(guest: GuestPlan): string {
  */
 function valueCell(key: string, value: string | undefined, unset = UNSET, whole = false): string {
   if (value === undefined) return unset;
+  if (value === LIVE_WITHHELD) return `*${LIVE_WITHHELD}*`;
   if (isSensitiveKey(key)) return '*(sensitive)*';
   return whole ? codeSpan(value, Number.POSITIVE_INFINITY) : codeSpan(value);
 }
@@ -290,6 +292,10 @@ function renderNotes(guest: GuestPlan): string {
   const notes: string[] = [];
   if (guest.vmidDerived) notes.push(`derived VMID ${guest.vmid} — pin it with ${codeSpan(`vmid: ${guest.vmid}`)}`);
   if (guest.adopt === true) notes.push('adopts an existing unowned guest: the plan adds the owner tag');
+  if (guest.liveWithheld === true)
+    notes.push(
+      'the base branch does not own this guest: its live values are withheld here (the keys that would change and the values the spec sets are shown)',
+    );
   if (guest.action === 'orphan') notes.push('carries the owner tag but has no spec: reported only (destroyed only with `prune: true`)');
   if (guest.source !== undefined) notes.push(`spec: ${codeSpan(`${guest.source.file}:${guest.source.line}`, 200)}`);
   if (notes.length === 0) return '';
