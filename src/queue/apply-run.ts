@@ -30,8 +30,16 @@ import { APPLY_MARKER, type GuestInProgress } from '../core/render/render-apply.
 import { type ApplyNotice, type ApplyRunView, applyCheckResult, renderApplyComment, renderApplyNotice } from '../github/apply-comment.js';
 import { APPLY_CHECK_NAME } from '../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
-import { type ApplyJobs, runIdOf } from './apply-jobs.js';
-import { type ApplyRun, type ApplyStore, type GuestProgress, isFinal, type RunRecord, type RunTrigger } from './apply-store.js';
+import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
+import {
+  type ApplyCause,
+  type ApplyRun,
+  type ApplyStore,
+  type GuestProgress,
+  isFinal,
+  type RunRecord,
+  type RunTrigger,
+} from './apply-store.js';
 import { finishLost, lostJobReason } from './apply-worker.js';
 import type { PlanTarget } from './plan-pr.js';
 import type { CommandHandler } from './plan-worker.js';
@@ -105,6 +113,12 @@ async function postNotice(deps: ApplyRunDeps, octokit: ProbotOctokit, repo: Repo
  */
 async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: RunRequest, log: Logger): Promise<'started' | 'notice'> {
   const { stored } = request;
+  // Started completely by an earlier attempt of this job that failed before marking its cause
+  // carried out: only the report it may not have asked for is left.
+  if ((await deps.store.getRun(request.runId))?.queued) {
+    await deps.jobs.report(request.runId);
+    return 'started';
+  }
   const about = { pr: stored.pr, headSha: stored.headSha, mergeSha: request.mergeSha };
   if (planHasErrors(stored.plan)) {
     await postNotice(deps, octokit, stored.repo, { kind: 'plan-errors', ...about, errors: planErrorLines(stored.plan) }, log);
@@ -150,7 +164,21 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
   return 'started';
 }
 
+/**
+ * Whether the merge or comment was carried out already (by any delivery, retried or replayed):
+ * then nothing is started again, however long ago that was.
+ */
+async function alreadyCarriedOut(deps: ApplyRunDeps, repo: RepoRef, cause: ApplyCause, log: Logger): Promise<boolean> {
+  const outcome = await deps.store.carriedOut(repo.id, cause);
+  if (outcome === undefined) return false;
+  log.info({ cause, carriedOut: outcome }, 'carried out already: nothing is started again');
+  return true;
+}
+
 async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Promise<void> {
+  const cause: ApplyCause = { merge: data.mergeSha };
+  if (await alreadyCarriedOut(deps, data.repo, cause, log)) return;
+  const runId = mergeRunId(data.repo.id, data.pr, data.mergeSha);
   const octokit = await deps.github(data.installationId);
   const stored = await deps.plans.getPlan(data.repo.id, data.pr, data.headSha);
   if (!stored) {
@@ -167,13 +195,15 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
     // Merged: its plan races with no open pull request any more.
     await deps.plans.removeTouched(data.repo.id, data.pr);
     await postNotice(deps, octokit, data.repo, { kind: 'no-plan', pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha }, log);
+    // Marked too: a replay finding the plan made just now must not apply it unreviewed.
+    await deps.store.markCarriedOut(data.repo.id, cause, 'notice');
     return;
   }
-  await startRun(
+  const outcome = await startRun(
     deps,
     octokit,
     {
-      runId: runIdOf('merge', data.deliveryId),
+      runId,
       trigger: 'merge',
       installationId: data.installationId,
       stored,
@@ -182,6 +212,7 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
     },
     log,
   );
+  await deps.store.markCarriedOut(data.repo.id, cause, outcome === 'started' ? runId : outcome);
 }
 
 /**
@@ -191,22 +222,30 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
  */
 export function applyCommand(deps: ApplyRunDeps): CommandHandler {
   return async (job, ctx) => {
+    // A comment is one request to apply: its delivery replayed (under any delivery id) asks nothing new.
+    const cause: ApplyCause = { comment: job.commentId };
+    if (await alreadyCarriedOut(deps, job.repo, cause, ctx.logger)) return;
+    const runId = commandRunId(job.repo.id, job.commentId);
+    const answered = async (body: string): Promise<void> => {
+      await ctx.reply(body);
+      await deps.store.markCarriedOut(job.repo.id, cause, 'reply');
+    };
     const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
     const who = `@${job.author}`;
     if (pr.state === 'open') {
-      await ctx.reply(
+      await answered(
         `${who} pve-gitops applies a pull request when it is merged into the default branch, with the plan reviewed here; ` +
           '`/pve apply` is for a merged pull request (to run its apply again after a conflict or a failure). `/pve plan` shows what a merge would apply now.',
       );
       return;
     }
     if (pr.merged !== true || !pr.merge_commit_sha) {
-      await ctx.reply(`${who} this pull request was closed without merging: nothing is applied.`);
+      await answered(`${who} this pull request was closed without merging: nothing is applied.`);
       return;
     }
     const defaultBranch = pr.base.repo.default_branch;
     if (pr.base.ref !== defaultBranch) {
-      await ctx.reply(
+      await answered(
         `${who} this pull request was merged into \`${pr.base.ref}\`, not the default branch: only merges into the default branch are applied.`,
       );
       return;
@@ -214,14 +253,14 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
     const head = await ctx.store.latestPlanSha(job.repo.id, job.pr);
     const stored = head !== undefined ? await ctx.store.getPlan(job.repo.id, job.pr, head) : undefined;
     if (!stored) {
-      await ctx.reply(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
+      await answered(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
       return;
     }
-    await startRun(
+    const outcome = await startRun(
       deps,
       ctx.octokit,
       {
-        runId: runIdOf('command', job.deliveryId),
+        runId,
         trigger: 'command',
         requestedBy: job.author,
         installationId: job.installationId,
@@ -231,6 +270,7 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       },
       ctx.logger,
     );
+    await deps.store.markCarriedOut(job.repo.id, cause, outcome === 'started' ? runId : outcome);
   };
 }
 

@@ -147,6 +147,13 @@ export interface ApplyInProgress {
 /** How long a finished run is kept (its comment and check run hold the result after that). */
 export const RUN_TTL_SECONDS = 30 * 24 * 3600;
 
+/** What an apply is started by, and carried out once: a merge (its commit) or a `/pve apply` comment (its id). */
+export type ApplyCause = { merge: string } | { comment: number };
+
+function causeKey(cause: ApplyCause): string {
+  return 'merge' in cause ? `merge:${cause.merge}` : `comment:${cause.comment}`;
+}
+
 const FINAL_LUA = `local FINAL = { applied = true, unchanged = true, conflict = true, failed = true, skipped = true }
 local function isFinal(json)
   if not json then return false end
@@ -268,6 +275,28 @@ export class ApplyStore {
 
   private prKey(repoId: number, pr: number): string {
     return `${this.prefix}:apply:pr:${repoId}:${pr}`;
+  }
+
+  private carriedOutKey(repoId: number, cause: ApplyCause): string {
+    return `${this.prefix}:apply:done:${repoId}:${causeKey(cause)}`;
+  }
+
+  /**
+   * What a merge or a `/pve apply` comment was carried out as (a run id, or the notice posted
+   * instead), or undefined when it never was. The mark outlives the run it names: a captured
+   * delivery stays validly signed for as long as the webhook secret does.
+   */
+  async carriedOut(repoId: number, cause: ApplyCause): Promise<string | undefined> {
+    return (await this.redis.get(this.carriedOutKey(repoId, cause))) ?? undefined;
+  }
+
+  /**
+   * Marks a merge or a `/pve apply` comment carried out, for good (the first mark stays). Kept
+   * without expiry on purpose — about 100 bytes per merge — because a run record expires after
+   * {@link RUN_TTL_SECONDS} and a delivery replayed after that must still start nothing.
+   */
+  async markCarriedOut(repoId: number, cause: ApplyCause, outcome: string): Promise<void> {
+    await this.redis.set(this.carriedOutKey(repoId, cause), outcome, 'NX');
   }
 
   /**

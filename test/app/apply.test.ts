@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
+import { expectApplyCheckRun, expectApplyComment, finishedComment, pullAnswer } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
@@ -200,26 +200,6 @@ async function editStoredPlan(w: ApplyWorld, pr: number, headSha: string, edit: 
   }
 }
 
-/** GitHub's answer to `GET /repos/{o}/{r}/pulls/{n}` for a merged (or open) pull request. */
-function pullAnswer(w: ApplyWorld, pr: number, shas: { headSha: string; baseSha: string; mergeSha?: string }) {
-  return {
-    method: 'GET' as const,
-    path: `/repos/${w.repo.owner}/${w.repo.name}/pulls/${pr}`,
-    reply: {
-      json: {
-        number: pr,
-        state: shas.mergeSha ? 'closed' : 'open',
-        merged: shas.mergeSha !== undefined,
-        merge_commit_sha: shas.mergeSha ?? null,
-        draft: false,
-        updated_at: at(9),
-        head: { sha: shas.headSha },
-        base: { sha: shas.baseSha, ref: 'main', repo: { default_branch: 'main' } },
-      },
-    },
-  };
-}
-
 describe('conflicts and /pve apply', () => {
   it("an operator's edit after review is a conflict on the pull request and stays; /pve plan then /pve apply applies the new plan", async () => {
     const X = 100301;
@@ -249,7 +229,7 @@ describe('conflicts and /pve apply', () => {
 
     // `/pve plan` on the merged pull request plans its head again, against the cluster as it is.
     expectAcceptedCommand(w.github, w.repo, 'alice', 5101);
-    github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
+    github.expect(pullAnswer(w.repo, pr, { headSha, baseSha, mergeSha }));
     await expectArchive(github, repo, baseSha, base);
     await expectArchive(github, repo, headSha, head);
     const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 832 });
@@ -265,7 +245,7 @@ describe('conflicts and /pve apply', () => {
 
     // `/pve apply` applies that plan, reviewed now.
     expectAcceptedCommand(w.github, w.repo, 'alice', 5102);
-    github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
+    github.expect(pullAnswer(w.repo, pr, { headSha, baseSha, mergeSha }));
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 833 });
     const apply = await app.deliver({
       event: 'issue_comment',
@@ -285,7 +265,7 @@ describe('conflicts and /pve apply', () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });
     const w = world;
     expectAcceptedCommand(w.github, w.repo, 'bob', 5201);
-    w.github.expect(pullAnswer(w, 52, { headSha: newSha(), baseSha: newSha() }));
+    w.github.expect(pullAnswer(w.repo, 52, { headSha: newSha(), baseSha: newSha() }));
     const reply = expectReply(w.github, w.repo, 52, /applies a pull request when it is merged into the default branch/);
     const delivery = await w.app.deliver({
       event: 'issue_comment',
@@ -409,7 +389,7 @@ describe('a cluster that cannot be reached', () => {
 
     sim.sim.setFailureRate(0);
     expectAcceptedCommand(world.github, world.repo, 'carol', 9101);
-    github.expect(pullAnswer(world, 91, { headSha, baseSha, mergeSha }));
+    github.expect(pullAnswer(world.repo, 91, { headSha, baseSha, mergeSha }));
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 892 });
     await app.deliver({
       event: 'issue_comment',
