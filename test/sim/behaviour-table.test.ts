@@ -123,6 +123,15 @@ const CREATE_VM = { vmid: '180', memory: '1024', scsi0: 'local-lvm:8', net0: 'vi
 const CREATE_CT = { vmid: '181', ostemplate: TEMPLATE, rootfs: 'local-lvm:8', hostname: 'ct-181' };
 const UNKNOWN_UPID = 'UPID:pve-01:00001234:00005678:65000000:qmstart:100:root@pam!pve-gitops:';
 
+/** The config of a guest whose create task has just started (and runs on): its keys besides the digest. */
+async function whileCreating(type: 'qemu' | 'lxc', vmid: number, form: Record<string, string>): Promise<Observed> {
+  sim.sim.setTaskMs(60_000);
+  const started = await call('POST', `/nodes/pve-01/${type}`, form);
+  expect(started.status, started.text).toBe(200);
+  const config = (await data(`/nodes/pve-01/${type}/${vmid}/config`)) as Record<string, unknown>;
+  return { data: { keys: Object.keys(config).filter((key) => key !== 'digest'), lock: config.lock } };
+}
+
 const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'API-1': () => http('GET', '/version', undefined, null),
   'API-2': () => http('GET', '/version', undefined, 'root@pam!pve-gitops=wrong'),
@@ -305,6 +314,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     await task('POST', '/nodes/pve-01/qemu', { ...CREATE_VM, pool: 'web' });
     return { data: arr(arr(await data('/pools?poolid=web'))[0]?.members).filter((m) => m.vmid === 180) };
   },
+  'QCR-13': () => whileCreating('qemu', 180, CREATE_VM),
   'LCR-1': () => file(181, 'POST', '/nodes/pve-01/lxc', CREATE_CT),
   'LCR-2': () => file(181, 'POST', '/nodes/pve-01/lxc', { ...CREATE_CT, unprivileged: '0' }),
   'LCR-3': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, features: 'keyctl=1' }),
@@ -320,6 +330,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LCR-10': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, ostemplate: 'local:iso/debian.iso' }),
   'LCR-11': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, mp0: '/srv/data,mp=/data' }),
   'LCR-12': () => task('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, entrypoint: '/sbin/init\nlxc.cap.drop:' }),
+  'LCR-13': () => whileCreating('lxc', 181, CREATE_CT),
 
   'QPW-1': () => task('POST', '/nodes/pve-01/qemu/100/status/start'),
   'QPW-2': () => task('POST', '/nodes/pve-01/qemu/101/status/stop'),
