@@ -107,6 +107,49 @@ async function postNotice(deps: ApplyRunDeps, octokit: ProbotOctokit, repo: Repo
   log.info({ notice: notice.kind }, 'nothing applied: notice posted');
 }
 
+/** How `head` relates to `base` in the repository's history, as GitHub's compare API says. */
+async function commitRelation(octokit: ProbotOctokit, repo: RepoRef, base: string, head: string): Promise<string> {
+  // One commit listed at most: only the status is read, and a long history costs nothing more.
+  const { data } = await octokit.rest.repos.compareCommitsWithBasehead({
+    owner: repo.owner,
+    repo: repo.name,
+    basehead: `${base}...${head}`,
+    per_page: 1,
+  });
+  return data.status;
+}
+
+/**
+ * The score of a merge's tickets. `merged_at` has one-second resolution, so merges of the same
+ * second are placed by the default branch's history instead of by chance: after every merge of
+ * that second already queued for one of its guests that its merge commit descends from, before
+ * every one that descends from it. Only ties cost a GitHub request (docs/github-app.md, "What an
+ * apply is keyed on"); the caller holds the repository's lock, so two merges of one second never
+ * both miss each other.
+ */
+async function mergeOrder(
+  deps: ApplyRunDeps,
+  octokit: ProbotOctokit,
+  run: { id: string; repo: RepoRef; mergeSha: string; order: number },
+  guests: readonly string[],
+  log: Logger,
+): Promise<number> {
+  const second = Math.floor(run.order);
+  let after = second;
+  let before = second + 1;
+  for (const [otherId, score] of await deps.store.ticketsWithin(guests, second, second + 1)) {
+    if (otherId === run.id) continue;
+    const other = (await deps.store.getRun(otherId))?.run;
+    if (other?.trigger !== 'merge' || other.repo.id !== run.repo.id || other.mergeSha === run.mergeSha) continue;
+    const relation = await commitRelation(octokit, run.repo, other.mergeSha, run.mergeSha);
+    if (relation === 'ahead') after = Math.max(after, score);
+    else if (relation === 'behind') before = Math.min(before, score);
+    log.info({ other: otherId, relation }, 'merged in the same second as another apply of its guests: ordered by history');
+  }
+  // Diverged histories (or none found) keep the middle of the interval; ties left fall to the run id.
+  return after < before ? (after + before) / 2 : after + 1e-4;
+}
+
 /**
  * Starts a run of a stored plan: resolves `started`, or `notice` when it applies nothing (the plan
  * has errors, or no changes) and the pull request was told why.
@@ -151,11 +194,19 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
   };
   // Idempotent throughout (a retried job makes the same run): the run is kept as first stored, a
   // ticket already in a FIFO stays where it is, a guest job already added is not added again.
-  // No repository-wide lock is needed: one MULTI appends all of a run's tickets, and the order
-  // in each FIFO comes from the run's order key, not from the moment of the append.
-  const created = await deps.store.createRun(run, guests);
+  // One MULTI appends all of a run's tickets; the repository's lock only makes a merge's look at
+  // the merges of its second and its append one step (`mergeOrder`).
   const plans = new Map(guests.map((guest) => [`${guest.cluster}/${guest.vmid}`, guest]));
-  await deps.store.appendTickets(created, (key) => queued(plans.get(key) as GuestPlan));
+  const append = async (): Promise<ApplyRun> => {
+    if (run.trigger === 'merge') run.order = await mergeOrder(deps, octokit, run, run.guests, log);
+    const created = await deps.store.createRun(run, guests);
+    await deps.store.appendTickets(created, (key) => queued(plans.get(key) as GuestPlan));
+    return created;
+  };
+  const created =
+    run.trigger === 'merge'
+      ? await withLock(deps.redis, deps.store.repoLockKey(run.repo.id), { ttlMs: deps.lockMs, waitMs: 120_000 }, append)
+      : await append();
   await deps.store.setLatestRun(created.repo.id, created.pr, created.id);
   await deps.jobs.addGuests(created.id, created.guests);
   await deps.store.markQueued(created.id);

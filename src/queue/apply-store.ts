@@ -104,7 +104,11 @@ export interface ApplyRun {
   /** Who asked for it (`/pve apply`). */
   requestedBy?: string;
   createdAt: string;
-  /** Order key of the run's tickets: `merged_at` (or the time of `/pve apply`), seconds since the epoch. */
+  /**
+   * Order key of the run's tickets, seconds since the epoch: for a merge its second of
+   * `merged_at` placed within that second by the default branch's history (`apply-run.ts`,
+   * `mergeOrder`); for `/pve apply` the time it was accepted.
+   */
   order: number;
   /** The guests it applies (`cluster/vmid`), in plan order. */
   guests: string[];
@@ -263,7 +267,7 @@ export class ApplyStore {
     return `${this.prefix}:apply:guest:${guest}:lock`;
   }
 
-  /** Serialises starting runs of one repository, so tickets of one merge go in together. */
+  /** Serialises placing merges of one repository in their guests' FIFOs: a merge looks at the merges of its second, then appends. */
   repoLockKey(repoId: number): string {
     return `${this.prefix}:apply:lock:repo:${repoId}`;
   }
@@ -418,6 +422,22 @@ export class ApplyStore {
     const [code, head] = (await this.redis.eval(CLAIM, 2, this.ticketsKey(guest), this.startedKey(guest), runId)) as [number, string];
     const state = code === 1 ? 'head' : code === 0 ? 'behind' : 'gone';
     return head ? { state, head } : { state };
+  }
+
+  /**
+   * Tickets in the guests' FIFOs scored within `[from, to)`, by run id (a run's tickets share
+   * one score): the runs a merge of that second has to be placed among.
+   */
+  async ticketsWithin(guests: readonly string[], from: number, to: number): Promise<Map<string, number>> {
+    const pipeline = this.redis.pipeline();
+    for (const guest of guests) pipeline.zrangebyscore(this.ticketsKey(guest), from, `(${to}`, 'WITHSCORES');
+    const found = new Map<string, number>();
+    for (const [error, reply] of (await pipeline.exec()) ?? []) {
+      if (error) throw error;
+      const flat = reply as string[];
+      for (let i = 0; i + 1 < flat.length; i += 2) found.set(flat[i] as string, Number(flat[i + 1]));
+    }
+    return found;
   }
 
   /** The run at the head of the guest's FIFO. */

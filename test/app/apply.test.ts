@@ -142,6 +142,59 @@ describe('one guest, several merges', () => {
   });
 });
 
+describe('merges in the same second', () => {
+  it("are applied in the order of the default branch's history, whatever order their webhooks arrive in", async () => {
+    const X = 100221;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, repo } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    // C holds the guest while A and B, branched after it, queue up behind it. A raises the memory;
+    // B, merged right after A (its merge commit descends from A's), also sets the cores. GitHub gives both the
+    // same second of merged_at, and B's webhook comes first.
+    const headC: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { onboot: 1 }) };
+    const headA: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { onboot: 1, memory: 3072 }) };
+    const headB: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { onboot: 1, memory: 3072, cores: 4 }) };
+    const [baseSha, shaC, shaA, shaB, mergeC, mergeA, mergeB] = [newSha(), newSha(), newSha(), newSha(), newSha(), newSha(), newSha()];
+    // Numbered so that a tie left to the run ids would put B (#232) before A (#233).
+    const [C, A, B] = [231, 233, 232];
+    await world.storePlan({ baseSha, base, pr: C, headSha: shaC, head: headC });
+    await world.storePlan({ baseSha, base, pr: A, headSha: shaA, head: headA });
+    await world.storePlan({ baseSha, base, pr: B, headSha: shaB, head: headB });
+    const compare = github.expect({
+      method: 'GET',
+      path: new RegExp(`^/repos/${repo.owner}/${repo.name}/compare/(${mergeA}\\.\\.\\.${mergeB}|${mergeB}\\.\\.\\.${mergeA})$`),
+      reply: (request) => ({ json: { status: request.path.endsWith(`...${mergeB}`) ? 'ahead' : 'behind', ahead_by: 1, behind_by: 0 } }),
+    });
+
+    const backup = lockGuest(sim, X);
+    const checkC = expectApplyCheckRun(github, repo, { mergeSha: mergeC, id: 8231 });
+    const commentC = expectApplyComment(github, repo, { pr: C, id: 9231 });
+    const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 8233 });
+    const commentA = expectApplyComment(github, repo, { pr: A, id: 9233 });
+    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 8232 });
+    const commentB = expectApplyComment(github, repo, { pr: B, id: 9232 });
+    await world.merge({ number: C, headSha: shaC, baseSha, mergeSha: mergeC, mergedAt: at(1) });
+    await commentC.until((body) => body.includes('locked (backup)'));
+    await world.merge({ number: B, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) });
+    await world.merge({ number: A, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(2) });
+    await commentA.until((body) => body.includes('waiting for the apply of \\#231'));
+    await commentB.until((body) => body.includes('waiting for the apply of'));
+
+    backup.release();
+    expect(await checkC.completed).toMatchObject({ conclusion: 'success' });
+    expect(await checkA.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    expect(await checkB.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    // A first: it set the memory, and B found only the cores left to set.
+    expect(await commentA.until(finishedComment)).toMatch(/\| `config` \| set memory \|/);
+    expect(await commentB.until(finishedComment)).toMatch(/\| `config` \| set cores \|/);
+    expect(rawConfig(sim, X)).toMatch(/cores: 4\n[\s\S]*memory: 3072/);
+    // One question to GitHub, by the merge that came second.
+    expect(compare.requests).toHaveLength(1);
+    github.verify();
+  }, 60_000);
+});
+
 describe('plans while an apply runs', () => {
   it("another pull request's plan that touches a guest with an apply in progress says so", async () => {
     const X = 100251;
