@@ -31,6 +31,7 @@ import { type ApplyNotice, type ApplyRunView, applyCheckResult, renderApplyComme
 import { APPLY_CHECK_NAME } from '../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
+import { guestsTheBranchChanged } from './default-branch-check.js';
 import {
   type ApplyCause,
   type ApplyRun,
@@ -266,10 +267,27 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
   await deps.store.markCarriedOut(data.repo.id, cause, outcome === 'started' ? runId : outcome);
 }
 
+/** The reply to a `/pve apply` that would apply something the default branch no longer says (or cannot be read). */
+function rollbackRefusal(who: string, branch: string, tip: string, changed: readonly string[] | undefined): string {
+  const at = `\`${branch}\` (now at \`${tip.slice(0, 7)}\`)`;
+  const why =
+    changed === undefined
+      ? `the specs on ${at} do not load, so what it says cannot be compared`
+      : `${at} no longer says what this pull request's head says for ${changed.map((g) => `**${g}**`).join(', ')}: a later change on \`${branch}\` touched ${changed.length === 1 ? 'it' : 'them'}, and this plan would roll that back on the cluster without review`;
+  return (
+    `${who} nothing was applied: ${why}. ` +
+    `\`/pve apply\` on a merged pull request applies its reviewed plan only where the default branch still describes every guest it changes as this pull request did. ` +
+    `To change these guests now, open a pull request against \`${branch}\`: it is planned, reviewed and applied on merge.`
+  );
+}
+
 /**
  * `/pve apply`: on a merged pull request, applies its latest stored plan (after a conflict,
- * `/pve plan` stores a fresh one to review first). Elsewhere it says why it does nothing. The
- * plan worker has checked the author's permission and reacted already.
+ * `/pve plan` stores a fresh one to review first) — only where the default branch's head still
+ * describes every guest it changes as the pull request's head did (`default-branch-check.ts`):
+ * otherwise an older pull request would roll a later merge back. Elsewhere it says why it does
+ * nothing. The plan worker has checked the author's permission and reacted already; a comment
+ * already carried out (its delivery replayed) does nothing.
  */
 export function applyCommand(deps: ApplyRunDeps): CommandHandler {
   return async (job, ctx) => {
@@ -305,6 +323,15 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
     const stored = head !== undefined ? await ctx.store.getPlan(job.repo.id, job.pr, head) : undefined;
     if (!stored) {
       await answered(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
+      return;
+    }
+    // Only what the default branch says is applied: a later merge may have changed these guests.
+    const { data: branch } = await ctx.octokit.rest.repos.getBranch({ owner: job.repo.owner, repo: job.repo.name, branch: defaultBranch });
+    const tip = branch.commit.sha;
+    const now = await ctx.specs.base(ctx.octokit, job.repo, tip);
+    const changed = now.loaded.errors.length > 0 ? undefined : guestsTheBranchChanged(stored, now.loaded.specs, APPLIED_ACTIONS);
+    if (changed === undefined || changed.length > 0) {
+      await answered(rollbackRefusal(who, defaultBranch, tip, changed));
       return;
     }
     const outcome = await startRun(

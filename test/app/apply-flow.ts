@@ -16,7 +16,7 @@ import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { statePrefix } from '../../src/queue/keys.js';
 import { PlanStore } from '../../src/queue/plan-store.js';
 import { QUEUE_NAMES } from '../../src/queue/schema.js';
-import type { CheckRunBody } from './plan-flow.js';
+import { type CheckRunBody, expectArchive } from './plan-flow.js';
 import { type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
 import type { Expectation, GitHubDouble, RecordedRequest } from './github-double.js';
 import type { RepoFiles } from './spec-repo.js';
@@ -269,4 +269,17 @@ export function pullAnswer(
       },
     },
   };
+}
+
+/**
+ * Expects `/pve apply`'s look at the default branch: `main`'s head commit asked (answered `tip`)
+ * and its archive read (`files`), unless this worker loaded that commit before.
+ */
+export async function expectDefaultBranch(github: GitHubDouble, repo: TestRepo, tip: string, files: RepoFiles): Promise<void> {
+  github.expect({
+    method: 'GET',
+    path: `/repos/${repo.owner}/${repo.name}/branches/main`,
+    reply: { json: { name: 'main', commit: { sha: tip }, protected: false } },
+  });
+  await expectArchive(github, repo, tip, files);
 }

@@ -10,6 +10,7 @@ import {
   type ApplyQueues,
   applyQueues,
   expectApplyCheckRun,
+  expectDefaultBranch,
   expectApplyComment,
   finishedComment,
   mergeEvent,
@@ -123,6 +124,7 @@ describe('a /pve apply comment is carried out once', () => {
     await w.storePlan({ pr: 121, headSha: head1, baseSha, head: first, base });
     expectAcceptedCommand(github, repo, 'alice', 12101);
     github.expect(pullAnswer(repo, 121, { headSha: head1, baseSha, mergeSha: merge1 }));
+    await expectDefaultBranch(github, repo, merge1, first);
     const check1 = expectApplyCheckRun(github, repo, { mergeSha: merge1, id: 1211 });
     const comment1 = expectApplyComment(github, repo, { pr: 121, id: 1212 });
     const command = issueCommentEvent({ installationId, repo, number: 121, body: '/pve apply', author: 'alice', commentId: 12101 });

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment, pullAnswer } from './apply-flow.js';
+import { applyQueues, expectApplyCheckRun, expectApplyComment, expectDefaultBranch, finishedComment, pullAnswer } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
@@ -299,6 +299,8 @@ describe('conflicts and /pve apply', () => {
     // `/pve apply` applies that plan, reviewed now.
     expectAcceptedCommand(w.github, w.repo, 'alice', 5102);
     github.expect(pullAnswer(w.repo, pr, { headSha, baseSha, mergeSha }));
+    // `main` is still at the merge: it says what the pull request said.
+    await expectDefaultBranch(github, repo, mergeSha, head);
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 833 });
     const apply = await app.deliver({
       event: 'issue_comment',
@@ -313,6 +315,58 @@ describe('conflicts and /pve apply', () => {
     expect(rawConfig(sim, X)).toContain('memory: 4096');
     github.verify();
   }, 90_000);
+
+  it('/pve apply on an older merged pull request that would roll back a later merge is refused, saying why, and writes nothing', async () => {
+    const X = 100321;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const w = world;
+    const { github, app, repo, installationId } = w;
+    const sim = w.clusters.sims.lab!;
+    const queues = applyQueues(w.redisUrl, app.prefix);
+    try {
+      const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+      const one: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+      const two: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 8192 }) };
+      const [baseSha, head1, merge1, head2, merge2] = [newSha(), newSha(), newSha(), newSha(), newSha()];
+      // #1 merged (4096), then #2 (8192); both applied.
+      for (const [pr, headSha, prBase, prBaseSha, files, mergeSha] of [
+        [331, head1, base, baseSha, one, merge1],
+        [332, head2, one, merge1, two, merge2],
+      ] as const) {
+        await w.storePlan({ pr, headSha, baseSha: prBaseSha, head: files, base: prBase });
+        const check = expectApplyCheckRun(github, repo, { mergeSha, id: pr * 10 });
+        const comment = expectApplyComment(github, repo, { pr, id: pr * 10 + 1 });
+        await w.merge({ number: pr, headSha, baseSha: prBaseSha, mergeSha });
+        expect(await check.completed).toMatchObject({ conclusion: 'success' });
+        await comment.until(finishedComment);
+      }
+      expect(rawConfig(sim, X)).toContain('memory: 8192');
+      // A writer re-plans #1 (`/pve plan` stores #1's head against the cluster as it is: 8192 → 4096), then applies it.
+      await w.storePlan({ pr: 331, headSha: head1, baseSha, head: one, base });
+      const jobsBefore = await queues.guestJobIds();
+      expectAcceptedCommand(github, repo, 'mallory', 33101);
+      github.expect(pullAnswer(repo, 331, { headSha: head1, baseSha, mergeSha: merge1 }));
+      await expectDefaultBranch(github, repo, merge2, two);
+      const reply = expectReply(github, repo, 331, /nothing was applied/);
+      const apply = await app.deliver({
+        event: 'issue_comment',
+        payload: issueCommentEvent({ installationId, repo, number: 331, body: '/pve apply', author: 'mallory', commentId: 33101 }),
+      });
+      await app.jobDone('command', apply.deliveryId);
+      expect(await queues.guestJobIds()).toEqual(jobsBefore);
+      const said = await reply.body();
+      expect(said).toMatch(
+        /^@mallory nothing was applied: `main` \(now at `[0-9a-f]{7}`\) no longer says what this pull request's head says for \*\*lab\/app-01\*\*/,
+      );
+      expect(said).toContain(
+        'applies its reviewed plan only where the default branch still describes every guest it changes as this pull request did',
+      );
+      expect(rawConfig(sim, X)).toContain('memory: 8192');
+      github.verify();
+    } finally {
+      await queues.close();
+    }
+  }, 60_000);
 
   it('/pve apply on an open pull request says applies happen on merge, and applies nothing', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });
@@ -443,6 +497,7 @@ describe('a cluster that cannot be reached', () => {
     sim.sim.setFailureRate(0);
     expectAcceptedCommand(world.github, world.repo, 'carol', 9101);
     github.expect(pullAnswer(world.repo, 91, { headSha, baseSha, mergeSha }));
+    await expectDefaultBranch(github, repo, mergeSha, { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) });
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 892 });
     await app.deliver({
       event: 'issue_comment',
