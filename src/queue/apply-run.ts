@@ -32,6 +32,7 @@ import { APPLY_CHECK_NAME } from '../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
+import type { LostRuns } from './lost-runs.js';
 import {
   type ApplyCause,
   type ApplyRun,
@@ -61,6 +62,8 @@ export interface ApplyRunDeps {
   planNow: (octokit: ProbotOctokit, target: PlanTarget, logger: Logger) => Promise<unknown>;
   /** Expiry of the posting lock (renewed while held): a report whose worker died holds no one up longer. */
   lockMs: number;
+  /** This process's memory of unfinished runs, to report one Redis lost (`lost-runs.ts`). */
+  lost?: LostRuns;
 }
 
 /** Throws when the posting lock was lost (a worker paused past its expiry): a newer report may have posted since. */
@@ -208,6 +211,7 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
     run.trigger === 'merge'
       ? await withLock(deps.redis, deps.store.repoLockKey(run.repo.id), { ttlMs: deps.lockMs, waitMs: 120_000 }, append)
       : await append();
+  deps.lost?.note(created);
   await deps.store.setLatestRun(created.repo.id, created.pr, created.id);
   await deps.jobs.addGuests(created.id, created.guests);
   await deps.store.markQueued(created.id);
@@ -415,14 +419,18 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
     deps.store.postLockKey(repo.id, pr),
     { ttlMs: deps.lockMs, waitMs: 120_000 },
     async (lock) => {
-      // Read under the lock: whatever an earlier report posted, this one posts what is newer.
-      const record = (await deps.store.getRun(runId)) ?? first;
+      // Read under the lock: whatever an earlier report posted, this one posts what is newer. Gone
+      // now (Redis lost it since), the run is not reported from the stale copy — its results are
+      // gone too and it would look finished; the lost-run watch reports it (`lost-runs.ts`).
+      const record = await deps.store.getRun(runId);
+      if (!record) return true;
       if (healing) await heal(deps, record, await deps.store.results(runId), log);
       const view = runView(record.run, await deps.store.results(runId));
       const check = applyCheckResult(view);
       const octokit = await deps.github(record.run.installationId);
       const target: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: record.run.mergeSha };
       const hash = bodyHash(JSON.stringify(check));
+      let checkRunId = record.checkRunId;
       if (!record.checkCompleted && hash !== record.checkHash) {
         await stillPosting(lock);
         let id = record.checkRunId;
@@ -436,8 +444,11 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
           else if (record.checkRunId !== undefined) await updateCheckRun(octokit, target, id, check);
         }
         await deps.store.setCheck(runId, { id, hash, completed: check.complete });
+        checkRunId = id;
       }
-      if ((await deps.store.latestRun(repo.id, pr)) === runId) {
+      const latest = (await deps.store.latestRun(repo.id, pr)) === runId;
+      deps.lost?.note(record.run, { ...(checkRunId !== undefined ? { checkRunId } : {}), latest, view });
+      if (latest) {
         await stillPosting(lock);
         const comment = await ensureComment(octokit, {
           owner: repo.owner,
@@ -448,9 +459,13 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
           known: await deps.store.getComment(repo.id, pr),
         });
         await deps.store.setComment(repo.id, pr, comment);
+        deps.lost?.note(record.run, { comment: { id: comment.id, bodyHash: comment.bodyHash } });
         log.debug({ comment: comment.action, finished: view.finished.length, inProgress: view.inProgress.length }, 'apply reported');
       }
-      if (check.complete) await deps.store.expireRun(runId);
+      if (check.complete) {
+        await deps.store.expireRun(runId);
+        deps.lost?.finished(runId);
+      }
       return check.complete;
     },
   );
