@@ -30,6 +30,8 @@ interface WatchedRun {
   /** Whether the run's results were the pull request's comment at the last report. */
   latest: boolean;
   view?: ApplyRunView;
+  /** Looks that found the record gone. */
+  misses: number;
 }
 
 /** What {@link LostRuns} needs. */
@@ -72,6 +74,7 @@ export class LostRuns {
     this.runs.set(run.id, {
       run,
       latest: posted.latest ?? known?.latest ?? true,
+      misses: 0,
       ...((posted.checkRunId ?? known?.checkRunId) !== undefined ? { checkRunId: posted.checkRunId ?? known?.checkRunId } : {}),
       ...((posted.comment ?? known?.comment) !== undefined ? { comment: posted.comment ?? known?.comment } : {}),
       ...((posted.view ?? known?.view) !== undefined ? { view: posted.view ?? known?.view } : {}),
@@ -101,7 +104,15 @@ export class LostRuns {
         this.deps.logger.debug({ err: error }, 'looking up unfinished applies failed: tried again later');
         return;
       }
-      if (record) continue;
+      if (record) {
+        // Completed by another process's report: kept 30 days, then let expire — not lost.
+        if (record.checkCompleted) this.runs.delete(runId);
+        continue;
+      }
+      watched.misses += 1;
+      // A process that only started the run knows less than one that reported on it: it lets
+      // that one go first, one look later.
+      if (watched.view === undefined && watched.misses < 2) continue;
       try {
         await this.reportLost(watched);
         this.runs.delete(runId);
@@ -124,7 +135,8 @@ export class LostRuns {
     const { body, check } = renderLostApply(view);
     const octokit = await this.deps.github(run.installationId);
     const target: CheckTarget = { owner: run.repo.owner, repo: run.repo.name, headSha: run.mergeSha };
-    if (watched.checkRunId !== undefined) await completeCheckRun(octokit, target, watched.checkRunId, check);
+    const checkRunId = watched.checkRunId ?? (await this.findCheckRun(octokit, run));
+    if (checkRunId !== undefined) await completeCheckRun(octokit, target, checkRunId, check);
     else await createCompletedCheckRun(octokit, target, { name: APPLY_CHECK_NAME, externalId: run.id }, check);
     if (watched.latest) {
       await ensureComment(octokit, {
@@ -137,6 +149,18 @@ export class LostRuns {
       });
     }
     log.warn({ unfinished: view.inProgress.length }, 'apply lost with Redis state: reported on the pull request');
+  }
+
+  /** The run's check run still in progress on the merge commit, when another process created it (its `external_id` is the run id). */
+  private async findCheckRun(octokit: ProbotOctokit, run: ApplyRun): Promise<number | undefined> {
+    const { data } = await octokit.rest.checks.listForRef({
+      owner: run.repo.owner,
+      repo: run.repo.name,
+      ref: run.mergeSha,
+      check_name: APPLY_CHECK_NAME,
+      per_page: 100,
+    });
+    return data.check_runs.find((c) => c.external_id === run.id && c.status !== 'completed')?.id;
   }
 
   /** Looks every `everyMs` until the returned function is called (the timer keeps no process alive). */
