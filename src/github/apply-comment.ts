@@ -109,6 +109,55 @@ export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: 
   };
 }
 
+/** What a guest that was queued or running when its run was lost is reported as. */
+const LOST_GUEST =
+  'unknown: the App lost this apply while the guest was queued or being written; it may have been changed — /pve plan shows it as it is';
+
+/** The paragraph a lost run's comment and check run open with. */
+const LOST_NOTE =
+  "**This apply can no longer finish:** the App's Redis lost its state while it ran (restarted without its append-only " +
+  'file, or emptied), and with it the queued and running guest jobs. What is shown below is what was known at the last ' +
+  `report; guests marked unknown may or may not have been written. Comment ${codeSpan('/pve plan')} to see the cluster ` +
+  `as it is now, then ${codeSpan('/pve apply')} to carry out what is left.`;
+
+/**
+ * A run Redis lost (its record gone while guests were unfinished), as far as the last report
+ * knew it: the finished guests as they were, the others as unknown — a comment and a completed
+ * check run that say so, instead of "in progress" forever.
+ */
+export function renderLostApply(view: ApplyRunView): { body: string; check: CheckResult } {
+  const lost: ApplyRunView = {
+    ...view,
+    finished: [
+      ...view.finished,
+      ...view.inProgress.map(
+        (g): GuestApplyResult => ({
+          cluster: g.cluster,
+          name: g.name,
+          vmid: g.vmid,
+          node: g.node,
+          status: 'failed',
+          steps: [...(g.steps ?? [])],
+          error: LOST_GUEST,
+        }),
+      ),
+    ],
+    inProgress: [],
+  };
+  const [marker = '', heading = '', blank = '', line = '', ...rest] = renderApplyComment(lost).split('\n');
+  const body = [marker, heading, blank, line, '', LOST_NOTE, ...rest].join('\n');
+  const check = applyCheckResult(lost);
+  const total = lost.finished.length;
+  return {
+    body,
+    check: {
+      conclusion: 'failure',
+      title: `Apply lost: ${view.inProgress.length} of ${total} guests unknown`,
+      summary: `${LOST_NOTE}\n\n${check.summary}`,
+    },
+  };
+}
+
 /** Why a merge (or `/pve apply`) applied nothing. */
 export type ApplyNotice =
   | { kind: 'no-plan'; pr: number; headSha: string; mergeSha: string }

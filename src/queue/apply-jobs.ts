@@ -15,9 +15,25 @@ import type { JobsOptions, Queue } from 'bullmq';
 import { KEEP_JOBS_SECONDS } from './enqueue.js';
 import type { GuestJobData, MergeJobData, ReportJobData } from './schema.js';
 
-/** The id of the run a delivery starts (a merge, `/pve apply`): the same for a retried job. */
-export function runIdOf(trigger: 'merge' | 'command', deliveryId: string): string {
-  return `${trigger === 'merge' ? 'm' : 'c'}-${deliveryId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 100)}`;
+/**
+ * The id of the run a merge starts: named by the merge itself (repository id, pull request,
+ * merge commit), never by the delivery. GitHub's signature covers the body and not
+ * `X-GitHub-Delivery`, so a captured delivery posted again under a new id is still "signed": keyed
+ * on the delivery, it would start a second run of an old plan (docs/github-app.md, "What an apply
+ * is keyed on").
+ */
+export function mergeRunId(repoId: number, pr: number, mergeSha: string): string {
+  return `m-${repoId}-${pr}-${mergeSha}`;
+}
+
+/** The id of the run a `/pve apply` comment starts: named by the comment, which a replayed delivery cannot change. */
+export function commandRunId(repoId: number, commentId: number): string {
+  return `c-${repoId}-${commentId}`;
+}
+
+/** The BullMQ job id of a merge's job: one per merge, whatever delivery brought it. */
+export function mergeJobId(job: Pick<MergeJobData, 'repo' | 'pr' | 'mergeSha'>): string {
+  return `merge-${job.repo.id}-${job.pr}-${job.mergeSha}`;
 }
 
 /** The BullMQ job id of a guest's job in a run. */
@@ -43,12 +59,13 @@ const REPORT_JOB_OPTIONS: JobsOptions = {
 };
 
 /**
- * Adds a merge's job to the apply-run queue once per delivery (what the webhook handler calls);
+ * Adds a merge's job to the apply-run queue once per merge (what the webhook handler calls);
  * resolves with its job id. Throws when Redis cannot take it.
  */
 export async function enqueueMerge(runQueue: Queue, job: MergeJobData): Promise<string> {
-  // As `deliveryJobId` makes them: a delivery GitHub sends again adds nothing.
-  const jobId = `merge-${job.deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  // Keyed on the merge: a delivery sent again, under its own id or a new one, adds nothing while
+  // the job is kept; after that the merge's carried-out mark (apply-store.ts) stops it.
+  const jobId = mergeJobId(job);
   await runQueue.add('merge', job, { ...MERGE_JOB_OPTIONS, jobId });
   return jobId;
 }

@@ -30,8 +30,18 @@ import { APPLY_MARKER, type GuestInProgress } from '../core/render/render-apply.
 import { type ApplyNotice, type ApplyRunView, applyCheckResult, renderApplyComment, renderApplyNotice } from '../github/apply-comment.js';
 import { APPLY_CHECK_NAME } from '../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
-import { type ApplyJobs, runIdOf } from './apply-jobs.js';
-import { type ApplyRun, type ApplyStore, type GuestProgress, isFinal, type RunRecord, type RunTrigger } from './apply-store.js';
+import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
+import { guestsTheBranchChanged } from './default-branch-check.js';
+import type { LostRuns } from './lost-runs.js';
+import {
+  type ApplyCause,
+  type ApplyRun,
+  type ApplyStore,
+  type GuestProgress,
+  isFinal,
+  type RunRecord,
+  type RunTrigger,
+} from './apply-store.js';
 import { finishLost, lostJobReason } from './apply-worker.js';
 import type { PlanTarget } from './plan-pr.js';
 import type { CommandHandler } from './plan-worker.js';
@@ -52,6 +62,8 @@ export interface ApplyRunDeps {
   planNow: (octokit: ProbotOctokit, target: PlanTarget, logger: Logger) => Promise<unknown>;
   /** Expiry of the posting lock (renewed while held): a report whose worker died holds no one up longer. */
   lockMs: number;
+  /** This process's memory of unfinished runs, to report one Redis lost (`lost-runs.ts`). */
+  lost?: LostRuns;
 }
 
 /** Throws when the posting lock was lost (a worker paused past its expiry): a newer report may have posted since. */
@@ -99,12 +111,61 @@ async function postNotice(deps: ApplyRunDeps, octokit: ProbotOctokit, repo: Repo
   log.info({ notice: notice.kind }, 'nothing applied: notice posted');
 }
 
+/** How `head` relates to `base` in the repository's history, as GitHub's compare API says. */
+async function commitRelation(octokit: ProbotOctokit, repo: RepoRef, base: string, head: string): Promise<string> {
+  // One commit listed at most: only the status is read, and a long history costs nothing more.
+  const { data } = await octokit.rest.repos.compareCommitsWithBasehead({
+    owner: repo.owner,
+    repo: repo.name,
+    basehead: `${base}...${head}`,
+    per_page: 1,
+  });
+  return data.status;
+}
+
+/**
+ * The score of a merge's tickets. `merged_at` has one-second resolution, so merges of the same
+ * second are placed by the default branch's history instead of by chance: after every merge of
+ * that second already queued for one of its guests that its merge commit descends from, before
+ * every one that descends from it. Only ties cost a GitHub request (docs/github-app.md, "What an
+ * apply is keyed on"); the caller holds the repository's lock, so two merges of one second never
+ * both miss each other.
+ */
+async function mergeOrder(
+  deps: ApplyRunDeps,
+  octokit: ProbotOctokit,
+  run: { id: string; repo: RepoRef; mergeSha: string; order: number },
+  guests: readonly string[],
+  log: Logger,
+): Promise<number> {
+  const second = Math.floor(run.order);
+  let after = second;
+  let before = second + 1;
+  for (const [otherId, score] of await deps.store.ticketsWithin(guests, second, second + 1)) {
+    if (otherId === run.id) continue;
+    const other = (await deps.store.getRun(otherId))?.run;
+    if (other?.trigger !== 'merge' || other.repo.id !== run.repo.id || other.mergeSha === run.mergeSha) continue;
+    const relation = await commitRelation(octokit, run.repo, other.mergeSha, run.mergeSha);
+    if (relation === 'ahead') after = Math.max(after, score);
+    else if (relation === 'behind') before = Math.min(before, score);
+    log.info({ other: otherId, relation }, 'merged in the same second as another apply of its guests: ordered by history');
+  }
+  // Diverged histories (or none found) keep the middle of the interval; ties left fall to the run id.
+  return after < before ? (after + before) / 2 : after + 1e-4;
+}
+
 /**
  * Starts a run of a stored plan: resolves `started`, or `notice` when it applies nothing (the plan
  * has errors, or no changes) and the pull request was told why.
  */
 async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: RunRequest, log: Logger): Promise<'started' | 'notice'> {
   const { stored } = request;
+  // Started completely by an earlier attempt of this job that failed before marking its cause
+  // carried out: only the report it may not have asked for is left.
+  if ((await deps.store.getRun(request.runId))?.queued) {
+    await deps.jobs.report(request.runId);
+    return 'started';
+  }
   const about = { pr: stored.pr, headSha: stored.headSha, mergeSha: request.mergeSha };
   if (planHasErrors(stored.plan)) {
     await postNotice(deps, octokit, stored.repo, { kind: 'plan-errors', ...about, errors: planErrorLines(stored.plan) }, log);
@@ -137,11 +198,20 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
   };
   // Idempotent throughout (a retried job makes the same run): the run is kept as first stored, a
   // ticket already in a FIFO stays where it is, a guest job already added is not added again.
-  // No repository-wide lock is needed: one MULTI appends all of a run's tickets, and the order
-  // in each FIFO comes from the run's order key, not from the moment of the append.
-  const created = await deps.store.createRun(run, guests);
+  // One MULTI appends all of a run's tickets; the repository's lock only makes a merge's look at
+  // the merges of its second and its append one step (`mergeOrder`).
   const plans = new Map(guests.map((guest) => [`${guest.cluster}/${guest.vmid}`, guest]));
-  await deps.store.appendTickets(created, (key) => queued(plans.get(key) as GuestPlan));
+  const append = async (): Promise<ApplyRun> => {
+    if (run.trigger === 'merge') run.order = await mergeOrder(deps, octokit, run, run.guests, log);
+    const created = await deps.store.createRun(run, guests);
+    await deps.store.appendTickets(created, (key) => queued(plans.get(key) as GuestPlan));
+    return created;
+  };
+  const created =
+    run.trigger === 'merge'
+      ? await withLock(deps.redis, deps.store.repoLockKey(run.repo.id), { ttlMs: deps.lockMs, waitMs: 120_000 }, append)
+      : await append();
+  deps.lost?.note(created);
   await deps.store.setLatestRun(created.repo.id, created.pr, created.id);
   await deps.jobs.addGuests(created.id, created.guests);
   await deps.store.markQueued(created.id);
@@ -150,7 +220,21 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
   return 'started';
 }
 
+/**
+ * Whether the merge or comment was carried out already (by any delivery, retried or replayed):
+ * then nothing is started again, however long ago that was.
+ */
+async function alreadyCarriedOut(deps: ApplyRunDeps, repo: RepoRef, cause: ApplyCause, log: Logger): Promise<boolean> {
+  const outcome = await deps.store.carriedOut(repo.id, cause);
+  if (outcome === undefined) return false;
+  log.info({ cause, carriedOut: outcome }, 'carried out already: nothing is started again');
+  return true;
+}
+
 async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Promise<void> {
+  const cause: ApplyCause = { merge: data.mergeSha };
+  if (await alreadyCarriedOut(deps, data.repo, cause, log)) return;
+  const runId = mergeRunId(data.repo.id, data.pr, data.mergeSha);
   const octokit = await deps.github(data.installationId);
   const stored = await deps.plans.getPlan(data.repo.id, data.pr, data.headSha);
   if (!stored) {
@@ -167,13 +251,15 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
     // Merged: its plan races with no open pull request any more.
     await deps.plans.removeTouched(data.repo.id, data.pr);
     await postNotice(deps, octokit, data.repo, { kind: 'no-plan', pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha }, log);
+    // Marked too: a replay finding the plan made just now must not apply it unreviewed.
+    await deps.store.markCarriedOut(data.repo.id, cause, 'notice');
     return;
   }
-  await startRun(
+  const outcome = await startRun(
     deps,
     octokit,
     {
-      runId: runIdOf('merge', data.deliveryId),
+      runId,
       trigger: 'merge',
       installationId: data.installationId,
       stored,
@@ -182,31 +268,57 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
     },
     log,
   );
+  await deps.store.markCarriedOut(data.repo.id, cause, outcome === 'started' ? runId : outcome);
+}
+
+/** The reply to a `/pve apply` that would apply something the default branch no longer says (or cannot be read). */
+function rollbackRefusal(who: string, branch: string, tip: string, changed: readonly string[] | undefined): string {
+  const at = `\`${branch}\` (now at \`${tip.slice(0, 7)}\`)`;
+  const why =
+    changed === undefined
+      ? `the specs on ${at} do not load, so what it says cannot be compared`
+      : `${at} no longer says what this pull request's head says for ${changed.map((g) => `**${g}**`).join(', ')}: a later change on \`${branch}\` touched ${changed.length === 1 ? 'it' : 'them'}, and this plan would roll that back on the cluster without review`;
+  return (
+    `${who} nothing was applied: ${why}. ` +
+    `\`/pve apply\` on a merged pull request applies its reviewed plan only where the default branch still describes every guest it changes as this pull request did. ` +
+    `To change these guests now, open a pull request against \`${branch}\`: it is planned, reviewed and applied on merge.`
+  );
 }
 
 /**
  * `/pve apply`: on a merged pull request, applies its latest stored plan (after a conflict,
- * `/pve plan` stores a fresh one to review first). Elsewhere it says why it does nothing. The
- * plan worker has checked the author's permission and reacted already.
+ * `/pve plan` stores a fresh one to review first) — only where the default branch's head still
+ * describes every guest it changes as the pull request's head did (`default-branch-check.ts`):
+ * otherwise an older pull request would roll a later merge back. Elsewhere it says why it does
+ * nothing. The plan worker has checked the author's permission and reacted already; a comment
+ * already carried out (its delivery replayed) does nothing.
  */
 export function applyCommand(deps: ApplyRunDeps): CommandHandler {
   return async (job, ctx) => {
+    // A comment is one request to apply: its delivery replayed (under any delivery id) asks nothing new.
+    const cause: ApplyCause = { comment: job.commentId };
+    if (await alreadyCarriedOut(deps, job.repo, cause, ctx.logger)) return;
+    const runId = commandRunId(job.repo.id, job.commentId);
+    const answered = async (body: string): Promise<void> => {
+      await ctx.reply(body);
+      await deps.store.markCarriedOut(job.repo.id, cause, 'reply');
+    };
     const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
     const who = `@${job.author}`;
     if (pr.state === 'open') {
-      await ctx.reply(
+      await answered(
         `${who} pve-gitops applies a pull request when it is merged into the default branch, with the plan reviewed here; ` +
           '`/pve apply` is for a merged pull request (to run its apply again after a conflict or a failure). `/pve plan` shows what a merge would apply now.',
       );
       return;
     }
     if (pr.merged !== true || !pr.merge_commit_sha) {
-      await ctx.reply(`${who} this pull request was closed without merging: nothing is applied.`);
+      await answered(`${who} this pull request was closed without merging: nothing is applied.`);
       return;
     }
     const defaultBranch = pr.base.repo.default_branch;
     if (pr.base.ref !== defaultBranch) {
-      await ctx.reply(
+      await answered(
         `${who} this pull request was merged into \`${pr.base.ref}\`, not the default branch: only merges into the default branch are applied.`,
       );
       return;
@@ -214,14 +326,23 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
     const head = await ctx.store.latestPlanSha(job.repo.id, job.pr);
     const stored = head !== undefined ? await ctx.store.getPlan(job.repo.id, job.pr, head) : undefined;
     if (!stored) {
-      await ctx.reply(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
+      await answered(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
       return;
     }
-    await startRun(
+    // Only what the default branch says is applied: a later merge may have changed these guests.
+    const { data: branch } = await ctx.octokit.rest.repos.getBranch({ owner: job.repo.owner, repo: job.repo.name, branch: defaultBranch });
+    const tip = branch.commit.sha;
+    const now = await ctx.specs.base(ctx.octokit, job.repo, tip);
+    const changed = now.loaded.errors.length > 0 ? undefined : guestsTheBranchChanged(stored, now.loaded.specs, APPLIED_ACTIONS);
+    if (changed === undefined || changed.length > 0) {
+      await answered(rollbackRefusal(who, defaultBranch, tip, changed));
+      return;
+    }
+    const outcome = await startRun(
       deps,
       ctx.octokit,
       {
-        runId: runIdOf('command', job.deliveryId),
+        runId,
         trigger: 'command',
         requestedBy: job.author,
         installationId: job.installationId,
@@ -231,6 +352,7 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       },
       ctx.logger,
     );
+    await deps.store.markCarriedOut(job.repo.id, cause, outcome === 'started' ? runId : outcome);
   };
 }
 
@@ -297,14 +419,18 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
     deps.store.postLockKey(repo.id, pr),
     { ttlMs: deps.lockMs, waitMs: 120_000 },
     async (lock) => {
-      // Read under the lock: whatever an earlier report posted, this one posts what is newer.
-      const record = (await deps.store.getRun(runId)) ?? first;
+      // Read under the lock: whatever an earlier report posted, this one posts what is newer. Gone
+      // now (Redis lost it since), the run is not reported from the stale copy — its results are
+      // gone too and it would look finished; the lost-run watch reports it (`lost-runs.ts`).
+      const record = await deps.store.getRun(runId);
+      if (!record) return true;
       if (healing) await heal(deps, record, await deps.store.results(runId), log);
       const view = runView(record.run, await deps.store.results(runId));
       const check = applyCheckResult(view);
       const octokit = await deps.github(record.run.installationId);
       const target: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: record.run.mergeSha };
       const hash = bodyHash(JSON.stringify(check));
+      let checkRunId = record.checkRunId;
       if (!record.checkCompleted && hash !== record.checkHash) {
         await stillPosting(lock);
         let id = record.checkRunId;
@@ -318,8 +444,11 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
           else if (record.checkRunId !== undefined) await updateCheckRun(octokit, target, id, check);
         }
         await deps.store.setCheck(runId, { id, hash, completed: check.complete });
+        checkRunId = id;
       }
-      if ((await deps.store.latestRun(repo.id, pr)) === runId) {
+      const latest = (await deps.store.latestRun(repo.id, pr)) === runId;
+      deps.lost?.note(record.run, { ...(checkRunId !== undefined ? { checkRunId } : {}), latest, view });
+      if (latest) {
         await stillPosting(lock);
         const comment = await ensureComment(octokit, {
           owner: repo.owner,
@@ -330,9 +459,13 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
           known: await deps.store.getComment(repo.id, pr),
         });
         await deps.store.setComment(repo.id, pr, comment);
+        deps.lost?.note(record.run, { comment: { id: comment.id, bodyHash: comment.bodyHash } });
         log.debug({ comment: comment.action, finished: view.finished.length, inProgress: view.inProgress.length }, 'apply reported');
       }
-      if (check.complete) await deps.store.expireRun(runId);
+      if (check.complete) {
+        await deps.store.expireRun(runId);
+        deps.lost?.finished(runId);
+      }
       return check.complete;
     },
   );

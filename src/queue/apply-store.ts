@@ -104,7 +104,11 @@ export interface ApplyRun {
   /** Who asked for it (`/pve apply`). */
   requestedBy?: string;
   createdAt: string;
-  /** Order key of the run's tickets: `merged_at` (or the time of `/pve apply`), seconds since the epoch. */
+  /**
+   * Order key of the run's tickets, seconds since the epoch: for a merge its second of
+   * `merged_at` placed within that second by the default branch's history (`apply-run.ts`,
+   * `mergeOrder`); for `/pve apply` the time it was accepted.
+   */
   order: number;
   /** The guests it applies (`cluster/vmid`), in plan order. */
   guests: string[];
@@ -146,6 +150,13 @@ export interface ApplyInProgress {
 
 /** How long a finished run is kept (its comment and check run hold the result after that). */
 export const RUN_TTL_SECONDS = 30 * 24 * 3600;
+
+/** What an apply is started by, and carried out once: a merge (its commit) or a `/pve apply` comment (its id). */
+export type ApplyCause = { merge: string } | { comment: number };
+
+function causeKey(cause: ApplyCause): string {
+  return 'merge' in cause ? `merge:${cause.merge}` : `comment:${cause.comment}`;
+}
 
 const FINAL_LUA = `local FINAL = { applied = true, unchanged = true, conflict = true, failed = true, skipped = true }
 local function isFinal(json)
@@ -256,7 +267,7 @@ export class ApplyStore {
     return `${this.prefix}:apply:guest:${guest}:lock`;
   }
 
-  /** Serialises starting runs of one repository, so tickets of one merge go in together. */
+  /** Serialises placing merges of one repository in their guests' FIFOs: a merge looks at the merges of its second, then appends. */
   repoLockKey(repoId: number): string {
     return `${this.prefix}:apply:lock:repo:${repoId}`;
   }
@@ -268,6 +279,28 @@ export class ApplyStore {
 
   private prKey(repoId: number, pr: number): string {
     return `${this.prefix}:apply:pr:${repoId}:${pr}`;
+  }
+
+  private carriedOutKey(repoId: number, cause: ApplyCause): string {
+    return `${this.prefix}:apply:done:${repoId}:${causeKey(cause)}`;
+  }
+
+  /**
+   * What a merge or a `/pve apply` comment was carried out as (a run id, or the notice posted
+   * instead), or undefined when it never was. The mark outlives the run it names: a captured
+   * delivery stays validly signed for as long as the webhook secret does.
+   */
+  async carriedOut(repoId: number, cause: ApplyCause): Promise<string | undefined> {
+    return (await this.redis.get(this.carriedOutKey(repoId, cause))) ?? undefined;
+  }
+
+  /**
+   * Marks a merge or a `/pve apply` comment carried out, for good (the first mark stays). Kept
+   * without expiry on purpose — about 100 bytes per merge — because a run record expires after
+   * {@link RUN_TTL_SECONDS} and a delivery replayed after that must still start nothing.
+   */
+  async markCarriedOut(repoId: number, cause: ApplyCause, outcome: string): Promise<void> {
+    await this.redis.set(this.carriedOutKey(repoId, cause), outcome, 'NX');
   }
 
   /**
@@ -389,6 +422,22 @@ export class ApplyStore {
     const [code, head] = (await this.redis.eval(CLAIM, 2, this.ticketsKey(guest), this.startedKey(guest), runId)) as [number, string];
     const state = code === 1 ? 'head' : code === 0 ? 'behind' : 'gone';
     return head ? { state, head } : { state };
+  }
+
+  /**
+   * Tickets in the guests' FIFOs scored within `[from, to)`, by run id (a run's tickets share
+   * one score): the runs a merge of that second has to be placed among.
+   */
+  async ticketsWithin(guests: readonly string[], from: number, to: number): Promise<Map<string, number>> {
+    const pipeline = this.redis.pipeline();
+    for (const guest of guests) pipeline.zrangebyscore(this.ticketsKey(guest), from, `(${to}`, 'WITHSCORES');
+    const found = new Map<string, number>();
+    for (const [error, reply] of (await pipeline.exec()) ?? []) {
+      if (error) throw error;
+      const flat = reply as string[];
+      for (let i = 0; i + 1 < flat.length; i += 2) found.set(flat[i] as string, Number(flat[i + 1]));
+    }
+    return found;
   }
 
   /** The run at the head of the guest's FIFO. */

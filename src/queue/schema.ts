@@ -156,7 +156,10 @@ export const MergeJobData = z.strictObject({
 });
 export type MergeJobData = z.infer<typeof MergeJobData>;
 
-/** An apply run's id: `m-<delivery>` for a merge, `c-<delivery>` for `/pve apply` (so a retried job makes the same run). */
+/**
+ * An apply run's id: `m-<repository>-<pr>-<merge commit>` for a merge, `c-<repository>-<comment>`
+ * for `/pve apply` — never the delivery, so neither a retried job nor a replayed delivery makes a second run.
+ */
 export const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,120}$/, 'an apply run id');
 
 /** Bring the pull request's apply comment and check run up to date with the run's state. */

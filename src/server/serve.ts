@@ -17,6 +17,7 @@ import { statePrefix } from '../queue/keys.js';
 import { NewestHeads } from '../queue/newest-head.js';
 import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { ApplyJobs, enqueueMerge } from '../queue/apply-jobs.js';
+import { LostRuns } from '../queue/lost-runs.js';
 import { applyCommand, createRunProcessor } from '../queue/apply-run.js';
 import { ApplyStore } from '../queue/apply-store.js';
 import { createGuestProcessor } from '../queue/apply-worker.js';
@@ -207,6 +208,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       });
       const writers = new ClusterWriters({ ...connections, warn: (message) => logger.warn({ message }, 'cluster connection'), logger });
       closers.push({ what: 'cluster writers', close: () => writers.close() });
+      // Runs this process saw unfinished, looked up as often as an unfinished run is reported:
+      // one Redis lost (emptied without its append-only file) is reported as such.
+      const lostRuns = new LostRuns({ logger, redis: applyRedis, store: applyStore, github, statePrefix: state });
+      const stopLostRuns = lostRuns.start(applyJobs.settings.watchdogMs);
+      closers.push({ what: 'lost apply watch', close: async () => stopLostRuns() });
       const runDeps = {
         logger,
         redis: applyRedis,
@@ -215,6 +221,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         jobs: applyJobs,
         github,
         lockMs: config.jobLockMs,
+        lost: lostRuns,
         planNow: (octokit: Awaited<ReturnType<typeof github>>, target: PlanTarget, log: Logger) =>
           planPullRequest(
             { logger: log, octokit, redis: jobRedis, heads, store: planStore, specs, connections, applies: applyStore },

@@ -5,6 +5,7 @@
  * stored for a pull request head exactly as the plan job stores it (planned against the simulator
  * by the same planner), and a merge delivery.
  */
+import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { SpecSet } from '../../src/core/model.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
@@ -14,9 +15,10 @@ import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { statePrefix } from '../../src/queue/keys.js';
 import { PlanStore } from '../../src/queue/plan-store.js';
-import type { CheckRunBody } from './plan-flow.js';
+import { QUEUE_NAMES } from '../../src/queue/schema.js';
+import { type CheckRunBody, expectArchive } from './plan-flow.js';
 import { type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
-import type { GitHubDouble, RecordedRequest } from './github-double.js';
+import type { Expectation, GitHubDouble, RecordedRequest } from './github-double.js';
 import type { RepoFiles } from './spec-repo.js';
 
 const APPLY_MARKER = '<!-- pve-gitops:apply -->';
@@ -198,4 +200,86 @@ export function mergeEvent(options: {
   payload.pull_request.merged_at = options.mergedAt ?? new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   payload.pull_request.base.ref = payload.repository.default_branch;
   return payload;
+}
+
+/** The apply queues of an App, looked into by its Redis prefix. */
+export interface ApplyQueues {
+  /** Resolves once no merge job is waiting or running (each one there now has finished, completed or failed). */
+  mergesSettled(): Promise<void>;
+  /** Ids of every guest job in any state. */
+  guestJobIds(): Promise<string[]>;
+  /** Removes the completed merge jobs (what BullMQ does a day after they completed). */
+  forgetCompletedMerges(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** An {@link ApplyQueues} for the App with Redis prefix `prefix`. */
+export function applyQueues(redisUrl: string, prefix: string): ApplyQueues {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  const runQueue = new Queue(QUEUE_NAMES.applyRun, { connection, prefix });
+  const guestQueue = new Queue(QUEUE_NAMES.applyGuest, { connection, prefix });
+  let events: QueueEvents | undefined;
+  return {
+    async mergesSettled() {
+      events ??= new QueueEvents(QUEUE_NAMES.applyRun, { connection: { url: redisUrl }, prefix });
+      await events.waitUntilReady();
+      const pending = (await runQueue.getJobs(['waiting', 'active', 'prioritized', 'delayed'])).filter((job) => job.name === 'merge');
+      await Promise.all(pending.map((job) => job.waitUntilFinished(events!).catch(() => undefined)));
+    },
+    async guestJobIds() {
+      const jobs = await guestQueue.getJobs(['active', 'waiting', 'delayed', 'completed', 'failed', 'prioritized']);
+      return jobs.map((job) => String(job.id)).sort();
+    },
+    async forgetCompletedMerges() {
+      for (const job of await runQueue.getJobs(['completed'])) if (job.name === 'merge') await job.remove();
+    },
+    async close() {
+      await events?.close();
+      await runQueue.close();
+      await guestQueue.close();
+      connection.disconnect();
+    },
+  };
+}
+
+/**
+ * GitHub's answer to `GET /repos/{o}/{r}/pulls/{n}` for a merged (or open) pull request into
+ * `main`, the default branch; `times` as the double takes it (default once).
+ */
+export function pullAnswer(
+  repo: TestRepo,
+  pr: number,
+  shas: { headSha: string; baseSha: string; mergeSha?: string },
+  times?: Expectation['times'],
+): Expectation {
+  return {
+    method: 'GET',
+    path: `/repos/${repo.owner}/${repo.name}/pulls/${pr}`,
+    ...(times !== undefined ? { times } : {}),
+    reply: {
+      json: {
+        number: pr,
+        state: shas.mergeSha ? 'closed' : 'open',
+        merged: shas.mergeSha !== undefined,
+        merge_commit_sha: shas.mergeSha ?? null,
+        draft: false,
+        updated_at: '2030-01-01T00:00:09Z',
+        head: { sha: shas.headSha },
+        base: { sha: shas.baseSha, ref: 'main', repo: { default_branch: 'main' } },
+      },
+    },
+  };
+}
+
+/**
+ * Expects `/pve apply`'s look at the default branch: `main`'s head commit asked (answered `tip`)
+ * and its archive read (`files`), unless this worker loaded that commit before.
+ */
+export async function expectDefaultBranch(github: GitHubDouble, repo: TestRepo, tip: string, files: RepoFiles): Promise<void> {
+  github.expect({
+    method: 'GET',
+    path: `/repos/${repo.owner}/${repo.name}/branches/main`,
+    reply: { json: { name: 'main', commit: { sha: tip }, protected: false } },
+  });
+  await expectArchive(github, repo, tip, files);
 }

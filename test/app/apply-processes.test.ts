@@ -20,6 +20,14 @@ let redis: RedisServer | undefined;
 afterEach(async (context) => {
   if (context.task.result?.state === 'fail' && world) {
     const warn = (line: LogLine): boolean => typeof line.level === 'number' && line.level >= 40;
+    console.error(
+      `app:\n${world.app
+        .logs()
+        .split('\n')
+        .filter((line) => /"level":(40|50|60)/.test(line))
+        .slice(-30)
+        .join('\n')}`,
+    );
     for (const [i, w] of workers.entries())
       console.error(
         `worker ${i}:\n${w.lines
@@ -120,6 +128,48 @@ describe('worker processes', () => {
 });
 
 describe('Redis restarted mid-apply', () => {
+  it('without the append-only file, the run that can no longer finish says so on its check run and comment', async () => {
+    redis = await startRedisServer({ appendOnly: false });
+    const guests = [100611, 100612, 100613];
+    world = await startApplyWorld({
+      redisUrl: redis.url,
+      guests: guests.map((vmid, i) => ownedGuest(vmid, `app-0${i + 1}`)),
+      taskMs: 600,
+      env: { APPLY_CLUSTER_LIMIT: '1', APPLY_NODE_LIMIT: '1' },
+    });
+    const { github, repo } = world;
+    const sim = world.clusters.sims.lab!;
+    const writes = watchWrites(sim);
+    const base: RepoFiles = {
+      'cluster.yaml': clusterDoc(),
+      ...Object.fromEntries(guests.map((v, i) => [`vms/${v}.yaml`, vmDoc(`app-0${i + 1}`, v)])),
+    };
+    const head: RepoFiles = {
+      ...base,
+      ...Object.fromEntries(guests.map((v, i) => [`vms/${v}.yaml`, vmDoc(`app-0${i + 1}`, v, { memory: 4096 })])),
+    };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    await world.storePlan({ baseSha, base, pr: 82, headSha, head });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 882 });
+    const comment = expectApplyComment(github, repo, { pr: 82, id: 982 });
+    await world.merge({ number: 82, headSha, baseSha, mergeSha });
+    // The run was reported once (its check run and comment exist), and one guest is being written.
+    await comment.until((body) => body.includes('in progress'));
+    await writes.until((all) => all.length >= 1);
+    // A crash of a Redis without persistence: it comes back empty.
+    await redis.restart({ signal: 'SIGKILL' });
+
+    const completed = await check.completed;
+    expect(completed).toMatchObject({ conclusion: 'failure' });
+    expect(completed.output?.title).toMatch(/^Apply lost: [1-3] of 3 guests unknown$/);
+    expect(completed.output?.summary).toContain("the App's Redis lost its state while it ran");
+    const body = await comment.until((text) => text.includes('This apply can no longer finish'));
+    expect(finishedComment(body)).toBe(true);
+    expect(body).toContain('Comment `/pve plan` to see the cluster as it is now, then `/pve apply` to carry out what is left.');
+    expect(body).toMatch(/unknown: the App lost this apply while the guest was queued or being written/);
+    github.verify();
+  }, 60_000);
+
   it('loses no queued or running apply (append-only file on)', async () => {
     redis = await startRedisServer({ appendOnly: true });
     const guests = [100601, 100602, 100603];

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
+import { applyQueues, expectApplyCheckRun, expectApplyComment, expectDefaultBranch, finishedComment, pullAnswer } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
@@ -142,6 +142,59 @@ describe('one guest, several merges', () => {
   });
 });
 
+describe('merges in the same second', () => {
+  it("are applied in the order of the default branch's history, whatever order their webhooks arrive in", async () => {
+    const X = 100221;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, repo } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    // C holds the guest while A and B, branched after it, queue up behind it. A raises the memory;
+    // B, merged right after A (its merge commit descends from A's), also sets the cores. GitHub gives both the
+    // same second of merged_at, and B's webhook comes first.
+    const headC: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { onboot: 1 }) };
+    const headA: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { onboot: 1, memory: 3072 }) };
+    const headB: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { onboot: 1, memory: 3072, cores: 4 }) };
+    const [baseSha, shaC, shaA, shaB, mergeC, mergeA, mergeB] = [newSha(), newSha(), newSha(), newSha(), newSha(), newSha(), newSha()];
+    // Numbered so that a tie left to the run ids would put B (#232) before A (#233).
+    const [C, A, B] = [231, 233, 232];
+    await world.storePlan({ baseSha, base, pr: C, headSha: shaC, head: headC });
+    await world.storePlan({ baseSha, base, pr: A, headSha: shaA, head: headA });
+    await world.storePlan({ baseSha, base, pr: B, headSha: shaB, head: headB });
+    const compare = github.expect({
+      method: 'GET',
+      path: new RegExp(`^/repos/${repo.owner}/${repo.name}/compare/(${mergeA}\\.\\.\\.${mergeB}|${mergeB}\\.\\.\\.${mergeA})$`),
+      reply: (request) => ({ json: { status: request.path.endsWith(`...${mergeB}`) ? 'ahead' : 'behind', ahead_by: 1, behind_by: 0 } }),
+    });
+
+    const backup = lockGuest(sim, X);
+    const checkC = expectApplyCheckRun(github, repo, { mergeSha: mergeC, id: 8231 });
+    const commentC = expectApplyComment(github, repo, { pr: C, id: 9231 });
+    const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 8233 });
+    const commentA = expectApplyComment(github, repo, { pr: A, id: 9233 });
+    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 8232 });
+    const commentB = expectApplyComment(github, repo, { pr: B, id: 9232 });
+    await world.merge({ number: C, headSha: shaC, baseSha, mergeSha: mergeC, mergedAt: at(1) });
+    await commentC.until((body) => body.includes('locked (backup)'));
+    await world.merge({ number: B, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) });
+    await world.merge({ number: A, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(2) });
+    await commentA.until((body) => body.includes('waiting for the apply of \\#231'));
+    await commentB.until((body) => body.includes('waiting for the apply of'));
+
+    backup.release();
+    expect(await checkC.completed).toMatchObject({ conclusion: 'success' });
+    expect(await checkA.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    expect(await checkB.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    // A first: it set the memory, and B found only the cores left to set.
+    expect(await commentA.until(finishedComment)).toMatch(/\| `config` \| set memory \|/);
+    expect(await commentB.until(finishedComment)).toMatch(/\| `config` \| set cores \|/);
+    expect(rawConfig(sim, X)).toMatch(/cores: 4\n[\s\S]*memory: 3072/);
+    // One question to GitHub, by the merge that came second.
+    expect(compare.requests).toHaveLength(1);
+    github.verify();
+  }, 60_000);
+});
+
 describe('plans while an apply runs', () => {
   it("another pull request's plan that touches a guest with an apply in progress says so", async () => {
     const X = 100251;
@@ -200,26 +253,6 @@ async function editStoredPlan(w: ApplyWorld, pr: number, headSha: string, edit: 
   }
 }
 
-/** GitHub's answer to `GET /repos/{o}/{r}/pulls/{n}` for a merged (or open) pull request. */
-function pullAnswer(w: ApplyWorld, pr: number, shas: { headSha: string; baseSha: string; mergeSha?: string }) {
-  return {
-    method: 'GET' as const,
-    path: `/repos/${w.repo.owner}/${w.repo.name}/pulls/${pr}`,
-    reply: {
-      json: {
-        number: pr,
-        state: shas.mergeSha ? 'closed' : 'open',
-        merged: shas.mergeSha !== undefined,
-        merge_commit_sha: shas.mergeSha ?? null,
-        draft: false,
-        updated_at: at(9),
-        head: { sha: shas.headSha },
-        base: { sha: shas.baseSha, ref: 'main', repo: { default_branch: 'main' } },
-      },
-    },
-  };
-}
-
 describe('conflicts and /pve apply', () => {
   it("an operator's edit after review is a conflict on the pull request and stays; /pve plan then /pve apply applies the new plan", async () => {
     const X = 100301;
@@ -249,7 +282,7 @@ describe('conflicts and /pve apply', () => {
 
     // `/pve plan` on the merged pull request plans its head again, against the cluster as it is.
     expectAcceptedCommand(w.github, w.repo, 'alice', 5101);
-    github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
+    github.expect(pullAnswer(w.repo, pr, { headSha, baseSha, mergeSha }));
     await expectArchive(github, repo, baseSha, base);
     await expectArchive(github, repo, headSha, head);
     const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 832 });
@@ -265,7 +298,9 @@ describe('conflicts and /pve apply', () => {
 
     // `/pve apply` applies that plan, reviewed now.
     expectAcceptedCommand(w.github, w.repo, 'alice', 5102);
-    github.expect(pullAnswer(w, pr, { headSha, baseSha, mergeSha }));
+    github.expect(pullAnswer(w.repo, pr, { headSha, baseSha, mergeSha }));
+    // `main` is still at the merge: it says what the pull request said.
+    await expectDefaultBranch(github, repo, mergeSha, head);
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 833 });
     const apply = await app.deliver({
       event: 'issue_comment',
@@ -281,11 +316,63 @@ describe('conflicts and /pve apply', () => {
     github.verify();
   }, 90_000);
 
+  it('/pve apply on an older merged pull request that would roll back a later merge is refused, saying why, and writes nothing', async () => {
+    const X = 100321;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const w = world;
+    const { github, app, repo, installationId } = w;
+    const sim = w.clusters.sims.lab!;
+    const queues = applyQueues(w.redisUrl, app.prefix);
+    try {
+      const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+      const one: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+      const two: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 8192 }) };
+      const [baseSha, head1, merge1, head2, merge2] = [newSha(), newSha(), newSha(), newSha(), newSha()];
+      // #1 merged (4096), then #2 (8192); both applied.
+      for (const [pr, headSha, prBase, prBaseSha, files, mergeSha] of [
+        [331, head1, base, baseSha, one, merge1],
+        [332, head2, one, merge1, two, merge2],
+      ] as const) {
+        await w.storePlan({ pr, headSha, baseSha: prBaseSha, head: files, base: prBase });
+        const check = expectApplyCheckRun(github, repo, { mergeSha, id: pr * 10 });
+        const comment = expectApplyComment(github, repo, { pr, id: pr * 10 + 1 });
+        await w.merge({ number: pr, headSha, baseSha: prBaseSha, mergeSha });
+        expect(await check.completed).toMatchObject({ conclusion: 'success' });
+        await comment.until(finishedComment);
+      }
+      expect(rawConfig(sim, X)).toContain('memory: 8192');
+      // A writer re-plans #1 (`/pve plan` stores #1's head against the cluster as it is: 8192 → 4096), then applies it.
+      await w.storePlan({ pr: 331, headSha: head1, baseSha, head: one, base });
+      const jobsBefore = await queues.guestJobIds();
+      expectAcceptedCommand(github, repo, 'mallory', 33101);
+      github.expect(pullAnswer(repo, 331, { headSha: head1, baseSha, mergeSha: merge1 }));
+      await expectDefaultBranch(github, repo, merge2, two);
+      const reply = expectReply(github, repo, 331, /nothing was applied/);
+      const apply = await app.deliver({
+        event: 'issue_comment',
+        payload: issueCommentEvent({ installationId, repo, number: 331, body: '/pve apply', author: 'mallory', commentId: 33101 }),
+      });
+      await app.jobDone('command', apply.deliveryId);
+      expect(await queues.guestJobIds()).toEqual(jobsBefore);
+      const said = await reply.body();
+      expect(said).toMatch(
+        /^@mallory nothing was applied: `main` \(now at `[0-9a-f]{7}`\) no longer says what this pull request's head says for \*\*lab\/app-01\*\*/,
+      );
+      expect(said).toContain(
+        'applies its reviewed plan only where the default branch still describes every guest it changes as this pull request did',
+      );
+      expect(rawConfig(sim, X)).toContain('memory: 8192');
+      github.verify();
+    } finally {
+      await queues.close();
+    }
+  }, 60_000);
+
   it('/pve apply on an open pull request says applies happen on merge, and applies nothing', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });
     const w = world;
     expectAcceptedCommand(w.github, w.repo, 'bob', 5201);
-    w.github.expect(pullAnswer(w, 52, { headSha: newSha(), baseSha: newSha() }));
+    w.github.expect(pullAnswer(w.repo, 52, { headSha: newSha(), baseSha: newSha() }));
     const reply = expectReply(w.github, w.repo, 52, /applies a pull request when it is merged into the default branch/);
     const delivery = await w.app.deliver({
       event: 'issue_comment',
@@ -409,7 +496,8 @@ describe('a cluster that cannot be reached', () => {
 
     sim.sim.setFailureRate(0);
     expectAcceptedCommand(world.github, world.repo, 'carol', 9101);
-    github.expect(pullAnswer(world, 91, { headSha, baseSha, mergeSha }));
+    github.expect(pullAnswer(world.repo, 91, { headSha, baseSha, mergeSha }));
+    await expectDefaultBranch(github, repo, mergeSha, { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) });
     const again = expectApplyCheckRun(github, repo, { mergeSha, id: 892 });
     await app.deliver({
       event: 'issue_comment',

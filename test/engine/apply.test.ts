@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { countApplyResult } from '../../src/core/apply-result.js';
 import type { ListedGuest, SpecSet } from '../../src/core/model.js';
-import { planHasChanges, planHasErrors } from '../../src/core/plan/plan-specs.js';
+import { planErrorLines, planHasChanges, planHasErrors } from '../../src/core/plan/plan-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
 import type { GuestRef } from '../../src/core/ports.js';
@@ -360,6 +360,59 @@ describe('apply against the simulator', () => {
       expect(estate.sims.lab.sim.stats().requests.byRoute['POST /nodes/{node}/qemu'] ?? 0).toBe(
         specs.guests.filter((g) => g.cluster === 'lab' && g.type === 'qemu' && g.state === 'present').length,
       );
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('an apply run again while the create of a killed run still runs (lock: create) plans that create and waits for it, no collision', async () => {
+    const first = await runPlan({ head: specs, readers: estate.readers });
+    const web = first.guests.find((g) => g.name === 'web-01' && g.cluster === 'lab');
+    const create = web?.operations[0];
+    if (!web || create?.op !== 'create') throw new Error('the example plan creates lab/web-01');
+    // The create the killed run sent: Proxmox is still carrying it out.
+    estate.sims.lab.sim.setTaskMs(400);
+    const client = new PveClient({ cluster: 'lab', url: estate.sims.lab.url, token: estate.sims.lab.token });
+    try {
+      await client.createGuest(create.node, web.type, web.vmid, create.params);
+      expect(rawValue(estate.sims.lab, web.vmid, 'lock')).toBe('create');
+      estate.sims.lab.sim.setTaskMs(5);
+      // Run again (`apply --specs`): planned afresh while the guest is still in `lock: create`.
+      const again = await runPlan({ head: specs, readers: estate.readers });
+      expect(planErrorLines(again)).toEqual([]);
+      const planned = byName(again)['lab/web-01'];
+      expect(planned?.action).toBe('create');
+      expect(planned?.warnings.join('\n')).toMatch(/is being created right now \(lock: create\)/);
+      const result = await executePlan({ ...again, guests: [planned!] }, estate.writers, fast);
+      const [guest] = result.guests;
+      expect(guest?.status, JSON.stringify(guest, null, 2)).toBe('applied');
+      expect(guest?.steps.map((s) => s.op)).toEqual(['wait-lock', 'start']);
+      expect(guest?.steps[0]?.detail).toMatch(/locked \(create\)/);
+      expect(estate.sims.lab.sim.stats().requests.byRoute['POST /nodes/{node}/qemu']).toBe(1);
+      expect(rawValue(estate.sims.lab, web.vmid, 'name')).toBe('web-01');
+      expect(rawValue(estate.sims.lab, web.vmid, 'lock')).toBeUndefined();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a guest someone else was creating (lock: create) that ends without the owner tag is a conflict, and nothing is written to it', async () => {
+    const first = await runPlan({ head: specs, readers: estate.readers });
+    const web = first.guests.find((g) => g.name === 'web-01' && g.cluster === 'lab');
+    if (!web) throw new Error('the example plan creates lab/web-01');
+    estate.sims.lab.sim.setTaskMs(400);
+    const client = new PveClient({ cluster: 'lab', url: estate.sims.lab.url, token: estate.sims.lab.token });
+    try {
+      await client.createGuest('pve-01', 'qemu', web.vmid, { name: 'intruder', memory: '512' });
+      estate.sims.lab.sim.setTaskMs(5);
+      const again = await runPlan({ head: specs, readers: estate.readers });
+      const planned = byName(again)['lab/web-01']!;
+      expect(planned.action).toBe('create');
+      const writesBefore = writes(estate);
+      const [guest] = (await executePlan({ ...again, guests: [planned] }, estate.writers, fast)).guests;
+      expect(guest?.status).toBe('conflict');
+      expect(writes(estate)).toBe(writesBefore);
+      expect(rawValue(estate.sims.lab, web.vmid, 'name')).toBe('intruder');
     } finally {
       await client.close();
     }

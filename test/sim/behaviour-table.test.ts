@@ -177,6 +177,14 @@ const subdirs = async (path: string, token?: string): Promise<Observed> => ({
     .map((e) => e.subdir)
     .join(','),
 });
+/** The config of a guest whose create task has just started (and runs on): its keys besides the digest. */
+async function whileCreating(type: 'qemu' | 'lxc', vmid: number, form: Record<string, string>): Promise<Observed> {
+  sim.sim.setTaskMs(60_000);
+  const started = await call('POST', `/nodes/pve-01/${type}`, form);
+  expect(started.status, started.text).toBe(200);
+  const config = (await data(`/nodes/pve-01/${type}/${vmid}/config`)) as Record<string, unknown>;
+  return { data: { keys: Object.keys(config).filter((key) => key !== 'digest'), lock: config.lock } };
+}
 
 const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'API-1': () => http('GET', '/version', undefined, null),
@@ -430,6 +438,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const seen = await createAndStart('qemu', 180, { ...CREATE_VM, start: '1' });
     return { data: { ...seen, log: seen.log.find((l) => /start/i.test(l)) } };
   },
+  'QCR-15': () => whileCreating('qemu', 180, CREATE_VM),
   'LCR-1': () => file(181, 'POST', '/nodes/pve-01/lxc', CREATE_CT),
   'LCR-2': () => file(181, 'POST', '/nodes/pve-01/lxc', { ...CREATE_CT, unprivileged: '0' }),
   'LCR-3': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, features: 'keyctl=1' }),
@@ -445,6 +454,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'LCR-10': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, ostemplate: 'local:iso/debian.iso' }),
   'LCR-11': () => http('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, mp0: '/srv/data,mp=/data' }),
   'LCR-12': () => task('POST', '/nodes/pve-01/lxc', { ...CREATE_CT, entrypoint: '/sbin/init\nlxc.cap.drop:' }),
+  'LCR-14': () => whileCreating('lxc', 181, CREATE_CT),
 
   'LCR-13': async () => {
     const seen = await createAndStart('lxc', 181, { ...CREATE_CT, start: '1' });

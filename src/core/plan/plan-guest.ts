@@ -425,6 +425,17 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   }
 
   const live = observed!;
+  if (live.current.lock === 'create' && Object.keys(live.current).every((key) => key === 'lock')) {
+    // Proxmox's create writes a config holding only `lock: create` and the guest's own config when
+    // its task ends (docs/proxmox-behaviour.md, QCR-15, LCR-14): a create in flight — typically an
+    // earlier apply's, killed before its task ended — not a guest someone else owns. Planned as the
+    // create the spec asks for: the apply waits for the lock, then judges the guest the create made
+    // (owner tag, reviewed values) and writes nothing to a guest that is not this repository's.
+    plan.warnings.push(
+      `VMID ${input.vmid} is being created right now (lock: create); apply waits for that create to finish and goes on only if the guest carries the owner tag '${input.ownerTag}'`,
+    );
+    return planCreate(draft, spec);
+  }
   if (Object.keys(live.current).length === 0) {
     return fail(draft, `guest ${input.vmid} was read with an empty configuration; refusing to plan against it (re-run the plan)`);
   }

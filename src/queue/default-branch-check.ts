@@ -1,0 +1,50 @@
+/**
+ * What the default branch says now, against a merged pull request's stored plan: the check
+ * behind `/pve apply` on a merged pull request. A later merge may have changed the same guests;
+ * applying the older pull request's plan then would roll the default branch's state back on the
+ * cluster, reviewed by no one and around branch protection. So `/pve apply` carries out a merged
+ * pull request's plan only where the default branch's head describes each of its guests (and
+ * their Cluster documents) exactly as the pull request's head did.
+ */
+import type { ClusterSpec, GuestSpec, SpecSet } from '../core/model.js';
+import type { StoredPlan } from './plan-store.js';
+
+/** A value as canonical JSON: object keys sorted, positions in the files left out (moving a document changes nothing). */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([key, v]) => key !== 'source' && key !== 'keySources' && v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, v]) => `${JSON.stringify(key)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function same(a: GuestSpec | ClusterSpec | undefined, b: GuestSpec | ClusterSpec | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : canonical(a) === canonical(b);
+}
+
+/**
+ * The guests (`cluster/name`) the plan changes for which the default branch's specs now say
+ * something else than the pull request's head did — their spec, or their cluster's document —
+ * in plan order. Empty: applying the plan applies what the default branch says.
+ */
+export function guestsTheBranchChanged(
+  stored: Pick<StoredPlan, 'plan' | 'specs'>,
+  branch: SpecSet,
+  applied: ReadonlySet<string>,
+): string[] {
+  const key = (spec: { cluster: string; vmid: number }): string => `${spec.cluster}/${spec.vmid}`;
+  const headGuests = new Map(stored.specs.guests.map((g) => [key(g), g]));
+  const branchGuests = new Map(branch.guests.map((g) => [key(g), g]));
+  const headClusters = new Map(stored.specs.clusters.map((c) => [c.name, c]));
+  const branchClusters = new Map(branch.clusters.map((c) => [c.name, c]));
+  return stored.plan.guests
+    .filter((guest) => applied.has(guest.action))
+    .filter((guest) => {
+      const id = key(guest);
+      return !same(headGuests.get(id), branchGuests.get(id)) || !same(headClusters.get(guest.cluster), branchClusters.get(guest.cluster));
+    })
+    .map((guest) => `${guest.cluster}/${guest.name}`);
+}
