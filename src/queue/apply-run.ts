@@ -152,7 +152,7 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
 
 async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Promise<void> {
   const octokit = await deps.github(data.installationId);
-  const stored = await deps.plans.getPlan(data.repo.id, data.pr, data.headSha);
+  const stored = await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
   if (!stored) {
     log.info({ head: data.headSha }, 'no stored plan for the merged head: planning it now, applying nothing');
     const target: PlanTarget = {
@@ -185,7 +185,7 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
 }
 
 /**
- * `/pve apply`: on a merged pull request, applies its latest stored plan (after a conflict,
+ * `/pve apply`: on a merged pull request, applies its posted plan (what its comment shows) (after a conflict,
  * `/pve plan` stores a fresh one to review first). Elsewhere it says why it does nothing. The
  * plan worker has checked the author's permission and reacted already.
  */
@@ -211,8 +211,7 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       );
       return;
     }
-    const head = await ctx.store.latestPlanSha(job.repo.id, job.pr);
-    const stored = head !== undefined ? await ctx.store.getPlan(job.repo.id, job.pr, head) : undefined;
+    const stored = await ctx.store.getPostedPlan(job.repo.id, job.pr);
     if (!stored) {
       await ctx.reply(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
       return;

@@ -14,12 +14,16 @@ import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { statePrefix } from '../../src/queue/keys.js';
 import { PlanStore } from '../../src/queue/plan-store.js';
+import { bodyHash } from '../../src/github/sticky-comment.js';
 import type { CheckRunBody } from './plan-flow.js';
-import { type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
+import { examplePayload, type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
 import type { GitHubDouble, RecordedRequest } from './github-double.js';
 import type { RepoFiles } from './spec-repo.js';
 
 const APPLY_MARKER = '<!-- pve-gitops:apply -->';
+
+/** The default branch of the repository in the example payloads (what pull requests target unless a test says otherwise). */
+export const EXAMPLE_DEFAULT_BRANCH: string = examplePayload('pull_request', 'synchronize').repository.default_branch;
 
 /** Resolves when a recorded body satisfies a predicate. */
 class Bodies<T> {
@@ -134,8 +138,10 @@ export function specSet(files: RepoFiles): SpecSet {
 }
 
 /**
- * Stores the plan of a pull request head as the plan job does: head against base, read from the
- * simulators with their read-only tokens, kept with the head's specs under the App's prefix.
+ * Stores the plan of a pull request head as the plan job does once its comment was posted: head
+ * against base, read from the simulators with their read-only tokens, kept with the head's specs
+ * under the App's prefix as the pull request's posted plan, planned against `baseRef` (default: the
+ * default branch of the example payloads, which {@link mergeEvent} merges into).
  */
 export async function storePlan(options: {
   redisUrl: string;
@@ -147,6 +153,7 @@ export async function storePlan(options: {
   baseSha: string;
   head: RepoFiles;
   base: RepoFiles;
+  baseRef?: string;
 }): Promise<void> {
   const head = specSet(options.head);
   const base = specSet(options.base);
@@ -158,16 +165,20 @@ export async function storePlan(options: {
     const readers = Object.fromEntries(clients.map(([name, client]) => [name, new PveClusterAdapter(client)]));
     const plan = await runPlan({ head, base, readers, ref: options.headSha });
     const planned = new Set(plan.guests.map((g) => `${g.cluster}/${g.vmid}`));
-    await new PlanStore(redis, statePrefix(options.prefix)).savePlan({
-      repo: options.repo,
-      pr: options.pr,
-      headSha: options.headSha,
-      baseSha: options.baseSha,
-      specRoot: '',
-      draft: false,
-      plan,
-      specs: { clusters: head.clusters, guests: head.guests.filter((g) => planned.has(`${g.cluster}/${g.vmid}`)) },
-    });
+    await new PlanStore(redis, statePrefix(options.prefix)).savePostedPlan(
+      {
+        repo: options.repo,
+        pr: options.pr,
+        headSha: options.headSha,
+        baseSha: options.baseSha,
+        baseRef: options.baseRef ?? EXAMPLE_DEFAULT_BRANCH,
+        specRoot: '',
+        draft: false,
+        plan,
+        specs: { clusters: head.clusters, guests: head.guests.filter((g) => planned.has(`${g.cluster}/${g.vmid}`)) },
+      },
+      bodyHash(`stored by a test for ${options.headSha}`),
+    );
   } finally {
     redis.disconnect();
     await Promise.all(clients.map(([, client]) => client.close()));
