@@ -327,20 +327,30 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
     summary: `Planning ${short(target.headSha)} against base ${short(target.baseSha)} (${target.reason}).`,
   };
   // A retry takes over the check run of the attempt before it, which may have died with it "in progress".
-  let runId = attempt ? await ctx.store.getCheckRun(repo.id, target.pr, target.headSha, attempt.chain) : undefined;
-  if (runId !== undefined) {
+  const earlier = attempt ? await ctx.store.getCheckRun(repo.id, target.pr, attempt.chain) : undefined;
+  let runId: number;
+  if (earlier !== undefined && earlier.headSha === target.headSha) {
+    runId = earlier.id;
     await updateCheckRun(ctx.octokit, check, runId, {
       title: planning.title,
       summary: `${planning.summary} Attempt ${attempt?.number}: the one before it did not finish.`,
     });
   } else {
+    if (earlier !== undefined) {
+      // The attempt before planned another head (a command's retry found a newer one): that run is over.
+      await completeCheckRun(ctx.octokit, { ...check, headSha: earlier.headSha }, earlier.id, {
+        conclusion: 'skipped',
+        title: `Superseded by ${short(target.headSha)}`,
+        summary: `A retry of this plan found a newer commit (${short(target.headSha)}) and planned it instead.`,
+      });
+    }
     runId = (await startCheckRun(ctx.octokit, check, { name: PLAN_CHECK_NAME, externalId: String(target.pr), ...planning })).id;
-    if (attempt) await ctx.store.setCheckRun(repo.id, target.pr, target.headSha, attempt.chain, runId);
+    if (attempt) await ctx.store.setCheckRun(repo.id, target.pr, attempt.chain, { id: runId, headSha: target.headSha });
   }
   const checkRunId = runId;
   const complete = async (result: CheckResult): Promise<void> => {
     await completeCheckRun(ctx.octokit, check, checkRunId, result);
-    if (attempt) await ctx.store.forgetCheckRun(repo.id, target.pr, target.headSha, attempt.chain);
+    if (attempt) await ctx.store.forgetCheckRun(repo.id, target.pr, attempt.chain);
   };
   try {
     let body: string;

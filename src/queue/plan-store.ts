@@ -65,6 +65,8 @@ export interface TouchedGuest {
   name: string;
 }
 
+const ChainCheckRun = z.strictObject({ id: z.int().positive(), headSha: CommitSha });
+
 const TouchedEntry = z.strictObject({ headSha: CommitSha, guests: z.array(z.strictObject({ key: z.string(), name: z.string() })) });
 
 /** Reads and writes plan state under the App's state prefix. */
@@ -86,8 +88,8 @@ export class PlanStore {
     return `${this.prefix}:latest:${repoId}:${pr}`;
   }
 
-  private checkRunKey(repoId: number, pr: number, headSha: string, chain: string): string {
-    return `${this.prefix}:checkrun:${repoId}:${pr}:${headSha}:${chain}`;
+  private checkRunKey(repoId: number, pr: number, chain: string): string {
+    return `${this.prefix}:checkrun:${repoId}:${pr}:${chain}`;
   }
 
   private refreshKey(repoId: number, pr: number): string {
@@ -158,20 +160,20 @@ export class PlanStore {
     return { ...envelope, plan: parsePlanJson(envelope.plan) };
   }
 
-  /** The check run an attempt chain of one head's plan (a job and its retries) made, if any. */
-  async getCheckRun(repoId: number, pr: number, headSha: string, chain: string): Promise<number | undefined> {
-    const id = Number(await this.redis.get(this.checkRunKey(repoId, pr, headSha, chain)));
-    return Number.isInteger(id) && id > 0 ? id : undefined;
+  /** The check run an attempt chain of a pull request's plan (a job and its retries) made, and its commit, if any. */
+  async getCheckRun(repoId: number, pr: number, chain: string): Promise<{ id: number; headSha: string } | undefined> {
+    const parsed = ChainCheckRun.safeParse(JSON.parse((await this.redis.get(this.checkRunKey(repoId, pr, chain))) ?? 'null'));
+    return parsed.success ? parsed.data : undefined;
   }
 
-  /** Remembers the check run of an attempt chain, for its retries: as long as a job is kept. */
-  async setCheckRun(repoId: number, pr: number, headSha: string, chain: string, id: number): Promise<void> {
-    await this.redis.set(this.checkRunKey(repoId, pr, headSha, chain), String(id), 'EX', 7 * 24 * 3600);
+  /** Remembers the check run of an attempt chain, for its retries: as long as a failed job is kept. */
+  async setCheckRun(repoId: number, pr: number, chain: string, run: { id: number; headSha: string }): Promise<void> {
+    await this.redis.set(this.checkRunKey(repoId, pr, chain), JSON.stringify(run), 'EX', 7 * 24 * 3600);
   }
 
   /** Forgets the check run of an attempt chain once it was completed. */
-  async forgetCheckRun(repoId: number, pr: number, headSha: string, chain: string): Promise<void> {
-    await this.redis.del(this.checkRunKey(repoId, pr, headSha, chain));
+  async forgetCheckRun(repoId: number, pr: number, chain: string): Promise<void> {
+    await this.redis.del(this.checkRunKey(repoId, pr, chain));
   }
 
   /**

@@ -136,15 +136,15 @@ describe('only a posted plan is applied', () => {
     // GitHub refuses every edit of the comment, which still shows the plan above.
     sim.sim.operatorEdit(X, { set: { cores: 3 } });
     expectPull(w, pr, { headSha, baseSha });
+    // One check run for the job and its retries, completed as a failure by the last attempt.
     const planRun = { name: 'pve-gitops/plan', head_sha: headSha };
-    w.github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/check-runs',
-      body: planRun,
+    w.github.expect({ method: 'POST', path: '/repos/acme/estate/check-runs', body: planRun, reply: { status: 201, json: { id: 1022 } } });
+    const runUpdates = w.github.expect({
+      method: 'PATCH',
+      path: '/repos/acme/estate/check-runs/1022',
       times: 'any',
-      reply: { status: 201, json: { id: 1022 } },
+      reply: { json: { id: 1022 } },
     });
-    w.github.expect({ method: 'PATCH', path: '/repos/acme/estate/check-runs/1022', times: 'any', reply: { json: { id: 1022 } } });
     // Each of the job's three attempts asks again who commented, and what the head is.
     for (let attempt = 1; attempt < 3; attempt++) {
       expectAcceptedCommand(w.github, w.repo, 'alice', 10201);
@@ -158,6 +158,11 @@ describe('only a posted plan is applied', () => {
     });
     await expect(w.app.jobDone('command', await command(w, pr, '/pve plan', 10201))).rejects.toThrow();
     expect(String((refused.requests[0]?.body as { body?: string } | undefined)?.body)).toContain('| `cores` | `3` | `2` | live |');
+    expect(runUpdates.requests.at(-1)?.body).toMatchObject({
+      status: 'completed',
+      conclusion: 'failure',
+      output: { title: 'pve-gitops could not finish the plan', summary: expect.stringContaining('after 3 attempts') },
+    });
 
     // The merge applies the plan shown: cores moved since, so that is a conflict, and nothing is written.
     const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1023 });
