@@ -152,21 +152,30 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
 
 async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Promise<void> {
   const octokit = await deps.github(data.installationId);
-  const stored = await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
+  const posted = await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
+  // Planned against another branch (retargeted since), it does not show what this merge brings.
+  const stored = posted && posted.baseRef === data.baseRef ? posted : undefined;
   if (!stored) {
-    log.info({ head: data.headSha }, 'no stored plan for the merged head: planning it now, applying nothing');
+    log.info(
+      { head: data.headSha, plannedOn: posted?.baseRef },
+      'no posted plan for the merged head and base: planning it now, applying nothing',
+    );
     const target: PlanTarget = {
       repo: data.repo,
       pr: data.pr,
       headSha: data.headSha,
       baseSha: data.baseSha,
+      baseRef: data.baseRef,
       draft: false,
       reason: 'merged',
     };
     await deps.planNow(octokit, target, log);
     // Merged: its plan races with no open pull request any more.
     await deps.plans.removeTouched(data.repo.id, data.pr);
-    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha }, log);
+    const about = { pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha };
+    const otherBase =
+      posted && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
+    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase }, log);
     return;
   }
   await startRun(
@@ -211,7 +220,15 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       );
       return;
     }
-    const stored = await ctx.store.getPostedPlan(job.repo.id, job.pr);
+    const posted = await ctx.store.getPostedPlan(job.repo.id, job.pr);
+    if (posted && posted.baseRef !== pr.base.ref) {
+      await ctx.reply(
+        `${who} the plan posted here was made against \`${posted.baseRef ?? 'another branch'}\`, not \`${pr.base.ref}\`, which this pull request was merged into: ` +
+          'nothing is applied. Comment `/pve plan`, review the plan, then `/pve apply`.',
+      );
+      return;
+    }
+    const stored = posted;
     if (!stored) {
       await ctx.reply(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
       return;

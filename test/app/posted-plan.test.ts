@@ -8,7 +8,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { EXAMPLE_DEFAULT_BRANCH, expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
-import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { at } from './world.js';
@@ -172,6 +172,111 @@ describe('only a posted plan is applied', () => {
     expect(await applied.until(finishedComment)).toContain('⚠️ **conflict** · **lab/app-01**');
     expect(rawConfig(sim, X)).toContain('cores: 3');
     expect(rawConfig(sim, X)).toContain('memory: 2048');
+    expect(sim.sim.stats().writes.total).toBe(0);
+    w.github.verify();
+  }, 60_000);
+});
+
+describe('a retargeted pull request', () => {
+  /** A pull request event of `pr` whose base is `baseRef` at `baseSha`. */
+  function onBase(
+    w: ApplyWorld,
+    pr: number,
+    options: { action: 'opened' | 'edited'; headSha: string; baseSha: string; baseRef: string; n: number },
+  ) {
+    const payload = pullRequestEvent({
+      action: options.action,
+      installationId: w.installationId,
+      repo: w.repo,
+      number: pr,
+      headSha: options.headSha,
+      baseSha: options.baseSha,
+      updatedAt: at(options.n),
+    });
+    payload.pull_request.base.ref = options.baseRef;
+    return payload;
+  }
+
+  const develop = (memory: number): RepoFiles => ({ ...base, 'vms/db.yaml': vmDoc('db-01', X + 1, { memory }) });
+
+  it('is planned again against its new base when the base changes, and the merge applies that plan', async () => {
+    const w = (world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(X, 'app-01'), ownedGuest(X + 1, 'db-01')],
+    }));
+    const sim = w.clusters.sims.lab!;
+    const pr = 103;
+    const [developSha, mainSha, headSha, mergeSha] = [newSha(), newSha(), newSha(), newSha()];
+    // develop brought db-01 a change main does not have yet; the pull request changes app-01.
+    const onDevelop = develop(8192);
+    const head = { ...onDevelop, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+    await expectArchive(w.github, w.repo, developSha, onDevelop);
+    await expectArchive(w.github, w.repo, headSha, head);
+    expectCheckRun(w.github, w.repo, { headSha, pr, id: 1031 });
+    const comment = expectNewComment(w.github, w.repo, pr, 1131);
+    const opened = await w.app.deliver({
+      event: 'pull_request',
+      payload: onBase(w, pr, { action: 'opened', headSha, baseSha: developSha, baseRef: 'develop', n: 1 }),
+    });
+    await w.app.jobDone('plan', opened.deliveryId);
+    expect(await comment.body()).not.toContain('db-01');
+
+    // Retargeted to the default branch: planned against it, db-01's change from develop shows.
+    await expectArchive(w.github, w.repo, mainSha, { ...base, 'vms/db.yaml': vmDoc('db-01', X + 1) });
+    const replanned = expectCheckRun(w.github, w.repo, { headSha, pr, id: 1032 });
+    const edit = expectCommentEdit(w.github, w.repo, 1131);
+    const payload = onBase(w, pr, { action: 'edited', headSha, baseSha: mainSha, baseRef: EXAMPLE_DEFAULT_BRANCH, n: 2 });
+    payload.changes = { base: { ref: { from: 'develop' }, sha: { from: developSha } } };
+    const edited = await w.app.deliver({ event: 'pull_request', payload });
+    expect(edited.status).toBe(200);
+    await w.app.jobDone('plan', edited.deliveryId);
+    expect((await replanned.result()).output?.title).toBe('2 to update');
+    expect(await edit.body()).toContain('**lab/db-01**');
+    w.github.verify();
+
+    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1033 });
+    expectApplyComment(w.github, w.repo, { pr, id: 1132 });
+    await w.merge({ number: pr, headSha, baseSha: mainSha, mergeSha });
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    expect(rawConfig(sim, X + 1)).toContain('memory: 8192');
+    w.github.verify();
+  }, 60_000);
+
+  it('a plan made against another branch is not applied: the merge plans against the branch merged into, and says why', async () => {
+    const w = (world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(X, 'app-01'), ownedGuest(X + 1, 'db-01')],
+    }));
+    const sim = w.clusters.sims.lab!;
+    const pr = 104;
+    const [developSha, mainSha, headSha, mergeSha] = [newSha(), newSha(), newSha(), newSha()];
+    const onDevelop = develop(8192);
+    const head = { ...onDevelop, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+    await expectArchive(w.github, w.repo, developSha, onDevelop);
+    await expectArchive(w.github, w.repo, headSha, head);
+    expectCheckRun(w.github, w.repo, { headSha, pr, id: 1041 });
+    expectNewComment(w.github, w.repo, pr, 1141);
+    const opened = await w.app.deliver({
+      event: 'pull_request',
+      payload: onBase(w, pr, { action: 'opened', headSha, baseSha: developSha, baseRef: 'develop', n: 1 }),
+    });
+    await w.app.jobDone('plan', opened.deliveryId);
+    w.github.verify();
+
+    // Retargeted (that delivery never came) and merged into the default branch.
+    await expectArchive(w.github, w.repo, mainSha, { ...base, 'vms/db.yaml': vmDoc('db-01', X + 1) });
+    const planCheck = expectCheckRun(w.github, w.repo, { headSha, pr, id: 1042 });
+    const planEdit = expectCommentEdit(w.github, w.repo, 1141);
+    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1043 });
+    const notice = expectApplyComment(w.github, w.repo, { pr, id: 1142 });
+    const merged = await w.merge({ number: pr, headSha, baseSha: mainSha, mergeSha });
+    await w.app.jobDone('closed', merged.deliveryId);
+    expect(await check.completed).toMatchObject({ conclusion: 'neutral', output: { title: 'Not applied: no reviewed plan' } });
+    expect(await notice.until(() => true)).toContain(
+      `was made against \`develop\`, but this pull request was merged into \`${EXAMPLE_DEFAULT_BRANCH}\``,
+    );
+    expect((await planCheck.result()).output?.title).toBe('2 to update');
+    expect(await planEdit.body()).toContain('**lab/db-01**');
     expect(sim.sim.stats().writes.total).toBe(0);
     w.github.verify();
   }, 60_000);
