@@ -401,6 +401,11 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       // Pull requests that raced with this one's previous plan may not race with this one: they hear too.
       const before = await overlapsOf(ctx, repo.id, target.pr, await ctx.store.getTouched(repo.id, target.pr));
       await ctx.store.setTouched(repo.id, target.pr, target.headSha, touched);
+      // Another pull request may have recorded its guests since this comment was rendered (both
+      // rendered before either recorded): it is refreshed, and so is this comment, so neither misses the other.
+      const now = await overlapsOf(ctx, repo.id, target.pr, touched);
+      const shownRacing = new Set(racingPrs(overlaps));
+      const missed = racingPrs(now).some((other) => !shownRacing.has(other));
       const known = await ctx.store.getComment(repo.id, target.pr);
       // From here until the write succeeded the comment may show either plan: neither may be applied.
       const shown = await ctx.store.unmarkPosted(repo.id, target.pr);
@@ -424,7 +429,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       await ctx.store.setComment(repo.id, target.pr, comment);
       await complete(result);
       log.info({ comment: comment.action, commentId: comment.id, conclusion: result.conclusion }, 'plan posted');
-      const others = racingPrs(before, overlaps);
+      const others = [...racingPrs(before, overlaps, now), ...(missed ? [target.pr] : [])];
       if (others.length > 0) await ctx.refreshComments?.(others);
       return 'posted';
     });

@@ -12,6 +12,7 @@ import { helpText } from '../github/chat-ops.js';
 import { completeCheckRun } from '../github/check-runs.js';
 import { commandPermission } from '../github/permissions.js';
 import type { CommitSpecsCache } from './commit-specs.js';
+import { refreshJobId } from './enqueue.js';
 import type { NewestHeads } from './newest-head.js';
 import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refreshComment } from './plan-pr.js';
 import type { PlanStore } from './plan-store.js';
@@ -28,7 +29,7 @@ export interface PlanWorkerDeps {
   github: (installationId: number) => Promise<ProbotOctokit>;
   connections: PlanContext['connections'];
   /** Adds a job to the plan queue (refreshing other pull requests' comments); absent, nothing is refreshed. */
-  enqueue?: (job: PlanQueueJob) => Promise<unknown>;
+  enqueue?: (job: PlanQueueJob, options: { jobId: string }) => Promise<unknown>;
   /**
    * `/pve` commands beyond `plan` and `help`, by name (merge-to-apply adds `apply`, the drift
    * report `drift`). Called after the author's permission was checked and the comment reacted to.
@@ -193,7 +194,12 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
             refreshComments: async (prs: readonly number[]) => {
               const enqueue = deps.enqueue!;
               for (const pr of prs) {
-                await enqueue({ kind: 'refresh', installationId: data.installationId, repo: data.repo, deliveryId: data.deliveryId, pr });
+                // One waiting refresh per pull request, however many postings ask for it.
+                const jobId = refreshJobId(data.repo.id, pr, await deps.store.refreshGeneration(data.repo.id, pr));
+                await enqueue(
+                  { kind: 'refresh', installationId: data.installationId, repo: data.repo, deliveryId: data.deliveryId, pr },
+                  { jobId },
+                );
               }
             },
           }

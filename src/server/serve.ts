@@ -225,7 +225,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const processor = createPlanProcessor({
         logger,
         redis: jobRedis,
-        enqueue: (job) => producer.enqueue(job),
+        enqueue: (job, options) => producer.enqueue(job, options),
         heads,
         store: planStore,
         specs,
