@@ -134,4 +134,42 @@ describe('the check run of a plan', () => {
     expect(sent.at(-1)).toMatchObject({ status: 'completed', conclusion: 'success', output: { title: '1 to create' } });
     w.github.verify();
   }, 60_000);
+
+  it('a plan whose workers die until BullMQ gives it up still completes its check run, as a failure saying why', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), role: 'web', env: FAST_STALL_ENV }));
+    const [baseSha, headSha] = [newSha(), newSha()];
+    let release: () => void = () => {};
+    const never = new Promise<void>((resolve) => (release = resolve));
+    // Two workers each read the base and wait for the head's archive, and are killed there.
+    await expectArchive(w.github, w.repo, baseSha, base);
+    const held1 = await expectArchive(w.github, w.repo, headSha, head, never);
+    await expectArchive(w.github, w.repo, baseSha, base);
+    const held2 = await expectArchive(w.github, w.repo, headSha, head, never);
+    const completed = w.github.expect({
+      method: 'PATCH',
+      path: `/repos/${w.repo.owner}/${w.repo.name}/check-runs/1203`,
+      body: { status: 'completed' },
+      reply: { json: { id: 1203 } },
+    });
+    const run = expectOneCheckRun(w, headSha, 1203);
+
+    workers.push(await startWorkerProcess(w.app.env));
+    const delivery = await open(w, 3, headSha, baseSha);
+    await held1.requested;
+    await workers[0]!.signal('SIGKILL');
+    workers.push(await startWorkerProcess(w.app.env));
+    await held2.requested;
+    await workers[1]!.signal('SIGKILL');
+    // Stalled twice, the job is failed by the next worker without running it again.
+    workers.push(await startWorkerProcess(w.app.env));
+    await expect(w.app.jobDone('plan', delivery)).rejects.toThrow(/stalled more than allowable limit/);
+    const [last] = await completed.done;
+    release();
+    expect(last?.body).toMatchObject({
+      conclusion: 'failure',
+      output: { title: 'pve-gitops could not finish the plan', summary: expect.stringContaining('stalled more than allowable limit') },
+    });
+    expect(bodies(run.updates).map((body) => body.status)).toEqual(['in_progress']);
+    w.github.verify();
+  }, 90_000);
 });
