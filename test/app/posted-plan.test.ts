@@ -8,7 +8,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { EXAMPLE_DEFAULT_BRANCH, expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
-import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { at } from './world.js';
@@ -221,11 +221,18 @@ describe('a retargeted pull request', () => {
     await w.app.jobDone('plan', opened.deliveryId);
     expect(await comment.body()).not.toContain('db-01');
 
+    // An edit of the title changes no base: nothing is planned.
+    const retitled = onBase(w, pr, { action: 'edited', headSha, baseSha: developSha, baseRef: 'develop', n: 2 });
+    retitled.changes = { title: { from: 'an older title' } };
+    const titleEdit = await w.app.deliver({ event: 'pull_request', payload: retitled });
+    expect(titleEdit.status).toBe(200);
+    expect(await w.app.job('plan', titleEdit.deliveryId)).toBeUndefined();
+
     // Retargeted to the default branch: planned against it, db-01's change from develop shows.
     await expectArchive(w.github, w.repo, mainSha, { ...base, 'vms/db.yaml': vmDoc('db-01', X + 1) });
     const replanned = expectCheckRun(w.github, w.repo, { headSha, pr, id: 1032 });
     const edit = expectCommentEdit(w.github, w.repo, 1131);
-    const payload = onBase(w, pr, { action: 'edited', headSha, baseSha: mainSha, baseRef: EXAMPLE_DEFAULT_BRANCH, n: 2 });
+    const payload = onBase(w, pr, { action: 'edited', headSha, baseSha: mainSha, baseRef: EXAMPLE_DEFAULT_BRANCH, n: 3 });
     payload.changes = { base: { ref: { from: 'develop' }, sha: { from: developSha } } };
     const edited = await w.app.deliver({ event: 'pull_request', payload });
     expect(edited.status).toBe(200);
@@ -280,4 +287,27 @@ describe('a retargeted pull request', () => {
     expect(sim.sim.stats().writes.total).toBe(0);
     w.github.verify();
   }, 60_000);
+
+  it('/pve apply on a pull request merged into another branch than its plan was made against applies nothing and says why', async () => {
+    const w = (world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] }));
+    const sim = w.clusters.sims.lab!;
+    const pr = 105;
+    const [developSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    await expectArchive(w.github, w.repo, developSha, base);
+    await expectArchive(w.github, w.repo, headSha, withMemory(4096));
+    expectCheckRun(w.github, w.repo, { headSha, pr, id: 1051 });
+    expectNewComment(w.github, w.repo, pr, 1151);
+    const opened = await w.app.deliver({
+      event: 'pull_request',
+      payload: onBase(w, pr, { action: 'opened', headSha, baseSha: developSha, baseRef: 'develop', n: 1 }),
+    });
+    await w.app.jobDone('plan', opened.deliveryId);
+
+    expectPull(w, pr, { headSha, baseSha: newSha(), mergeSha });
+    const reply = expectReply(w.github, w.repo, pr, /was made against `develop`/);
+    await w.app.jobDone('command', await command(w, pr, '/pve apply', 10501));
+    expect(await reply.body()).toContain(`not \`${EXAMPLE_DEFAULT_BRANCH}\`, which this pull request was merged into: nothing is applied`);
+    expect(sim.sim.stats().writes.total).toBe(0);
+    w.github.verify();
+  });
 });
