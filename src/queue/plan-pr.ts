@@ -311,17 +311,28 @@ function sameBase(stored: StoredPlan, target: PlanTarget): boolean {
 export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Promise<PlanOutcome> {
   const log = ctx.logger.child({ pr: target.pr, head: target.headSha, base: target.baseSha });
   const { repo } = target;
+  const check: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: target.headSha };
+  const attempt = target.attempt;
   if (!(await ctx.heads.isNewest(repo.id, target.pr, target.headSha))) {
     log.info('a newer head of this pull request is known: not planned');
+    // An earlier attempt's run would stay in progress: this chain ends here.
+    const earlier = attempt ? await ctx.store.getCheckRun(repo.id, target.pr, attempt.chain) : undefined;
+    if (attempt && earlier) {
+      const newest = (await ctx.heads.get(repo.id, target.pr)) ?? target.headSha;
+      await completeCheckRun(ctx.octokit, { ...check, headSha: earlier.headSha }, earlier.id, {
+        conclusion: 'skipped',
+        title: `Superseded by ${short(newest)}`,
+        summary: `A newer commit (${short(newest)}) was pushed before this plan could finish; its plan is the one posted.`,
+      });
+      await ctx.store.forgetCheckRun(repo.id, target.pr, attempt.chain);
+    }
     return 'superseded';
   }
   if (PLAN_ONLY_NEW.has(target.reason)) {
     const posted = await ctx.store.getPostedPlan(repo.id, target.pr, target.headSha);
     if (posted && sameBase(posted, target) && (await repostUnchanged(ctx, target, log))) return 'unchanged';
   }
-  const check: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: target.headSha };
   const commits: PlannedCommits = { headSha: target.headSha, baseSha: target.baseSha, draft: target.draft };
-  const attempt = target.attempt;
   const planning = {
     title: 'Planning…',
     summary: `Planning ${short(target.headSha)} against base ${short(target.baseSha)} (${target.reason}).`,

@@ -177,7 +177,12 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
       repo: `${data.repo.owner}/${data.repo.name}`,
       pr: data.pr,
     });
-    if (data.kind === 'plan' && !(await deps.heads.isNewest(data.repo.id, data.pr, data.headSha))) {
+    // Dropped without a GitHub client, unless an earlier attempt left a check run to complete (planPullRequest does).
+    if (
+      data.kind === 'plan' &&
+      !(await deps.heads.isNewest(data.repo.id, data.pr, data.headSha)) &&
+      (await deps.store.getCheckRun(data.repo.id, data.pr, String(job.id))) === undefined
+    ) {
       logger.info({ head: data.headSha }, 'a newer head of this pull request is known: not planned');
       return;
     }

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { pullRequestEvent } from './deliveries.js';
 import type { ExpectationHandle, RecordedRequest } from './github-double.js';
-import { expectArchive, expectNewComment, type CheckRunBody } from './plan-flow.js';
+import { type CheckRunBody, expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { type LogLine, startWorkerProcess, type WorkerProcess } from './worker-process.js';
 import { at, startWorld, type World } from './world.js';
@@ -172,4 +172,48 @@ describe('the check run of a plan', () => {
     expect(bodies(run.updates).map((body) => body.status)).toEqual(['in_progress']);
     w.github.verify();
   }, 90_000);
+
+  it('a killed attempt whose head was superseded before its retry completes its run as superseded', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), role: 'web', env: FAST_STALL_ENV }));
+    const [baseSha, older, newer] = [newSha(), newSha(), newSha()];
+    let release: () => void = () => {};
+    const never = new Promise<void>((resolve) => (release = resolve));
+    await expectArchive(w.github, w.repo, baseSha, base);
+    const held = await expectArchive(w.github, w.repo, older, head, never);
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, newer, { ...base, 'web.yaml': vmDoc('web-01', 100101, { memory: 4096 }) });
+    const olderRun = expectOneCheckRun(w, older, 1204);
+    const newerRun = expectCheckRun(w.github, w.repo, { headSha: newer, pr: 4, id: 1205 });
+    expectNewComment(w.github, w.repo, 4, 1304);
+
+    workers.push(await startWorkerProcess(w.app.env));
+    const first = await open(w, 4, older, baseSha);
+    await held.requested;
+    await workers[0]!.signal('SIGKILL');
+    const pushed = await w.app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({
+        action: 'synchronize',
+        installationId: w.installationId,
+        repo: w.repo,
+        number: 4,
+        headSha: newer,
+        baseSha,
+        updatedAt: at(2),
+      }),
+    });
+    workers.push(await startWorkerProcess(w.app.env));
+    await w.app.jobDone('plan', pushed.deliveryId);
+    await w.app.jobDone('plan', first);
+    release();
+    expect(bodies(olderRun.updates)).toEqual([
+      expect.objectContaining({
+        status: 'completed',
+        conclusion: 'skipped',
+        output: expect.objectContaining({ title: `Superseded by ${newer.slice(0, 7)}` }),
+      }),
+    ]);
+    expect((await newerRun.result()).conclusion).toBe('success');
+    w.github.verify();
+  }, 60_000);
 });
