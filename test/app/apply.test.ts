@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
+import { EXAMPLE_DEFAULT_BRANCH, expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
@@ -214,7 +214,8 @@ function pullAnswer(w: ApplyWorld, pr: number, shas: { headSha: string; baseSha:
         draft: false,
         updated_at: at(9),
         head: { sha: shas.headSha },
-        base: { sha: shas.baseSha, ref: 'main', repo: { default_branch: 'main' } },
+        // The branch the merges of `mergeEvent` go into, and stored plans were made against.
+        base: { sha: shas.baseSha, ref: EXAMPLE_DEFAULT_BRANCH, repo: { default_branch: EXAMPLE_DEFAULT_BRANCH } },
       },
     },
   };

@@ -242,9 +242,10 @@ describe('a retargeted pull request', () => {
     w.github.verify();
 
     const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1033 });
-    expectApplyComment(w.github, w.repo, { pr, id: 1132 });
+    const applied = expectApplyComment(w.github, w.repo, { pr, id: 1132 });
     await w.merge({ number: pr, headSha, baseSha: mainSha, mergeSha });
     expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    expect(await applied.until(finishedComment)).toContain('**2 applied**');
     expect(rawConfig(sim, X + 1)).toContain('memory: 8192');
     w.github.verify();
   }, 60_000);
