@@ -38,11 +38,14 @@ function repoRef(repository: PayloadRepo): RepoRef {
   return { id: repository.id, owner: repository.owner.login, name: repository.name };
 }
 
-/** Pull request events that plan the head. */
+/** Pull request events that plan the head (and `edited`, when the base changed). */
 const PLAN_EVENTS = ['pull_request.opened', 'pull_request.synchronize', 'pull_request.reopened', 'pull_request.ready_for_review'] as const;
 
-async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS)[number]>): Promise<void> {
+async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS)[number] | 'pull_request.edited'>): Promise<void> {
   const { payload } = context;
+  // An edit plans only when it changed the base: a plan made against another branch is never applied.
+  const retargeted = payload.action === 'edited' && payload.changes.base !== undefined;
+  if (payload.action === 'edited' && !retargeted) return;
   const installationId = payload.installation?.id;
   if (installationId === undefined) return;
   const pr = payload.pull_request;
@@ -60,8 +63,9 @@ async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS
     pr: pr.number,
     headSha: pr.head.sha,
     baseSha: pr.base.sha,
+    baseRef: pr.base.ref,
     draft: pr.draft === true,
-    reason: payload.action as PlanReason,
+    reason: retargeted ? 'retargeted' : (payload.action as PlanReason),
     // A deleted fork leaves `head.repo` null: still not this repository.
     ...(pr.head.repo?.id !== payload.repository.id ? { fork: true } : {}),
   });
@@ -94,6 +98,7 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
     pr: pr.number,
     headSha: pr.head.sha,
     baseSha: pr.base.sha,
+    baseRef: pr.base.ref,
     mergeSha: pr.merge_commit_sha,
     mergedAt: pr.merged_at,
   });
@@ -176,7 +181,7 @@ async function onInstallation(deps: AppDeps, context: Context<'installation' | '
 /** The App: registers its webhook handlers on a Probot instance. The one default export of the project. */
 export default function createApp(deps: AppDeps): ApplicationFunction {
   return (app: Probot) => {
-    app.on([...PLAN_EVENTS], (context) => onPullRequest(deps, context));
+    app.on([...PLAN_EVENTS, 'pull_request.edited'], (context) => onPullRequest(deps, context));
     app.on('pull_request.closed', (context) => onPullRequestClosed(deps, context));
     app.on('issue_comment.created', (context) => onIssueComment(deps, context));
     app.on('check_run.rerequested', (context) => onCheckRunRerequested(deps, context));

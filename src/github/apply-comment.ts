@@ -160,7 +160,7 @@ export function renderLostApply(view: ApplyRunView): { body: string; check: Chec
 
 /** Why a merge (or `/pve apply`) applied nothing. */
 export type ApplyNotice =
-  | { kind: 'no-plan'; pr: number; headSha: string; mergeSha: string }
+  | { kind: 'no-plan'; pr: number; headSha: string; mergeSha: string; plannedOn?: string; mergedInto?: string }
   | { kind: 'plan-errors'; pr: number; headSha: string; mergeSha: string; errors: string[] }
   | { kind: 'invalid-specs'; pr: number; headSha: string; mergeSha: string; errors: string[] }
   | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string };
@@ -174,7 +174,9 @@ export function renderApplyNotice(notice: ApplyNotice): { body: string; check: C
   switch (notice.kind) {
     case 'no-plan':
       lines.push(
-        `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
+        notice.plannedOn !== undefined && notice.mergedInto !== undefined
+          ? `**Nothing was applied:** the plan reviewed for ${head} was made against ${codeSpan(notice.plannedOn)}, but this pull request was merged into ${codeSpan(notice.mergedInto)} (as ${merge}); what that branch brings was never shown.`
+          : `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
         '',
         'It was planned now — see the plan comment. Review that plan, then comment `/pve apply` to apply it.',
       );

@@ -236,21 +236,30 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
   if (await alreadyCarriedOut(deps, data.repo, cause, log)) return;
   const runId = mergeRunId(data.repo.id, data.pr, data.mergeSha);
   const octokit = await deps.github(data.installationId);
-  const stored = await deps.plans.getPlan(data.repo.id, data.pr, data.headSha);
+  const posted = await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
+  // Planned against another branch (retargeted since), it does not show what this merge brings.
+  const stored = posted && posted.baseRef === data.baseRef ? posted : undefined;
   if (!stored) {
-    log.info({ head: data.headSha }, 'no stored plan for the merged head: planning it now, applying nothing');
+    log.info(
+      { head: data.headSha, plannedOn: posted?.baseRef },
+      'no posted plan for the merged head and base: planning it now, applying nothing',
+    );
     const target: PlanTarget = {
       repo: data.repo,
       pr: data.pr,
       headSha: data.headSha,
       baseSha: data.baseSha,
+      baseRef: data.baseRef,
       draft: false,
       reason: 'merged',
     };
     await deps.planNow(octokit, target, log);
     // Merged: its plan races with no open pull request any more.
     await deps.plans.removeTouched(data.repo.id, data.pr);
-    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha }, log);
+    const about = { pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha };
+    const otherBase =
+      posted && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
+    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase }, log);
     // Marked too: a replay finding the plan made just now must not apply it unreviewed.
     await deps.store.markCarriedOut(data.repo.id, cause, 'notice');
     return;
@@ -286,7 +295,7 @@ function rollbackRefusal(who: string, branch: string, tip: string, changed: read
 }
 
 /**
- * `/pve apply`: on a merged pull request, applies its latest stored plan (after a conflict,
+ * `/pve apply`: on a merged pull request, applies its posted plan — what its comment shows (after a conflict,
  * `/pve plan` stores a fresh one to review first) — only where the default branch's head still
  * describes every guest it changes as the pull request's head did (`default-branch-check.ts`):
  * otherwise an older pull request would roll a later merge back. Elsewhere it says why it does
@@ -323,8 +332,15 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       );
       return;
     }
-    const head = await ctx.store.latestPlanSha(job.repo.id, job.pr);
-    const stored = head !== undefined ? await ctx.store.getPlan(job.repo.id, job.pr, head) : undefined;
+    const posted = await ctx.store.getPostedPlan(job.repo.id, job.pr);
+    if (posted && posted.baseRef !== pr.base.ref) {
+      await answered(
+        `${who} the plan posted here was made against \`${posted.baseRef ?? 'another branch'}\`, not \`${pr.base.ref}\`, which this pull request was merged into: ` +
+          'nothing is applied. Comment `/pve plan`, review the plan, then `/pve apply`.',
+      );
+      return;
+    }
+    const stored = posted;
     if (!stored) {
       await answered(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
       return;

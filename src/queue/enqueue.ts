@@ -25,10 +25,23 @@ export const PLAN_JOB_OPTIONS: JobsOptions = {
 
 /** What webhook handlers may do with the queue; implemented by {@link PlanQueueProducer}. */
 export interface JobProducer {
-  /** Adds the job once per delivery; resolves with its job id. Throws when Redis cannot take it. */
-  enqueue(job: PlanQueueJob): Promise<string>;
+  /**
+   * Adds the job once per delivery (or once per `jobId` while BullMQ keeps a job of that id);
+   * resolves with its job id. Throws when Redis cannot take it.
+   */
+  enqueue(job: PlanQueueJob, options?: { jobId?: string }): Promise<string>;
   /** Records a pull request's head (see `NewestHeads.record`); false when a newer one is known. */
   recordHead(repoId: number, pr: number, sha: string, updatedAt: string): Promise<boolean>;
+}
+
+/**
+ * The job id of a refresh of a pull request's comment in refresh generation `generation` (see
+ * `PlanStore.refreshGeneration`): every posting that asks for it while it waits asks for the same
+ * job, so pull requests racing for one guest cost one refresh each per burst of postings, not one
+ * per pair.
+ */
+export function refreshJobId(repoId: number, pr: number, generation: number): string {
+  return `refresh-r${repoId}-pr${pr}-g${generation}`;
 }
 
 /** Adds plan-queue jobs, one per delivery. */
@@ -38,8 +51,8 @@ export class PlanQueueProducer implements JobProducer {
     private readonly heads: NewestHeads,
   ) {}
 
-  async enqueue(job: PlanQueueJob): Promise<string> {
-    const jobId = deliveryJobId(job.kind, job.deliveryId, job.kind === 'refresh' ? job.pr : undefined);
+  async enqueue(job: PlanQueueJob, options: { jobId?: string } = {}): Promise<string> {
+    const jobId = options.jobId ?? deliveryJobId(job.kind, job.deliveryId, job.kind === 'refresh' ? job.pr : undefined);
     await this.queue.add(job.kind, job, { ...PLAN_JOB_OPTIONS, jobId });
     return jobId;
   }

@@ -1,8 +1,8 @@
 /**
  * The plan of one pull request head: read the spec repository at the head and base commits (one
- * archive each, the base's cached), plan head against base with read-only clients, store the plan,
- * and post it — the sticky comment and the `pve-gitops/plan` check run — unless a newer head of
- * the pull request arrived meanwhile. Posting for one pull request is serialised by a Redis lock,
+ * archive each, the base's cached), plan head against base with read-only clients, and post it —
+ * the sticky comment and the `pve-gitops/plan` check run — unless a newer head of the pull request
+ * arrived meanwhile; once the comment is written, the plan is stored as the one it shows. Posting for one pull request is serialised by a Redis lock,
  * and the newest head is checked again under it, so a plan for an older push never lands over a
  * newer one.
  */
@@ -16,7 +16,7 @@ import type { GuestSpec, Plan } from '../core/model.js';
 import { guestKey } from '../core/plan/plan-specs.js';
 import { runPlan } from '../engine/run-plan.js';
 import { PLAN_CHECK_NAME } from '../github/check-names.js';
-import { completeCheckRun, startCheckRun, type CheckTarget } from '../github/check-runs.js';
+import { type CheckResult, type CheckTarget, completeCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
 import {
   type ApplyingGuest,
   type Overlap,
@@ -32,13 +32,13 @@ import {
 import { ArchiveError } from '../github/read-archive.js';
 import { RepoConfigError } from '../github/repo-config.js';
 import { repoFilePath } from '../github/spec-repo.js';
-import { ensureComment } from '../github/sticky-comment.js';
+import { type EnsuredComment, ensureComment } from '../github/sticky-comment.js';
 import { PLAN_MARKER } from '../core/render/render-markdown.js';
 import { withholdLiveValues } from '../core/render/withhold-live.js';
 import type { CommitSpecs, CommitSpecsCache } from './commit-specs.js';
 import type { NewestHeads } from './newest-head.js';
-import type { PlanStore, TouchedGuest } from './plan-store.js';
-import { withLock } from './redis-lock.js';
+import type { PlanStore, StoredPlan, TouchedGuest } from './plan-store.js';
+import { type HeldLock, withLock } from './redis-lock.js';
 import type { PlanReason, RepoRef } from './schema.js';
 
 /** What planning a pull request needs; built by the worker for each job. */
@@ -67,24 +67,37 @@ export interface PlanTarget {
   pr: number;
   headSha: string;
   baseSha: string;
+  /** The branch the pull request targets; stored with the plan (a plan of another base is never applied). */
+  baseRef?: string | undefined;
   draft: boolean;
   reason: PlanReason;
   /** The head lives in another repository (a fork). */
   fork?: boolean | undefined;
+  /**
+   * The job and attempt this plan runs as. Attempts of one job share one check run: a retry takes
+   * over the run an earlier attempt created (a worker killed, a GitHub error) instead of leaving
+   * it in progress beside a new one, and only the last attempt completes it as a failure.
+   */
+  attempt?: { chain: string; number: number; final: boolean } | undefined;
 }
 
-/** What became of a plan job. */
-export type PlanOutcome = 'posted' | 'superseded' | 'awaiting-command';
+/** What became of a plan job: `unchanged` — this head's plan against this base is posted already, nothing was planned. */
+export type PlanOutcome = 'posted' | 'superseded' | 'unchanged' | 'awaiting-command';
 
-/** Plans a push starts, as opposed to a writer's `/pve plan`, Re-run or a merge. */
-const PUSH_REASONS: ReadonlySet<PlanReason> = new Set(['opened', 'synchronize', 'reopened', 'ready_for_review']);
+/**
+ * Deliveries that plan only a head not yet posted: every action of a pull request sends one, and
+ * an unchanged head against an unchanged base would plan to the same result (GitHub sends
+ * `opened`, `reopened`, `ready_for_review` and `synchronize` for one head). Commands, "Re-run",
+ * a merge and a change of base always plan.
+ */
+const PLAN_ONLY_NEW: ReadonlySet<PlanReason> = new Set(['opened', 'synchronize', 'reopened', 'ready_for_review']);
 
 /**
  * Whether a fork's push waits for a writer: the base commit's config says `forks: on-command`. A
  * base that cannot be read says nothing here; planning reports it.
  */
 async function forkWaitsForCommand(ctx: PlanContext, target: PlanTarget): Promise<boolean> {
-  if (target.fork !== true || !PUSH_REASONS.has(target.reason)) return false;
+  if (target.fork !== true || !PLAN_ONLY_NEW.has(target.reason)) return false;
   try {
     return (await ctx.specs.base(ctx.octokit, target.repo, target.baseSha)).config?.forks === 'on-command';
   } catch {
@@ -102,6 +115,8 @@ async function postAwaitingCommand(ctx: PlanContext, target: PlanTarget, log: Lo
   return withLock(ctx.redis, ctx.store.postLockKey(repo.id, target.pr), { ttlMs: 30_000, waitMs: 120_000 }, async () => {
     const newest = await ctx.heads.get(repo.id, target.pr);
     if (newest !== undefined && newest !== target.headSha) return 'superseded';
+    // The comment stops showing the plan posted before: that plan is no longer the one shown.
+    await ctx.store.unmarkPosted(repo.id, target.pr);
     const comment = await ensureComment(ctx.octokit, {
       owner: repo.owner,
       repo: repo.name,
@@ -266,45 +281,158 @@ function specsOf(plan: Plan, head: CommitSpecs): { clusters: CommitSpecs['loaded
   };
 }
 
+/** True when GitHub answered a write with a refusal (4xx): the comment was not changed. */
+function refused(error: unknown): boolean {
+  const status = typeof error === 'object' && error !== null ? (error as { status?: unknown }).status : undefined;
+  return typeof status === 'number' && status >= 400 && status < 500;
+}
+
+/** Throws when the posting lock was lost (a worker paused past its expiry): another job may have posted since. */
+async function stillPosting(lock: HeldLock): Promise<void> {
+  if (lock.lost.aborted || !(await lock.stillHeld())) throw new Error(`${lock.key}: the posting lock was lost; the plan is posted again`);
+}
+
+function sameGuests(a: readonly TouchedGuest[], b: readonly TouchedGuest[]): boolean {
+  return a.length === b.length && a.every((guest, i) => guest.key === b[i]?.key && guest.name === b[i]?.name);
+}
+
+/**
+ * A head whose plan against this base is posted already: the comment is rendered again from the
+ * posted plan (a draft marked ready, a reopened pull request racing again) and nothing is planned.
+ * Resolves false when that is no longer so under the posting lock (it must be planned after all).
+ */
+async function repostUnchanged(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<boolean> {
+  const { repo, pr } = target;
+  const others = await withLock(ctx.redis, ctx.store.postLockKey(repo.id, pr), { ttlMs: 30_000, waitMs: 120_000 }, async (lock) => {
+    const stored = await ctx.store.getPostedPlan(repo.id, pr, target.headSha);
+    if (!stored || !sameBase(stored, target)) return undefined;
+    const touched = touchedGuests(stored.plan);
+    const previous = await ctx.store.getTouched(repo.id, pr);
+    const before = await overlapsOf(ctx, repo.id, pr, previous);
+    await ctx.store.setTouched(repo.id, pr, target.headSha, touched);
+    const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
+    const body = renderPlanComment(
+      stored.plan,
+      { headSha: stored.headSha, baseSha: stored.baseSha, draft: target.draft },
+      overlaps,
+      (file) => repoFilePath(stored.specRoot, file),
+      await appliesInProgress(ctx, repo, touched),
+    );
+    const known = await ctx.store.getComment(repo.id, pr);
+    const comment = await ensureComment(ctx.octokit, {
+      owner: repo.owner,
+      repo: repo.name,
+      issueNumber: pr,
+      marker: PLAN_MARKER,
+      body,
+      known,
+    });
+    await stillPosting(lock);
+    if (comment.action !== 'unchanged' || stored.draft !== target.draft)
+      await ctx.store.savePostedPlan({ ...stored, draft: target.draft }, comment.bodyHash);
+    await ctx.store.setComment(repo.id, pr, comment);
+    log.info({ comment: comment.action }, 'this head is planned and posted against this base already: not planned again');
+    return sameGuests(previous, touched) ? [] : racingPrs(before, overlaps);
+  });
+  if (others === undefined) return false;
+  if (others.length > 0) await ctx.refreshComments?.(others);
+  return true;
+}
+
+/** True when a posted plan was made against the target's base: the same commit, and the same branch when the target names one. */
+function sameBase(stored: StoredPlan, target: PlanTarget): boolean {
+  return stored.baseSha === target.baseSha && (target.baseRef === undefined || stored.baseRef === target.baseRef);
+}
+
 /**
  * Plans one pull request head and posts the result. Resolves `superseded` when a newer head is
- * known (before planning, or right before posting); throws only for failures worth a retry (GitHub
- * or Redis unreachable) — invalid specs and unreadable clusters are results, posted as such.
+ * known (before planning, or right before posting), `unchanged` when this head's plan against this
+ * base is posted already and the delivery did not ask for a new one; throws only for failures
+ * worth a retry (GitHub or Redis unreachable) — invalid specs and unreadable clusters are results,
+ * posted as such.
+ *
+ * The plan is kept in memory until its comment was written: it is stored as the pull request's
+ * posted plan — the one merge-to-apply and `/pve apply` carry out — only then, under the posting
+ * lock, after the newest head was checked. Until the comment write succeeds, no plan counts as
+ * posted (the comment may show either), unless GitHub refused it and the comment still shows the
+ * plan posted before.
  */
 export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Promise<PlanOutcome> {
   const log = ctx.logger.child({ pr: target.pr, head: target.headSha, base: target.baseSha });
   const { repo } = target;
+  const check: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: target.headSha };
+  const attempt = target.attempt;
   if (!(await ctx.heads.isNewest(repo.id, target.pr, target.headSha))) {
     log.info('a newer head of this pull request is known: not planned');
+    // An earlier attempt's run would stay in progress: this chain ends here.
+    const earlier = attempt ? await ctx.store.getCheckRun(repo.id, target.pr, attempt.chain) : undefined;
+    if (attempt && earlier) {
+      const newest = (await ctx.heads.get(repo.id, target.pr)) ?? target.headSha;
+      await completeCheckRun(ctx.octokit, { ...check, headSha: earlier.headSha }, earlier.id, {
+        conclusion: 'skipped',
+        title: `Superseded by ${short(newest)}`,
+        summary: `A newer commit (${short(newest)}) was pushed before this plan could finish; its plan is the one posted.`,
+      });
+      await ctx.store.forgetCheckRun(repo.id, target.pr, attempt.chain);
+    }
     return 'superseded';
   }
+  if (PLAN_ONLY_NEW.has(target.reason)) {
+    const posted = await ctx.store.getPostedPlan(repo.id, target.pr, target.headSha);
+    if (posted && sameBase(posted, target) && (await repostUnchanged(ctx, target, log))) return 'unchanged';
+  }
   if (await forkWaitsForCommand(ctx, target)) return postAwaitingCommand(ctx, target, log);
-  const check: CheckTarget = { owner: repo.owner, repo: repo.name, headSha: target.headSha };
   const commits: PlannedCommits = { headSha: target.headSha, baseSha: target.baseSha, draft: target.draft };
-  const run = await startCheckRun(ctx.octokit, check, {
-    name: PLAN_CHECK_NAME,
-    externalId: String(target.pr),
+  const planning = {
     title: 'Planning…',
     summary: `Planning ${short(target.headSha)} against base ${short(target.baseSha)} (${target.reason}).`,
-  });
+  };
+  // A retry takes over the check run of the attempt before it, which may have died with it "in progress".
+  const earlier = attempt ? await ctx.store.getCheckRun(repo.id, target.pr, attempt.chain) : undefined;
+  let runId: number;
+  if (earlier !== undefined && earlier.headSha === target.headSha) {
+    runId = earlier.id;
+    await updateCheckRun(ctx.octokit, check, runId, {
+      title: planning.title,
+      summary: `${planning.summary} Attempt ${attempt?.number}: the one before it did not finish.`,
+    });
+  } else {
+    if (earlier !== undefined) {
+      // The attempt before planned another head (a command's retry found a newer one): that run is over.
+      await completeCheckRun(ctx.octokit, { ...check, headSha: earlier.headSha }, earlier.id, {
+        conclusion: 'skipped',
+        title: `Superseded by ${short(target.headSha)}`,
+        summary: `A retry of this plan found a newer commit (${short(target.headSha)}) and planned it instead.`,
+      });
+    }
+    runId = (await startCheckRun(ctx.octokit, check, { name: PLAN_CHECK_NAME, externalId: String(target.pr), ...planning })).id;
+    if (attempt) await ctx.store.setCheckRun(repo.id, target.pr, attempt.chain, { id: runId, headSha: target.headSha });
+  }
+  const checkRunId = runId;
+  const complete = async (result: CheckResult): Promise<void> => {
+    await completeCheckRun(ctx.octokit, check, checkRunId, result);
+    if (attempt) await ctx.store.forgetCheckRun(repo.id, target.pr, attempt.chain);
+  };
   try {
     let body: string;
     let result: ReturnType<typeof planCheckResult>;
     let touched: TouchedGuest[] = [];
     let overlaps: Overlap[] = [];
+    let posting: StoredPlan | undefined;
     try {
       const planned = await plan(ctx, target, log);
       touched = touchedGuests(planned.plan);
-      await ctx.store.savePlan({
+      posting = {
         repo,
         pr: target.pr,
         headSha: target.headSha,
         baseSha: target.baseSha,
+        baseRef: target.baseRef,
         specRoot: planned.head.specRoot,
         draft: target.draft,
         plan: planned.plan,
         specs: specsOf(planned.plan, planned.head),
-      });
+      };
       overlaps = await overlapsOf(ctx, repo.id, target.pr, touched);
       const applying = await appliesInProgress(ctx, repo, touched);
       const repoPath = (file: string): string => repoFilePath(planned.head.specRoot, file);
@@ -321,11 +449,11 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       log.info({ headline: error.headline, problems: error.problems.length }, 'not planned');
     }
 
-    return await withLock(ctx.redis, ctx.store.postLockKey(repo.id, target.pr), { ttlMs: 30_000, waitMs: 120_000 }, async () => {
+    return await withLock(ctx.redis, ctx.store.postLockKey(repo.id, target.pr), { ttlMs: 30_000, waitMs: 120_000 }, async (lock) => {
       const newest = await ctx.heads.get(repo.id, target.pr);
       if (newest !== undefined && newest !== target.headSha) {
         log.info({ newest }, 'a newer head arrived while planning: not posted');
-        await completeCheckRun(ctx.octokit, check, run.id, {
+        await complete({
           conclusion: 'skipped',
           title: `Superseded by ${short(newest)}`,
           summary: `A newer commit (${short(newest)}) was pushed while this one was planned; its plan is the one posted.`,
@@ -335,47 +463,71 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
       // Pull requests that raced with this one's previous plan may not race with this one: they hear too.
       const before = await overlapsOf(ctx, repo.id, target.pr, await ctx.store.getTouched(repo.id, target.pr));
       await ctx.store.setTouched(repo.id, target.pr, target.headSha, touched);
+      // Another pull request may have recorded its guests since this comment was rendered (both
+      // rendered before either recorded): it is refreshed, and so is this comment, so neither misses the other.
+      const now = await overlapsOf(ctx, repo.id, target.pr, touched);
+      const shownRacing = new Set(racingPrs(overlaps));
+      const missed = racingPrs(now).some((other) => !shownRacing.has(other));
       const known = await ctx.store.getComment(repo.id, target.pr);
-      const comment = await ensureComment(ctx.octokit, {
-        owner: repo.owner,
-        repo: repo.name,
-        issueNumber: target.pr,
-        marker: PLAN_MARKER,
-        body,
-        known,
-      });
+      // From here until the write succeeded the comment may show either plan: neither may be applied.
+      const shown = await ctx.store.unmarkPosted(repo.id, target.pr);
+      let comment: EnsuredComment;
+      try {
+        comment = await ensureComment(ctx.octokit, {
+          owner: repo.owner,
+          repo: repo.name,
+          issueNumber: target.pr,
+          marker: PLAN_MARKER,
+          body,
+          known,
+        });
+      } catch (error) {
+        // Refused, the comment still shows the plan posted before: that one stays the one to apply.
+        if (shown !== undefined && refused(error)) await ctx.store.restorePosted(repo.id, target.pr, shown);
+        throw error;
+      }
+      await stillPosting(lock);
+      if (posting) await ctx.store.savePostedPlan(posting, comment.bodyHash);
       await ctx.store.setComment(repo.id, target.pr, comment);
-      await completeCheckRun(ctx.octokit, check, run.id, result);
+      await complete(result);
       log.info({ comment: comment.action, commentId: comment.id, conclusion: result.conclusion }, 'plan posted');
-      const others = racingPrs(before, overlaps);
+      const others = [...racingPrs(before, overlaps, now), ...(missed ? [target.pr] : [])];
       if (others.length > 0) await ctx.refreshComments?.(others);
       return 'posted';
     });
   } catch (error) {
-    // The check run must not stay "in progress" forever; the job is retried (a new run) or failed.
-    await completeCheckRun(ctx.octokit, check, run.id, {
-      conclusion: 'failure',
-      title: 'pve-gitops could not finish the plan',
-      summary: `The plan stopped: ${error instanceof Error ? error.message : String(error)}. It is retried; \`/pve plan\` starts it again.`,
-    }).catch(() => {});
+    // The check run must not stay "in progress" forever: a retry takes it over, the last attempt completes it.
+    const why = error instanceof Error ? error.message : String(error);
+    if (attempt && !attempt.final) {
+      await updateCheckRun(ctx.octokit, check, checkRunId, {
+        title: 'Planning… (retrying)',
+        summary: `Attempt ${attempt.number} stopped: ${why}. It is retried.`,
+      }).catch(() => {});
+    } else {
+      await complete({
+        conclusion: 'failure',
+        title: 'pve-gitops could not finish the plan',
+        summary: `The plan stopped${attempt ? ` after ${attempt.number} attempts` : ''}: ${why}. \`/pve plan\` starts it again.`,
+      }).catch(() => {});
+    }
     throw error;
   }
 }
 
 /**
- * Renders a pull request's sticky comment again from its latest stored plan, with the open pull
+ * Renders a pull request's sticky comment again from its posted plan, with the open pull
  * requests that race for its guests now. Nothing is planned and no check run changes; the comment
  * is edited only when its text changed. Skipped when a newer head is on its way (its own plan will
  * say it), or when the pull request has no posted plan.
  */
 export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; pr: number }): Promise<'edited' | 'unchanged' | 'skipped'> {
   const { repo, pr } = target;
-  return withLock(ctx.redis, ctx.store.postLockKey(repo.id, pr), { ttlMs: 30_000, waitMs: 120_000 }, async () => {
-    const sha = await ctx.store.latestPlanSha(repo.id, pr);
+  // Before anything is read: a change recorded from now on asks for a refresh of its own.
+  await ctx.store.startRefresh(repo.id, pr);
+  return withLock(ctx.redis, ctx.store.postLockKey(repo.id, pr), { ttlMs: 30_000, waitMs: 120_000 }, async (lock) => {
+    const stored = await ctx.store.getPostedPlan(repo.id, pr);
     const known = await ctx.store.getComment(repo.id, pr);
-    if (sha === undefined || known === undefined || !(await ctx.heads.isNewest(repo.id, pr, sha))) return 'skipped';
-    const stored = await ctx.store.getPlan(repo.id, pr, sha);
-    if (!stored) return 'skipped';
+    if (!stored || known === undefined || !(await ctx.heads.isNewest(repo.id, pr, stored.headSha))) return 'skipped';
     const touched = touchedGuests(stored.plan);
     const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
     const body = renderPlanComment(
@@ -393,6 +545,9 @@ export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; 
       body,
       known,
     });
+    await stillPosting(lock);
+    // The same plan, shown with other neighbours: still the posted one, under its new body.
+    if (comment.action !== 'unchanged') await ctx.store.savePostedPlan(stored, comment.bodyHash);
     await ctx.store.setComment(repo.id, pr, comment);
     return comment.action === 'unchanged' ? 'unchanged' : 'edited';
   });

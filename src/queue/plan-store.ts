@@ -1,7 +1,9 @@
 /**
  * The App's Redis-side state about plans:
- * - the plan of each repository / pull request / head SHA, as versioned JSON with the specs it was
- *   made from, so merge-to-apply can carry out exactly what was reviewed;
+ * - the plan each pull request's sticky comment shows — its *posted* plan — as versioned JSON with
+ *   the specs it was made from, so merge-to-apply can carry out exactly what was reviewed. A plan
+ *   the job computed is kept in the job's memory until its comment was written: one that was
+ *   superseded, or whose comment GitHub refused, is never stored, so it can never be applied;
  * - the guests each open pull request's latest plan touches, so every plan comment can name the
  *   other open pull requests racing for the same guest;
  * - the sticky comment of each pull request (id and hash of the body last written), so an
@@ -15,8 +17,11 @@ import { ClusterSpecSchema, GuestSpecSchema } from '../core/render/plan-schema.j
 import type { KnownComment } from '../github/sticky-comment.js';
 import { CommitSha, RepoRef } from './schema.js';
 
-/** Version of the stored-plan envelope (the plan inside has its own version). */
-export const STORED_PLAN_VERSION = 1;
+/**
+ * Version of the stored-plan envelope (the plan inside has its own version). Version 1 was stored
+ * before its comment was posted, so it may never have been shown: it is not read as a posted plan.
+ */
+export const STORED_PLAN_VERSION = 2;
 
 /** Plans are kept this long: longer than reviews usually take. */
 const PLAN_TTL_SECONDS = 90 * 24 * 3600;
@@ -27,21 +32,27 @@ const StoredPlanEnvelope = z.strictObject({
   pr: z.int().positive(),
   headSha: CommitSha,
   baseSha: CommitSha,
+  /** The branch the pull request targeted when it was planned; a plan of another base is never applied. */
+  baseRef: z.string().min(1).max(255).optional(),
   /** Spec root in the repository the specs were read from. */
   specRoot: z.string(),
   draft: z.boolean(),
+  /** sha256 of the sticky comment body that showed this plan, as GitHub accepted it. */
+  commentHash: z.string().regex(/^[0-9a-f]{64}$/),
   /** The plan, exactly as `renderPlanJson` wrote it. */
   plan: z.string(),
   /** The head's Cluster documents and the head specs of the guests the plan covers. */
   specs: z.strictObject({ clusters: z.array(ClusterSpecSchema), guests: z.array(GuestSpecSchema) }),
 });
 
-/** A plan as stored for one pull request head. */
+/** A plan as posted for one pull request head. */
 export interface StoredPlan {
   repo: RepoRef;
   pr: number;
   headSha: string;
   baseSha: string;
+  /** The base branch it was planned against (absent: not known to the job that planned it). */
+  baseRef?: string | undefined;
   specRoot: string;
   draft: boolean;
   plan: Plan;
@@ -53,6 +64,8 @@ export interface TouchedGuest {
   key: string;
   name: string;
 }
+
+const ChainCheckRun = z.strictObject({ id: z.int().positive(), headSha: CommitSha });
 
 const TouchedEntry = z.strictObject({ headSha: CommitSha, guests: z.array(z.strictObject({ key: z.string(), name: z.string() })) });
 
@@ -71,6 +84,18 @@ export class PlanStore {
     return `${this.prefix}:touched:${repoId}`;
   }
 
+  private latestKey(repoId: number, pr: number): string {
+    return `${this.prefix}:latest:${repoId}:${pr}`;
+  }
+
+  private checkRunKey(repoId: number, pr: number, chain: string): string {
+    return `${this.prefix}:checkrun:${repoId}:${pr}:${chain}`;
+  }
+
+  private refreshKey(repoId: number, pr: number): string {
+    return `${this.prefix}:refresh:${repoId}:${pr}`;
+  }
+
   private commentKey(repoId: number, pr: number): string {
     return `${this.prefix}:comment:${repoId}:${pr}`;
   }
@@ -80,37 +105,93 @@ export class PlanStore {
     return `${this.prefix}:lock:post:${repoId}:${pr}`;
   }
 
-  /** Stores the plan of one head, and remembers it as the pull request's latest. */
-  async savePlan(stored: StoredPlan): Promise<void> {
+  /**
+   * Records `stored` as the plan the pull request's sticky comment shows, its comment having been
+   * written with the body hashed as `commentHash`. Only a posted plan is ever applied.
+   */
+  async savePostedPlan(stored: StoredPlan, commentHash: string): Promise<void> {
     const envelope = StoredPlanEnvelope.parse({
       version: STORED_PLAN_VERSION,
       repo: stored.repo,
       pr: stored.pr,
       headSha: stored.headSha,
       baseSha: stored.baseSha,
+      ...(stored.baseRef !== undefined ? { baseRef: stored.baseRef } : {}),
       specRoot: stored.specRoot,
       draft: stored.draft,
+      commentHash,
       plan: renderPlanJson(stored.plan),
       specs: stored.specs,
     });
     await this.redis
       .multi()
       .set(this.planKey(stored.repo.id, stored.pr, stored.headSha), JSON.stringify(envelope), 'EX', PLAN_TTL_SECONDS)
-      .set(`${this.prefix}:latest:${stored.repo.id}:${stored.pr}`, stored.headSha, 'EX', PLAN_TTL_SECONDS)
+      .set(this.latestKey(stored.repo.id, stored.pr), stored.headSha, 'EX', PLAN_TTL_SECONDS)
       .exec();
   }
 
-  /** The plan stored for a pull request head, if any. Throws on a stored plan this build cannot read. */
-  async getPlan(repoId: number, pr: number, headSha: string): Promise<StoredPlan | undefined> {
-    const text = await this.redis.get(this.planKey(repoId, pr, headSha));
+  /**
+   * Forgets which plan the pull request's comment shows, before the comment is written again:
+   * from then on it may show something else, so nothing may be applied from it until the write
+   * succeeded and the new plan is marked posted. Resolves with the head whose plan was posted.
+   */
+  async unmarkPosted(repoId: number, pr: number): Promise<string | undefined> {
+    return (await this.redis.getdel(this.latestKey(repoId, pr))) ?? undefined;
+  }
+
+  /** Marks `headSha`'s plan posted again after GitHub refused to change the comment (unless another was posted since). */
+  async restorePosted(repoId: number, pr: number, headSha: string): Promise<void> {
+    await this.redis.set(this.latestKey(repoId, pr), headSha, 'EX', PLAN_TTL_SECONDS, 'NX');
+  }
+
+  /**
+   * The plan the pull request's sticky comment shows — with `headSha`, only if it is that head's.
+   * Throws on a stored plan this build cannot read; a plan stored before it was posted (envelope
+   * version 1) is no posted plan.
+   */
+  async getPostedPlan(repoId: number, pr: number, headSha?: string): Promise<StoredPlan | undefined> {
+    const latest = await this.redis.get(this.latestKey(repoId, pr));
+    if (latest === null || (headSha !== undefined && latest !== headSha)) return undefined;
+    const text = await this.redis.get(this.planKey(repoId, pr, latest));
     if (text === null) return undefined;
-    const envelope = StoredPlanEnvelope.parse(JSON.parse(text));
+    const json = JSON.parse(text) as { version?: unknown };
+    if (json.version === 1) return undefined;
+    const { commentHash: _hash, version: _version, ...envelope } = StoredPlanEnvelope.parse(json);
     return { ...envelope, plan: parsePlanJson(envelope.plan) };
   }
 
-  /** The head SHA of the pull request's latest stored plan. */
-  async latestPlanSha(repoId: number, pr: number): Promise<string | undefined> {
-    return (await this.redis.get(`${this.prefix}:latest:${repoId}:${pr}`)) ?? undefined;
+  /** The check run an attempt chain of a pull request's plan (a job and its retries) made, and its commit, if any. */
+  async getCheckRun(repoId: number, pr: number, chain: string): Promise<{ id: number; headSha: string } | undefined> {
+    const parsed = ChainCheckRun.safeParse(JSON.parse((await this.redis.get(this.checkRunKey(repoId, pr, chain))) ?? 'null'));
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  /** Remembers the check run of an attempt chain, for its retries: as long as a failed job is kept. */
+  async setCheckRun(repoId: number, pr: number, chain: string, run: { id: number; headSha: string }): Promise<void> {
+    await this.redis.set(this.checkRunKey(repoId, pr, chain), JSON.stringify(run), 'EX', 7 * 24 * 3600);
+  }
+
+  /** Forgets the check run of an attempt chain once it was completed. */
+  async forgetCheckRun(repoId: number, pr: number, chain: string): Promise<void> {
+    await this.redis.del(this.checkRunKey(repoId, pr, chain));
+  }
+
+  /**
+   * The refresh generation of a pull request's comment: a refresh job asked for while one of this
+   * generation is waiting is the same job. It grows when a refresh starts ({@link startRefresh}).
+   */
+  async refreshGeneration(repoId: number, pr: number): Promise<number> {
+    return Number(await this.redis.get(this.refreshKey(repoId, pr))) || 0;
+  }
+
+  /**
+   * Called by a refresh before it reads anything: a change recorded after this is asked for under
+   * the next generation, so it gets a refresh of its own, while every change recorded before it is
+   * seen by this one.
+   */
+  async startRefresh(repoId: number, pr: number): Promise<void> {
+    const key = this.refreshKey(repoId, pr);
+    await this.redis.multi().incr(key).expire(key, PLAN_TTL_SECONDS).exec();
   }
 
   /** Records the guests the pull request's latest plan touches (replacing what an older plan touched). */

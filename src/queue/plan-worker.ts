@@ -9,8 +9,10 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
 import { helpText } from '../github/chat-ops.js';
+import { completeCheckRun } from '../github/check-runs.js';
 import { commandPermission } from '../github/permissions.js';
 import type { CommitSpecsCache } from './commit-specs.js';
+import { refreshJobId } from './enqueue.js';
 import type { NewestHeads } from './newest-head.js';
 import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refreshComment } from './plan-pr.js';
 import type { PlanStore } from './plan-store.js';
@@ -27,7 +29,7 @@ export interface PlanWorkerDeps {
   github: (installationId: number) => Promise<ProbotOctokit>;
   connections: PlanContext['connections'];
   /** Adds a job to the plan queue (refreshing other pull requests' comments); absent, nothing is refreshed. */
-  enqueue?: (job: PlanQueueJob) => Promise<unknown>;
+  enqueue?: (job: PlanQueueJob, options: { jobId: string }) => Promise<unknown>;
   /**
    * `/pve` commands beyond `plan` and `help`, by name (merge-to-apply adds `apply`, the drift
    * report `drift`). Called after the author's permission was checked and the comment reacted to.
@@ -59,19 +61,33 @@ async function react(octokit: ProbotOctokit, job: CommandJobData, content: React
  * payloads do not carry it): records it as the newest head, then plans it. A closed pull request
  * is not planned.
  */
-async function planCurrentHead(ctx: PlanContext, job: CommandJobData | RerunJobData, reason: PlanReason): Promise<'closed' | 'planned'> {
+async function planCurrentHead(
+  ctx: PlanContext,
+  job: CommandJobData | RerunJobData,
+  reason: PlanReason,
+  attempt?: PlanTarget['attempt'],
+): Promise<'closed' | 'planned'> {
   const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
   // A merged pull request is planned again too: after a conflict, that plan is what `/pve apply` applies.
   if (pr.state !== 'open' && pr.merged !== true) return 'closed';
   await ctx.heads.record(job.repo.id, job.pr, pr.head.sha, pr.updated_at);
-  const target: PlanTarget = { repo: job.repo, pr: job.pr, headSha: pr.head.sha, baseSha: pr.base.sha, draft: pr.draft === true, reason };
+  const target: PlanTarget = {
+    repo: job.repo,
+    pr: job.pr,
+    headSha: pr.head.sha,
+    baseSha: pr.base.sha,
+    baseRef: pr.base.ref,
+    draft: pr.draft === true,
+    reason,
+    attempt,
+  };
   await planPullRequest(ctx, target);
   // Merged, it races with no open pull request for its guests.
   if (pr.merged === true) await ctx.store.removeTouched(job.repo.id, job.pr);
   return 'planned';
 }
 
-async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJobData): Promise<void> {
+async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJobData, attempt: PlanTarget['attempt']): Promise<void> {
   const reply = async (body: string): Promise<void> => {
     await ctx.octokit.rest.issues.createComment({ owner: job.repo.owner, repo: job.repo.name, issue_number: job.pr, body });
   };
@@ -99,7 +115,8 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
     ...ctx,
     reply,
     replan: async (reason) => {
-      if ((await planCurrentHead(ctx, job, reason)) === 'closed') await reply('This pull request is closed: it is not planned any more.');
+      if ((await planCurrentHead(ctx, job, reason, attempt)) === 'closed')
+        await reply('This pull request is closed: it is not planned any more.');
     },
   };
   if (extra) await extra(job, commandContext);
@@ -109,6 +126,41 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
 async function closed(ctx: PlanContext, job: ClosedJobData): Promise<void> {
   // A closed pull request no longer races with the others for its guests.
   await forgetClosed(ctx, job);
+}
+
+/**
+ * The attempt a job runs as: its id names the chain of attempts, which share one check run. A
+ * stalled job (its worker died) runs again without counting as a failed attempt; `attemptsStarted`
+ * counts it.
+ */
+function attemptOf(job: Job): NonNullable<PlanTarget['attempt']> {
+  return {
+    chain: String(job.id),
+    number: Math.max(job.attemptsStarted, job.attemptsMade + 1),
+    final: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+  };
+}
+
+/**
+ * For the worker's `failed` event: a plan job that failed for good without its processor saying
+ * so — BullMQ fails a job that stalled more often than it allows (its workers died or froze) without
+ * running it again — still completes the check run it left in progress, as a failure saying why.
+ */
+export async function completeFailedPlan(deps: Pick<PlanWorkerDeps, 'store' | 'github' | 'logger'>, job: Job, error: Error): Promise<void> {
+  const parsed = PlanQueueJob.safeParse(job.data);
+  if (!parsed.success || !['plan', 'command', 'rerun'].includes(parsed.data.kind)) return;
+  if (job.attemptsMade < (job.opts.attempts ?? 1) && !/stalled/i.test(error.message)) return;
+  const data = parsed.data;
+  const run = await deps.store.getCheckRun(data.repo.id, data.pr, String(job.id));
+  if (!run) return;
+  const octokit = await deps.github(data.installationId);
+  await completeCheckRun(octokit, { owner: data.repo.owner, repo: data.repo.name, headSha: run.headSha }, run.id, {
+    conclusion: 'failure',
+    title: 'pve-gitops could not finish the plan',
+    summary: `The plan stopped: ${error.message}. \`/pve plan\` starts it again.`,
+  });
+  await deps.store.forgetCheckRun(data.repo.id, data.pr, String(job.id));
+  deps.logger.warn({ job: job.id, checkRun: run.id }, 'plan job failed for good: its check run was completed as a failure');
 }
 
 /** The processor BullMQ calls for each plan-queue job. */
@@ -125,7 +177,12 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
       repo: `${data.repo.owner}/${data.repo.name}`,
       pr: data.pr,
     });
-    if (data.kind === 'plan' && !(await deps.heads.isNewest(data.repo.id, data.pr, data.headSha))) {
+    // Dropped without a GitHub client, unless an earlier attempt left a check run to complete (planPullRequest does).
+    if (
+      data.kind === 'plan' &&
+      !(await deps.heads.isNewest(data.repo.id, data.pr, data.headSha)) &&
+      (await deps.store.getCheckRun(data.repo.id, data.pr, String(job.id))) === undefined
+    ) {
       logger.info({ head: data.headSha }, 'a newer head of this pull request is known: not planned');
       return;
     }
@@ -142,22 +199,29 @@ export function createPlanProcessor(deps: PlanWorkerDeps): (job: Job) => Promise
             refreshComments: async (prs: readonly number[]) => {
               const enqueue = deps.enqueue!;
               for (const pr of prs) {
-                await enqueue({ kind: 'refresh', installationId: data.installationId, repo: data.repo, deliveryId: data.deliveryId, pr });
+                // One waiting refresh per pull request, however many postings ask for it.
+                const jobId = refreshJobId(data.repo.id, pr, await deps.store.refreshGeneration(data.repo.id, pr));
+                await enqueue(
+                  { kind: 'refresh', installationId: data.installationId, repo: data.repo, deliveryId: data.deliveryId, pr },
+                  { jobId },
+                );
               }
             },
           }
         : {}),
       ...(deps.applies ? { applies: deps.applies } : {}),
     };
+    const attempt = attemptOf(job);
     switch (data.kind) {
       case 'plan':
-        await planPullRequest(ctx, data);
+        await planPullRequest(ctx, { ...data, attempt });
         return;
       case 'rerun':
-        if ((await planCurrentHead(ctx, data, 'rerequested')) === 'closed') logger.info('re-run of a closed pull request: not planned');
+        if ((await planCurrentHead(ctx, data, 'rerequested', attempt)) === 'closed')
+          logger.info('re-run of a closed pull request: not planned');
         return;
       case 'command':
-        await runCommand(deps, ctx, data);
+        await runCommand(deps, ctx, data, attempt);
         return;
       case 'closed':
         await closed(ctx, data);

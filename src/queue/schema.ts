@@ -37,7 +37,16 @@ const common = {
 };
 
 /** Why a plan runs; shown in logs and the check run. */
-export const PlanReason = z.enum(['opened', 'synchronize', 'reopened', 'ready_for_review', 'command', 'rerequested', 'merged']);
+export const PlanReason = z.enum([
+  'opened',
+  'synchronize',
+  'reopened',
+  'ready_for_review',
+  'retargeted',
+  'command',
+  'rerequested',
+  'merged',
+]);
 export type PlanReason = z.infer<typeof PlanReason>;
 
 /** Plan the pull request's head against its base. */
@@ -47,6 +56,8 @@ export const PlanJobData = z.strictObject({
   pr: z.int().positive(),
   headSha: CommitSha,
   baseSha: CommitSha,
+  /** The branch the pull request targets (absent in jobs of older versions). */
+  baseRef: z.string().min(1).max(255).optional(),
   draft: z.boolean(),
   reason: PlanReason,
   /** The head lives in another repository (a fork, or one deleted since). */
@@ -150,6 +161,8 @@ export const MergeJobData = z.strictObject({
   pr: z.int().positive(),
   headSha: CommitSha,
   baseSha: CommitSha,
+  /** The branch it was merged into: a plan made against another base is not applied (absent in jobs of older versions). */
+  baseRef: z.string().min(1).max(255).optional(),
   mergeSha: CommitSha,
   /** GitHub's `merged_at`: the order of merges, whatever order their webhooks arrive in. */
   mergedAt: z.iso.datetime({ offset: true }),

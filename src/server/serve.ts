@@ -23,7 +23,7 @@ import { ApplyStore } from '../queue/apply-store.js';
 import { createGuestProcessor } from '../queue/apply-worker.js';
 import { ClusterWriters } from '../queue/cluster-writers.js';
 import { planPullRequest, type PlanTarget } from '../queue/plan-pr.js';
-import { createPlanProcessor } from '../queue/plan-worker.js';
+import { completeFailedPlan, createPlanProcessor } from '../queue/plan-worker.js';
 import { PlanStore } from '../queue/plan-store.js';
 import { RedisSlots } from '../queue/redis-slots.js';
 import { type MergeJobData, QUEUE_NAMES } from '../queue/schema.js';
@@ -232,7 +232,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const processor = createPlanProcessor({
         logger,
         redis: jobRedis,
-        enqueue: (job) => producer.enqueue(job),
+        enqueue: (job, options) => producer.enqueue(job, options),
         heads,
         store: planStore,
         specs,
@@ -266,7 +266,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         concurrency: config.workerConcurrency,
         ...stall,
       });
-      planWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+      planWorker.on('failed', (job, error) => {
+        logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed');
+        if (job)
+          completeFailedPlan({ store: planStore, github, logger }, job, error).catch((err: unknown) =>
+            logger.warn({ err, job: job.id }, 'could not complete the check run of a failed plan'),
+          );
+      });
       planWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
       workers.push(planWorker);
       const driftWorker = new Worker(

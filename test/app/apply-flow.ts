@@ -15,13 +15,17 @@ import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { statePrefix } from '../../src/queue/keys.js';
 import { PlanStore } from '../../src/queue/plan-store.js';
+import { bodyHash } from '../../src/github/sticky-comment.js';
 import { QUEUE_NAMES } from '../../src/queue/schema.js';
 import { type CheckRunBody, expectArchive } from './plan-flow.js';
-import { type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
+import { examplePayload, type Payload, pullRequestEvent, type TestRepo } from './deliveries.js';
 import type { Expectation, GitHubDouble, RecordedRequest } from './github-double.js';
 import type { RepoFiles } from './spec-repo.js';
 
 const APPLY_MARKER = '<!-- pve-gitops:apply -->';
+
+/** The default branch of the repository in the example payloads (what pull requests target unless a test says otherwise). */
+export const EXAMPLE_DEFAULT_BRANCH: string = examplePayload('pull_request', 'synchronize').repository.default_branch;
 
 /** Resolves when a recorded body satisfies a predicate. */
 class Bodies<T> {
@@ -136,8 +140,10 @@ export function specSet(files: RepoFiles): SpecSet {
 }
 
 /**
- * Stores the plan of a pull request head as the plan job does: head against base, read from the
- * simulators with their read-only tokens, kept with the head's specs under the App's prefix.
+ * Stores the plan of a pull request head as the plan job does once its comment was posted: head
+ * against base, read from the simulators with their read-only tokens, kept with the head's specs
+ * under the App's prefix as the pull request's posted plan, planned against `baseRef` (default: the
+ * default branch of the example payloads, which {@link mergeEvent} merges into).
  */
 export async function storePlan(options: {
   redisUrl: string;
@@ -149,6 +155,7 @@ export async function storePlan(options: {
   baseSha: string;
   head: RepoFiles;
   base: RepoFiles;
+  baseRef?: string;
 }): Promise<void> {
   const head = specSet(options.head);
   const base = specSet(options.base);
@@ -160,16 +167,20 @@ export async function storePlan(options: {
     const readers = Object.fromEntries(clients.map(([name, client]) => [name, new PveClusterAdapter(client)]));
     const plan = await runPlan({ head, base, readers, ref: options.headSha });
     const planned = new Set(plan.guests.map((g) => `${g.cluster}/${g.vmid}`));
-    await new PlanStore(redis, statePrefix(options.prefix)).savePlan({
-      repo: options.repo,
-      pr: options.pr,
-      headSha: options.headSha,
-      baseSha: options.baseSha,
-      specRoot: '',
-      draft: false,
-      plan,
-      specs: { clusters: head.clusters, guests: head.guests.filter((g) => planned.has(`${g.cluster}/${g.vmid}`)) },
-    });
+    await new PlanStore(redis, statePrefix(options.prefix)).savePostedPlan(
+      {
+        repo: options.repo,
+        pr: options.pr,
+        headSha: options.headSha,
+        baseSha: options.baseSha,
+        baseRef: options.baseRef ?? EXAMPLE_DEFAULT_BRANCH,
+        specRoot: '',
+        draft: false,
+        plan,
+        specs: { clusters: head.clusters, guests: head.guests.filter((g) => planned.has(`${g.cluster}/${g.vmid}`)) },
+      },
+      bodyHash(`stored by a test for ${options.headSha}`),
+    );
   } finally {
     redis.disconnect();
     await Promise.all(clients.map(([, client]) => client.close()));
@@ -244,7 +255,7 @@ export function applyQueues(redisUrl: string, prefix: string): ApplyQueues {
 
 /**
  * GitHub's answer to `GET /repos/{o}/{r}/pulls/{n}` for a merged (or open) pull request into
- * `main`, the default branch; `times` as the double takes it (default once).
+ * the examples' default branch; `times` as the double takes it (default once).
  */
 export function pullAnswer(
   repo: TestRepo,
@@ -265,21 +276,21 @@ export function pullAnswer(
         draft: false,
         updated_at: '2030-01-01T00:00:09Z',
         head: { sha: shas.headSha },
-        base: { sha: shas.baseSha, ref: 'main', repo: { default_branch: 'main' } },
+        base: { sha: shas.baseSha, ref: EXAMPLE_DEFAULT_BRANCH, repo: { default_branch: EXAMPLE_DEFAULT_BRANCH } },
       },
     },
   };
 }
 
 /**
- * Expects `/pve apply`'s look at the default branch: `main`'s head commit asked (answered `tip`)
+ * Expects `/pve apply`'s look at the default branch: its head commit asked (answered `tip`)
  * and its archive read (`files`), unless this worker loaded that commit before.
  */
 export async function expectDefaultBranch(github: GitHubDouble, repo: TestRepo, tip: string, files: RepoFiles): Promise<void> {
   github.expect({
     method: 'GET',
-    path: `/repos/${repo.owner}/${repo.name}/branches/main`,
-    reply: { json: { name: 'main', commit: { sha: tip }, protected: false } },
+    path: `/repos/${repo.owner}/${repo.name}/branches/${EXAMPLE_DEFAULT_BRANCH}`,
+    reply: { json: { name: EXAMPLE_DEFAULT_BRANCH, commit: { sha: tip }, protected: false } },
   });
   await expectArchive(github, repo, tip, files);
 }

@@ -47,6 +47,8 @@ export interface TestApp {
   jobs(): Promise<Job[]>;
   /** Resolves once the delivery's job completed (rejects when it failed for good). */
   jobDone(kind: PlanQueueJob['kind'], deliveryId: string): Promise<void>;
+  /** Resolves once the plan-queue job `jobId` completed (rejects when it failed for good). */
+  jobIdDone(jobId: string): Promise<void>;
   /** Every key under the App's prefix with its value (strings, hashes, lists, sets), for leak checks. */
   redisDump(): Promise<string>;
   /** The drift queue (schedulers, jobs). */
@@ -132,7 +134,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
 /** Looks into the queues and state of an App (in this process or another) by its Redis prefix. */
 export type QueueInspector = Pick<
   TestApp,
-  'job' | 'jobs' | 'jobDone' | 'redisDump' | 'driftQueue' | 'addDrift' | 'driftDone' | 'driftCompleted'
+  'job' | 'jobs' | 'jobDone' | 'jobIdDone' | 'redisDump' | 'driftQueue' | 'addDrift' | 'driftDone' | 'driftCompleted'
 > & {
   close(): Promise<void>;
 };
@@ -169,6 +171,12 @@ export function inspectQueue(redisUrl: string, prefix: string): QueueInspector {
       const events = await queueEvents();
       const job = await queue.getJob(deliveryJobId(kind, deliveryId));
       if (!job) throw new Error(`no ${kind} job for delivery ${deliveryId}`);
+      await job.waitUntilFinished(events);
+    },
+    async jobIdDone(jobId) {
+      const events = await queueEvents();
+      const job = await queue.getJob(jobId);
+      if (!job) throw new Error(`no plan-queue job ${jobId}`);
       await job.waitUntilFinished(events);
     },
     async redisDump() {

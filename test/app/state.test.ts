@@ -37,7 +37,7 @@ describe('newest heads', () => {
 });
 
 describe('the plan store', () => {
-  it('stores a plan per repository, pull request and head, and reads it back with its specs', async () => {
+  it('keeps the posted plan of a pull request with its specs, and gives it only for its own head', async () => {
     const store = new PlanStore(redis, prefix);
     const plan = makePlan([makeGuestPlan({ action: 'update', changes: [{ key: 'cores', from: '1', to: '2', impact: 'live' }] })]);
     const repo = { id: 5, owner: 'acme', name: 'estate' };
@@ -49,29 +49,39 @@ describe('the plan store', () => {
       prune: false,
       source: { file: 'c.yaml', line: 1, col: 1 },
     };
-    await store.savePlan({
-      repo,
-      pr: 2,
-      headSha: sha('a'),
-      baseSha: sha('b'),
-      specRoot: 'lab',
-      draft: true,
-      plan,
-      specs: { clusters: [cluster], guests: [] },
-    });
-    const stored = await store.getPlan(5, 2, sha('a'));
+    await store.savePostedPlan(
+      {
+        repo,
+        pr: 2,
+        headSha: sha('a'),
+        baseSha: sha('b'),
+        baseRef: 'main',
+        specRoot: 'lab',
+        draft: true,
+        plan,
+        specs: { clusters: [cluster], guests: [] },
+      },
+      'f'.repeat(64),
+    );
+    const stored = await store.getPostedPlan(5, 2, sha('a'));
     expect(stored?.plan).toEqual(plan);
     expect(stored).toMatchObject({
       repo,
       pr: 2,
       headSha: sha('a'),
       baseSha: sha('b'),
+      baseRef: 'main',
       specRoot: 'lab',
       draft: true,
       specs: { clusters: [cluster] },
     });
-    expect(await store.latestPlanSha(5, 2)).toBe(sha('a'));
-    expect(await store.getPlan(5, 2, sha('c'))).toBeUndefined();
+    expect((await store.getPostedPlan(5, 2))?.headSha).toBe(sha('a'));
+    expect(await store.getPostedPlan(5, 2, sha('c'))).toBeUndefined();
+    // While its comment is being written again, no plan is posted; a refused write gives it back.
+    expect(await store.unmarkPosted(5, 2)).toBe(sha('a'));
+    expect(await store.getPostedPlan(5, 2)).toBeUndefined();
+    await store.restorePosted(5, 2, sha('a'));
+    expect((await store.getPostedPlan(5, 2, sha('a')))?.plan).toEqual(plan);
   });
 
   it('names for each guest the other pull requests whose latest plan touches it', async () => {

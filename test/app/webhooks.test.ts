@@ -40,6 +40,7 @@ describe('webhooks', () => {
       pr: 7,
       headSha,
       baseSha,
+      baseRef: payload.pull_request.base.ref,
       draft: false,
       reason: 'opened',
     });
