@@ -1,6 +1,14 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { applyQueues, expectApplyCheckRun, expectApplyComment, expectDefaultBranch, finishedComment, pullAnswer } from './apply-flow.js';
+import {
+  applyQueues,
+  EXAMPLE_DEFAULT_BRANCH,
+  expectApplyCheckRun,
+  expectApplyComment,
+  expectDefaultBranch,
+  finishedComment,
+  pullAnswer,
+} from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
@@ -356,7 +364,9 @@ describe('conflicts and /pve apply', () => {
       expect(await queues.guestJobIds()).toEqual(jobsBefore);
       const said = await reply.body();
       expect(said).toMatch(
-        /^@mallory nothing was applied: `main` \(now at `[0-9a-f]{7}`\) no longer says what this pull request's head says for \*\*lab\/app-01\*\*/,
+        new RegExp(
+          `^@mallory nothing was applied: \`${EXAMPLE_DEFAULT_BRANCH}\` \\(now at \`[0-9a-f]{7}\`\\) no longer says what this pull request's head says for \\*\\*lab/app-01\\*\\*`,
+        ),
       );
       expect(said).toContain(
         'applies its reviewed plan only where the default branch still describes every guest it changes as this pull request did',

@@ -5,7 +5,7 @@
  * Through the App: signed deliveries, the GitHub test double, the real Redis, the simulator.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { EXAMPLE_DEFAULT_BRANCH, expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
+import { EXAMPLE_DEFAULT_BRANCH, expectApplyCheckRun, expectApplyComment, expectDefaultBranch, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment, expectReply } from './plan-flow.js';
@@ -110,6 +110,8 @@ describe('only a posted plan is applied', () => {
 
     // Merged (its delivery lost, say): `/pve apply` applies what the comment shows, 4096.
     expectPull(w, pr, { headSha: newer, baseSha, mergeSha });
+    // The default branch is still at the merge: it says what the posted plan's head says.
+    await expectDefaultBranch(w.github, w.repo, mergeSha, withMemory(4096));
     const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1013 });
     const applied = expectApplyComment(w.github, w.repo, { pr, id: 1112 });
     await w.app.jobDone('command', await command(w, pr, '/pve apply', 10101));
