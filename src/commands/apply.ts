@@ -11,7 +11,7 @@ import { parsePlanJson } from '../core/render/render-json.js';
 import { formatSpecError } from '../core/spec/errors.js';
 import { validateStoredPlan } from '../core/spec/validate-stored-plan.js';
 import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
-import { runPlan } from '../engine/run-plan.js';
+import { observePlan, unreadGuests } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
 import { emit, parseFormat, renderPlan, useColor } from './plan.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
@@ -50,11 +50,17 @@ function reportEvent(io: CommandIO): (event: ApplyEvent) => void {
   };
 }
 
+/** A plan to apply, and the guests of a fresh plan whose read failed (`cluster/vmid`). */
+interface ObtainedPlan {
+  plan: Plan;
+  unread: ReadonlySet<string>;
+}
+
 /** Loads a stored plan, or plans the specs afresh and asks before applying. */
 async function obtainPlan(
   flags: { plan?: string; specs: string; yes?: boolean; clusters?: string },
   io: CommandIO,
-): Promise<Plan | undefined> {
+): Promise<ObtainedPlan | undefined> {
   if (flags.plan !== undefined) {
     let text: string;
     try {
@@ -70,7 +76,8 @@ async function obtainPlan(
     }
     // A stored plan is a file anyone with the artifacts could edit: its specs must pass validate.
     const invalid = validateStoredPlan(plan).map(formatSpecError);
-    if (invalid.length === 0) return plan;
+    // A stored plan does not say which errors were failed reads: any error stops it, as in the App.
+    if (invalid.length === 0) return { plan, unread: new Set() };
     for (const line of invalid) io.stdout.write(`${line}\n`);
     note(io, `the specs stored in ${flags.plan} do not pass validate: nothing was applied`);
     return undefined;
@@ -79,9 +86,15 @@ async function obtainPlan(
   if (reportInvalidSpecs(io, errorLines, 'nothing was planned or applied')) return undefined;
   const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
   try {
-    const plan = await runPlan({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
+    const { plan, observed } = await observePlan({
+      head: specs,
+      readers: open.clusters,
+      access: open.access,
+      ref: flags.specs,
+      onProgress: progress(io),
+    });
     io.stdout.write(renderPlan(plan, 'text', io, false));
-    return plan;
+    return { plan, unread: unreadGuests(plan, observed) };
   } finally {
     await open.close();
   }
@@ -104,12 +117,20 @@ export const applyCommand: Command = {
     });
     const format = parseFormat(flags.format);
     const lockWaitMs = intFlag(flags['lock-wait'], 'lock-wait', 600) * 1000;
-    const plan = await obtainPlan(flags, io);
-    if (!plan) return 1;
-    if (planHasErrors(plan)) {
+    const obtained = await obtainPlan(flags, io);
+    if (!obtained) return 1;
+    const { plan, unread } = obtained;
+    // A guest whose read failed is that guest's trouble only: the others apply, it is reported
+    // (README "How apply decides"). Any other error — a cluster unread, a collision, a policy
+    // refusal, invalid specs — may concern every guest, and stops the apply.
+    const onlyUnread = plan.errors.length === 0 && plan.guests.every((g) => g.action !== 'error' || unread.has(`${g.cluster}/${g.vmid}`));
+    if (planHasErrors(plan) && !(onlyUnread && planHasChanges(plan))) {
       for (const line of planErrorLines(plan)) io.stdout.write(`error: ${line}\n`);
       note(io, 'the plan has errors: nothing was applied');
       return 1;
+    }
+    if (unread.size > 0) {
+      note(io, `${unread.size} guest${unread.size === 1 ? '' : 's'} could not be read and will not be applied; the others will be`);
     }
     if (!planHasChanges(plan)) {
       note(io, 'No changes: nothing to apply.');
@@ -132,6 +153,7 @@ export const applyCommand: Command = {
         lockWaitMs,
         onEvent: reportEvent(io),
         ref: plan.ref,
+        unread,
         allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
       });
     } finally {

@@ -18,6 +18,11 @@ export interface ExecuteOptions
   nodeConcurrency?: number;
   ref?: string;
   now?: () => Date;
+  /**
+   * Guests (`cluster/vmid`) whose read failed when the plan was made: never written, reported
+   * `failed` and `retryable` (running the apply again plans them afresh), while the others apply.
+   */
+  unread?: ReadonlySet<string>;
 }
 
 /** Default guests written at once per cluster and per node (README "How apply decides"). */
@@ -94,13 +99,15 @@ export async function executePlan(
   const byCluster = new Map<string, GuestPlan[]>();
   for (const guest of plan.guests) {
     const untouched = resultWithoutApply(guest);
-    if (untouched) {
+    if (untouched && options.unread?.has(`${guest.cluster}/${guest.vmid}`)) {
+      results.push({ ...untouched, status: 'failed', error: `not read at plan time: ${guest.errors.join('; ')}`, retryable: true });
+    } else if (untouched) {
       results.push(untouched);
     } else {
       byCluster.set(guest.cluster, [...(byCluster.get(guest.cluster) ?? []), guest]);
     }
   }
-  const { clusterConcurrency, nodeConcurrency, ref: _ref, now: _now, allowHostAccess, ...guestOptions } = options;
+  const { clusterConcurrency, nodeConcurrency, ref: _ref, now: _now, allowHostAccess, unread: _unread, ...guestOptions } = options;
 
   await Promise.all(
     [...byCluster].map(async ([cluster, guests]) => {

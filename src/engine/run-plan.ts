@@ -22,10 +22,18 @@ export interface RunPlanInput extends ObserveOptions {
  * With a base, only what changed between base and head is read and planned.
  */
 export async function runPlan(input: RunPlanInput): Promise<Plan> {
+  return (await observePlan(input)).plan;
+}
+
+/**
+ * {@link runPlan}, also returning what was read: `apply --specs` needs to know which guests could
+ * not be read, to apply the others (see {@link unreadGuests}).
+ */
+export async function observePlan(input: RunPlanInput): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head, input.base);
   const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, input);
   if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
-  return planSpecs({
+  const plan = planSpecs({
     head: input.head,
     base: input.base,
     observed,
@@ -34,6 +42,21 @@ export async function runPlan(input: RunPlanInput): Promise<Plan> {
     access: input.access,
     ...(input.withholdUnowned ? { withholdUnowned: true } : {}),
   });
+  return { plan, observed };
+}
+
+/**
+ * The guests of `plan` that are errors only because their read failed (`cluster/vmid`): a
+ * timeout or a 500 on one guest says nothing about the others, which can be applied as planned.
+ */
+export function unreadGuests(plan: Plan, observed: ObservedState): Set<string> {
+  const unread = new Set<string>();
+  for (const guest of plan.guests) {
+    if (guest.action === 'error' && observed.clusters[guest.cluster]?.readErrors?.[guest.vmid] !== undefined) {
+      unread.add(`${guest.cluster}/${guest.vmid}`);
+    }
+  }
+  return unread;
 }
 
 /**

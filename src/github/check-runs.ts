@@ -5,6 +5,13 @@
  * last while the run is in progress, the last with the conclusion, so a completed run has them all.
  */
 import type { ProbotOctokit } from 'probot';
+import {
+  ANNOTATION_MESSAGE_MAX_BYTES,
+  CHECK_OUTPUT_MAX_BYTES,
+  CHECK_TITLE_MAX_CHARACTERS,
+  clipText,
+  type TextLimit,
+} from './text-limits.js';
 
 /** GitHub's limit of annotations per create or update request. */
 export const ANNOTATIONS_PER_REQUEST = 50;
@@ -12,10 +19,10 @@ export const ANNOTATIONS_PER_REQUEST = 50;
 /** Most annotations sent for one run; the summary says when more were left out. */
 export const MAX_ANNOTATIONS = 500;
 
-/** GitHub's limits on output text (characters). */
-const MAX_SUMMARY = 65_535;
-const MAX_TITLE = 255;
-const MAX_MESSAGE = 64 * 1024 - 1;
+/** GitHub's limits on output text: the summary and messages in UTF-8 bytes, titles in characters. */
+const MAX_SUMMARY: TextLimit = { bytes: CHECK_OUTPUT_MAX_BYTES };
+const MAX_TITLE: TextLimit = { characters: CHECK_TITLE_MAX_CHARACTERS };
+const MAX_MESSAGE: TextLimit = { bytes: ANNOTATION_MESSAGE_MAX_BYTES };
 
 /** One annotation, on a file of the repository. */
 export interface Annotation {
@@ -42,8 +49,9 @@ export interface CheckTarget {
   headSha: string;
 }
 
-function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+/** `text` cut to a GitHub limit on a character boundary (a summary over 65,535 bytes is refused with 422). */
+function clip(text: string, limit: TextLimit): string {
+  return clipText(text, limit);
 }
 
 /** A title and summary cut to GitHub's limits. */

@@ -9,11 +9,18 @@
  * The double is also the App's identity: it generates the App's RSA key pair and id, and serves
  * `POST /app/installations/{id}/access_tokens` itself — only for a JWT signed with that key and
  * naming that App id — handing out installation tokens it then requires on every other request.
+ *
+ * Like GitHub, it refuses what the App may not send: a request the installation's permissions do
+ * not cover (by default those of app.yml) is answered 403, and text over GitHub's limits (a check
+ * run summary over 65,535 UTF-8 bytes, a comment over 65,536 characters) 422. Both also fail the
+ * test at `verify()` (docs/github-app.md has the limits and permissions and their sources).
  */
 import { createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 
 /** A request the double received. */
 export interface RecordedRequest {
@@ -83,6 +90,113 @@ export interface AppIdentity {
   publicKey: KeyObject;
 }
 
+/** An installation's permissions, as GitHub grants them: permission name → `read` or `write`. */
+export type InstallationPermissions = Record<string, 'read' | 'write'>;
+
+/** The permissions app.yml asks for: what an installation of the App is granted. */
+export function manifestPermissions(): InstallationPermissions {
+  const manifest = parseYaml(readFileSync(new URL('../../app.yml', import.meta.url), 'utf8')) as {
+    default_permissions: InstallationPermissions;
+  };
+  return { ...manifest.default_permissions };
+}
+
+/** One way to be allowed a request: a permission at a level (write includes read). */
+export interface Grant {
+  permission: string;
+  level: 'read' | 'write';
+}
+
+const REPO = '/repos/[^/]+/[^/]+';
+
+/**
+ * The permission each REST call the App makes needs, from GitHub's "Permissions required for
+ * GitHub Apps": any one of the listed grants suffices (a pull request's comments and reactions go
+ * through the Issues API and take either the Issues or the Pull requests permission).
+ */
+const REQUIRED: readonly { method: string; path: RegExp; anyOf: readonly Grant[] }[] = [
+  { method: 'GET', path: new RegExp(`^${REPO}/tarball/`), anyOf: [{ permission: 'contents', level: 'read' }] },
+  { method: 'GET', path: new RegExp(`^${REPO}/commits$`), anyOf: [{ permission: 'contents', level: 'read' }] },
+  { method: 'POST', path: new RegExp(`^${REPO}/check-runs$`), anyOf: [{ permission: 'checks', level: 'write' }] },
+  { method: 'PATCH', path: new RegExp(`^${REPO}/check-runs/\\d+$`), anyOf: [{ permission: 'checks', level: 'write' }] },
+  { method: 'GET', path: new RegExp(`^${REPO}/pulls/\\d+$`), anyOf: [{ permission: 'pull_requests', level: 'read' }] },
+  { method: 'GET', path: new RegExp(`^${REPO}/collaborators/[^/]+/permission$`), anyOf: [{ permission: 'metadata', level: 'read' }] },
+  {
+    method: 'GET',
+    path: new RegExp(`^${REPO}/issues/\\d+/comments$`),
+    anyOf: [
+      { permission: 'issues', level: 'read' },
+      { permission: 'pull_requests', level: 'read' },
+    ],
+  },
+  {
+    method: 'POST',
+    path: new RegExp(`^${REPO}/issues/(\\d+/comments|comments/\\d+/reactions)$`),
+    anyOf: [
+      { permission: 'issues', level: 'write' },
+      { permission: 'pull_requests', level: 'write' },
+    ],
+  },
+  {
+    method: 'PATCH',
+    path: new RegExp(`^${REPO}/issues/comments/\\d+$`),
+    anyOf: [
+      { permission: 'issues', level: 'write' },
+      { permission: 'pull_requests', level: 'write' },
+    ],
+  },
+  { method: 'GET', path: new RegExp(`^${REPO}/(issues|labels/[^/]+)$`), anyOf: [{ permission: 'issues', level: 'read' }] },
+  { method: 'POST', path: new RegExp(`^${REPO}/(issues|labels)$`), anyOf: [{ permission: 'issues', level: 'write' }] },
+  { method: 'PATCH', path: new RegExp(`^${REPO}/issues/\\d+$`), anyOf: [{ permission: 'issues', level: 'write' }] },
+];
+
+/** The grants that allow a request; undefined for a call the table does not list (the installation's repositories). */
+export function requiredGrants(method: string, path: string): readonly Grant[] | undefined {
+  return REQUIRED.find((r) => r.method === method && r.path.test(path))?.anyOf;
+}
+
+/** Whether `permissions` include `grant`. */
+export function grants(permissions: InstallationPermissions, grant: Grant): boolean {
+  const level = permissions[grant.permission];
+  return level === 'write' || (level === 'read' && grant.level === 'read');
+}
+
+/** GitHub's 422 for a text over its limit, or undefined when the request's text is within them. */
+function textLimitRefusal(request: RecordedRequest): { status: number; message: string; json: unknown } | undefined {
+  const body = request.body as Record<string, unknown> | undefined;
+  if (typeof body !== 'object' || body === null) return undefined;
+  const refuse = (resource: string, field: string, message: string) => ({
+    status: 422,
+    message,
+    json: { message: 'Validation Failed', errors: [{ resource, code: 'custom', field, message }], status: '422' },
+  });
+  if (new RegExp(`^${REPO}/check-runs(/\\d+)?$`).test(request.path)) {
+    const output = (body.output ?? {}) as Record<string, unknown>;
+    for (const field of ['summary', 'text']) {
+      const text = output[field];
+      if (typeof text === 'string' && Buffer.byteLength(text, 'utf8') > 65_535)
+        return refuse('CheckRun', field, `${field} exceeds a maximum bytesize of 65535`);
+    }
+    const annotations = Array.isArray(output.annotations) ? (output.annotations as Record<string, unknown>[]) : [];
+    if (annotations.length > 50) return refuse('CheckRun', 'annotations', 'at most 50 annotations per request');
+    for (const a of annotations) {
+      if (typeof a.message === 'string' && Buffer.byteLength(a.message, 'utf8') > 64 * 1024 - 1)
+        return refuse('CheckRun', 'annotations', 'annotation message exceeds 64 KB');
+      if (typeof a.title === 'string' && [...a.title].length > 255)
+        return refuse('CheckRun', 'annotations', 'annotation title exceeds 255 characters');
+    }
+    return undefined;
+  }
+  // Issue and comment bodies are counted in characters (code points), not bytes.
+  if (new RegExp(`^${REPO}/issues(/\\d+|/\\d+/comments|/comments/\\d+)?$`).test(request.path) && typeof body.body === 'string') {
+    if ([...body.body].length > 65_536) {
+      const resource = request.path.includes('comments') ? 'IssueComment' : 'Issue';
+      return refuse(resource, 'body', 'body is too long (maximum is 65536 characters)');
+    }
+  }
+  return undefined;
+}
+
 function decodeJwtPart(part: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
 }
@@ -95,16 +209,22 @@ export class GitHubDouble {
   readonly authProblems: string[] = [];
   /** Installation tokens handed out, by token → installation id. */
   readonly tokens = new Map<string, number>();
+  /** Requests GitHub would refuse: over a text limit (422) or beyond the installation's permissions (403). */
+  readonly refusals: string[] = [];
+  /** The grants that allowed each permission-checked request, in order (see {@link requiredGrants}). */
+  readonly checked: { method: string; path: string; anyOf: readonly Grant[] }[] = [];
   private readonly expectations: Pending[] = [];
 
   private constructor(
     private readonly server: Server,
     readonly app: AppIdentity,
     readonly url: string,
+    /** What every installation of the App is granted. */
+    readonly permissions: InstallationPermissions,
   ) {}
 
-  /** Starts the double on a free loopback port, with a fresh App identity. */
-  static async start(options: { appId?: number } = {}): Promise<GitHubDouble> {
+  /** Starts the double on a free loopback port, with a fresh App identity granted `permissions` (default: app.yml's). */
+  static async start(options: { appId?: number; permissions?: InstallationPermissions } = {}): Promise<GitHubDouble> {
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const app: AppIdentity = {
       id: options.appId ?? 100000 + randomBytes(2).readUInt16BE(0),
@@ -117,7 +237,7 @@ export class GitHubDouble {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    double = new GitHubDouble(server, app, `http://127.0.0.1:${port}`);
+    double = new GitHubDouble(server, app, `http://127.0.0.1:${port}`, options.permissions ?? manifestPermissions());
     return double;
   }
 
@@ -152,7 +272,7 @@ export class GitHubDouble {
       if (times !== 'any' && e.used.length < times)
         problems.push(`expected ${e.method} ${String(e.path)} ${times} time(s), got ${e.used.length}`);
     }
-    problems.push(...this.authProblems);
+    problems.push(...this.authProblems, ...this.refusals);
     if (problems.length > 0) throw new Error(`GitHub test double:\n  ${problems.join('\n  ')}`);
   }
 
@@ -190,6 +310,8 @@ export class GitHubDouble {
     if (request.method === 'POST' && tokenMatch) return this.issueToken(req, res, Number(tokenMatch[1]));
     if (request.path.startsWith('/app/') || request.path === '/app') this.checkAppJwt(request);
     else this.checkInstallationToken(request);
+    const refusal = this.permissionRefusal(request) ?? textLimitRefusal(request);
+    if (refusal) this.refusals.push(`${request.method} ${request.path} refused: ${refusal.message}`);
 
     const expectation = this.expectations.find((e) => (e.times === 'any' || e.used.length < (e.times ?? 1)) && this.matches(e, request));
     if (!expectation) {
@@ -198,7 +320,12 @@ export class GitHubDouble {
     }
     expectation.used.push(request);
     if (expectation.used.length === 1) expectation.arrived(request);
-    const reply = typeof expectation.reply === 'function' ? await expectation.reply(request) : expectation.reply;
+    // A refused request still takes its expectation, so a test waiting for it fails at verify() rather than by a timeout.
+    const reply = refusal
+      ? { status: refusal.status, json: refusal.json }
+      : typeof expectation.reply === 'function'
+        ? await expectation.reply(request)
+        : expectation.reply;
     this.send(res, reply);
     expectation.answered += 1;
     if (expectation.answered === (expectation.times ?? 1)) expectation.resolve([...expectation.used]);
@@ -238,6 +365,17 @@ export class GitHubDouble {
     return undefined;
   }
 
+  /** GitHub's 403 for a call the installation's permissions do not allow; records which grants allowed it otherwise. */
+  private permissionRefusal(request: RecordedRequest): { status: number; message: string; json: unknown } | undefined {
+    if (request.path.startsWith('/app')) return undefined;
+    const anyOf = requiredGrants(request.method, request.path);
+    if (anyOf === undefined) return undefined;
+    this.checked.push({ method: request.method, path: request.path, anyOf });
+    if (anyOf.some((grant) => grants(this.permissions, grant))) return undefined;
+    const message = `Resource not accessible by integration (needs ${anyOf.map((g) => `${g.permission}: ${g.level}`).join(' or ')})`;
+    return { status: 403, message, json: { message: 'Resource not accessible by integration', status: '403' } };
+  }
+
   /** App endpoints (`/app/…`: the App's installations) take the App's JWT, not an installation token. */
   private checkAppJwt(request: RecordedRequest): void {
     const problem = this.jwtProblem(request.headers.authorization);
@@ -260,7 +398,7 @@ export class GitHubDouble {
       json: {
         token,
         expires_at: new Date(Date.now() + 3600_000).toISOString(),
-        permissions: { checks: 'write', contents: 'read', metadata: 'read', pull_requests: 'write' },
+        permissions: this.permissions,
         repository_selection: 'all',
       },
     });

@@ -3,7 +3,7 @@
  * a real Redis, the simulator in its own process as the cluster, GitHub's API served by the test
  * double — and prints:
  *   - the webhook answer latency (p50/p99) under a burst of deliveries sent at once to a web
- *     process (target p99 < 50 ms);
+ *     process (target p99 < 50 ms), and beside a bare Probot 14 app in the same run (target ≤ 1.5×);
  *   - for a pull request touching 10 guests of a 10,000-guest estate with 20 ms Proxmox latency:
  *     the time from sending the webhook to the comment arriving at GitHub, the first time (nothing
  *     seen yet) and once the base commit was seen (targets 8 s and 2 s), with the GitHub and
@@ -35,6 +35,7 @@ import {
   simStats,
   startSimProcess,
 } from './bench-kit.js';
+import { compareWebhookBursts } from './webhook-burst.js';
 
 const { values } = parseArgs({
   options: {
@@ -233,6 +234,13 @@ async function main(): Promise<void> {
   try {
     process.stdout.write(`App benchmark: Node ${process.version}, ${guests} guests, ${latencyMs} ms Proxmox latency\n\n`);
     await webhookBurst(github, redis.url);
+    // The same burst beside a bare Probot 14 app with an empty handler: what the App adds to Probot's own work.
+    const compared = await compareWebhookBursts(github, redis.url, { burst, rounds: 3 });
+    process.stdout.write(
+      `webhook answer, ${burst} at once, against a bare Probot app (medians of ${compared.rounds} rounds): ` +
+        `p99 ${ms(compared.app.p99)} against ${ms(compared.bare.p99)}, ${compared.ratio.toFixed(2)}× ` +
+        `[target ≤ 1.5× ${compared.ratio <= 1.5 ? '✓' : '✗'}]; CPU per burst ${ms(compared.app.cpu)} against ${ms(compared.bare.cpu)}, ${compared.cpuRatio.toFixed(2)}×\n`,
+    );
 
     const fixturePath = join(dir, 'estate.json');
     await writeFile(fixturePath, JSON.stringify(fixture()));

@@ -7,12 +7,17 @@
  *   - `plan --base` of a pull request that edits 10 guests in one file of 10,000 guests;
  *   - `drift` of 1,000 guests, and its read phase with PVE_CLUSTER_LAB_CONCURRENCY=64 (first to
  *     last request of the debug log);
- *   - `apply` of a stored plan of 500 updates over 5 nodes with 200 ms tasks (fresh simulator each run).
+ *   - `apply` of a stored plan of 500 updates over 5 nodes with 200 ms tasks (fresh simulator each run);
+ *   - the webhook answer of `serve --role web` under 200 deliveries sent at once, beside a bare
+ *     Probot 14 app with an empty handler in the same run (`webhook-burst.ts`).
+ *
+ * Then one table of issue 17's three targets: `drift` of 1,000 guests, `plan --base` against one
+ * `validate`, and the webhook p99 against bare Probot's.
  *
  * Prints medians with the spread (min–max) of several runs, peak RSS (`/usr/bin/time -v` when
  * present), and the table of issue 12 with the figures the issue measured beside today's.
  *
- *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply] [--bin dist/bin.js]
+ *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply,webhook] [--bin dist/bin.js]
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -20,14 +25,18 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { GitHubDouble } from '../app/github-double.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { DIST_BIN, median, resetSimStats, type SimProcess, simStats, startSimProcess } from './bench-kit.js';
 import { estateFiles, estateFixture, NODES, writeEstate } from './estate.js';
+import { compareWebhookBursts } from './webhook-burst.js';
 
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '5' },
     'apply-runs': { type: 'string', default: '2' },
-    only: { type: 'string', default: 'validate,plan,drift,apply' },
+    only: { type: 'string', default: 'validate,plan,drift,apply,webhook' },
+    'webhook-rounds': { type: 'string', default: '5' },
     bin: { type: 'string' },
   },
 });
@@ -149,11 +158,20 @@ interface Row {
   met?: boolean;
 }
 
+/** One of issue 17's three targets, for the closing table. */
+interface TargetRow {
+  measure: string;
+  figure: string;
+  target: string;
+  met: boolean;
+}
+
 async function main(): Promise<void> {
   if (!existsSync(BIN)) throw new Error('dist/bin.js is missing: run `npm run build` first');
   const dir = await mkdtemp(join(tmpdir(), 'pve-gitops-commands-'));
   const rssFile = join(dir, 'rss');
   const rows: Row[] = [];
+  const targets: TargetRow[] = [];
   const loadBefore = loadavg()[0] ?? 0;
   try {
     const big = 10_000;
@@ -225,6 +243,12 @@ async function main(): Promise<void> {
           (r) => r.code === 2 && (JSON.parse(r.stdout) as { summary: { update: number } }).summary.update === 10,
         );
         const ratio = median(plan.ms) / validateMedian;
+        targets.push({
+          measure: '`plan --base`, a 10-guest change in 10,000 guests, against one `validate` of the head',
+          figure: `${ratio.toFixed(2)}× (${s(median(plan.ms))} against ${s(validateMedian)})`,
+          target: '≤ 1.15×',
+          met: ratio <= 1.15,
+        });
         rows.push({
           measure: '`plan --base` of a 10-guest PR, 10,000 guests (whole command)',
           issue: '4.60 s; 1.89× one `validate`; 11 requests',
@@ -256,6 +280,12 @@ async function main(): Promise<void> {
           process.stderr.write('drift, 1,000 guests\n');
           const clean = (r: Run): boolean => r.code === 0;
           const drift = await repeat('drift', RUNS, () => cli(['drift', '--specs', join(dir, 'estate-1000')], sim.env, rssFile), clean);
+          targets.push({
+            measure: '`drift`, 1,000 guests, 20 ms latency (whole command)',
+            figure: spread(drift.ms),
+            target: '< 1.8 s',
+            met: median(drift.ms) < 1800,
+          });
           rows.push({
             measure: '`drift`, 1,000 guests (whole command)',
             issue: '2.77 s',
@@ -326,6 +356,29 @@ async function main(): Promise<void> {
         });
       }
     }
+
+    if (ONLY.has('webhook')) {
+      process.stderr.write('webhook answer, 200 deliveries at once: pve-gitops serve --role web and a bare Probot app, alternating\n');
+      const redis = await startRedisServer();
+      const github = await GitHubDouble.start();
+      try {
+        const burst = await compareWebhookBursts(github, redis.url, {
+          burst: 200,
+          rounds: Number(values['webhook-rounds']),
+          log: (line) => process.stderr.write(line),
+        });
+        const p99 = (n: number): string => `${n.toFixed(0)} ms`;
+        targets.push({
+          measure: 'webhook answer p99, 200 deliveries at once to one web process, against a bare Probot 14 app',
+          figure: `${burst.ratio.toFixed(2)}× (${p99(burst.app.p99)} against ${p99(burst.bare.p99)}; p50 ${p99(burst.app.p50)} against ${p99(burst.bare.p50)}; CPU per burst ${p99(burst.app.cpu)} against ${p99(burst.bare.cpu)}, ${burst.cpuRatio.toFixed(2)}×; medians of ${burst.rounds} rounds)`,
+          target: '≤ 1.5×',
+          met: burst.ratio <= 1.5,
+        });
+      } finally {
+        await github.close();
+        await redis.stop();
+      }
+    }
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -336,6 +389,10 @@ async function main(): Promise<void> {
   process.stdout.write('| measure | issue figure | now: median (min–max) | target | met |\n|---|---|---|---|---|\n');
   for (const row of rows)
     process.stdout.write(`| ${row.measure} | ${row.issue} | ${row.now} | ${row.target} | ${row.met ? 'yes' : 'no'} |\n`);
+  if (targets.length > 0) {
+    process.stdout.write('\nissue 17, the last speed targets\n\n| measure | now | target | met |\n|---|---|---|---|\n');
+    for (const row of targets) process.stdout.write(`| ${row.measure} | ${row.figure} | ${row.target} | ${row.met ? 'yes' : 'no'} |\n`);
+  }
 }
 
 await main();

@@ -173,6 +173,43 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     expect(lab.sim.stats().writes.total).toBe(before);
   });
 
+  it('apply --specs applies the guests it could read and reports the one whose read failed at plan time', async () => {
+    expect((await cli(['apply', '--specs', SPECS_EXAMPLE, '--yes'], env)).code).toBe(0);
+    lab.sim.operatorEdit(100101, { set: { cpulimit: '2' } });
+    lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
+    // In front of the simulator: every read of web-02 (100102) fails as a busy pveproxy does, the rest passes through.
+    const faulty = await startTinyServer(async (req, res, body) => {
+      if (req.method === 'GET' && /^\/api2\/json\/nodes\/[^/]+\/qemu\/100102(\/|$)/.test(req.url ?? '')) {
+        res.writeHead(500, 'got timeout', { 'content-type': 'application/json' });
+        res.end('{"data":null}');
+        return;
+      }
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length', 'accept-encoding'].includes(name)),
+      ) as Record<string, string>;
+      const answer = await fetch(`${lab.url}${req.url}`, { method: req.method, headers, ...(body !== '' ? { body } : {}) });
+      res.writeHead(answer.status, answer.statusText, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    });
+    try {
+      const run = await cli(['apply', '--specs', SPECS_EXAMPLE, '--yes', '--format', 'json'], { ...env, PVE_CLUSTER_LAB_URL: faulty.url });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('1 guest could not be read and will not be applied; the others will be');
+      expect(run.stdout).toMatch(/guest 100102 is listed on pve-0\d but could not be read/);
+      // The plan is shown first, then the result.
+      const json = run.stdout.slice(run.stdout.indexOf('{\n  "version"'));
+      const result = JSON.parse(json) as { guests: { vmid: number; status: string; error?: string; retryable?: boolean }[] };
+      expect(result.guests.find((g) => g.vmid === 100101)?.status).toBe('applied');
+      const unread = result.guests.find((g) => g.vmid === 100102);
+      expect(unread).toMatchObject({ status: 'failed', retryable: true });
+      expect(unread?.error).toMatch(/^not read at plan time: guest 100102 is listed on pve-0\d but could not be read: /);
+    } finally {
+      await faulty.close();
+    }
+    expect(lab.sim.getGuest(100101)?.rawConfig).not.toMatch(/^cpulimit:/m);
+    expect(lab.sim.getGuest(100102)?.rawConfig).toMatch(/^cpulimit: 2$/m);
+  });
+
   it('refuses a tampered stored plan whose specs validate would refuse, before writing anything', async () => {
     const saved = join(dir, 'tampered-plan.json');
     const planned = await cli(['plan', '--specs', SPECS_EXAMPLE, '--save', saved, '--format', 'json'], env);
