@@ -8,6 +8,7 @@ import { ConfigLocks } from './config-lock.js';
 import { ApiError, DieError, PermissionError, SimulatorError } from './errors.js';
 import { configObjectToRaw } from './fixture.js';
 import { Guest } from './guest.js';
+import { flavourOf } from './guest/flavours.js';
 import { StatsCollector, type SimStats } from './stats.js';
 import { TaskRegistry, type SimTask } from './tasks.js';
 import { applyLxcUpdate, applyQemuUpdate, checkLxcUpdateLists, prepareLxcUpdate, prepareQemuUpdate, type UpdateOutcome } from './update.js';
@@ -346,8 +347,7 @@ export class Simulator {
   guestOnNode(type: GuestType, node: string, vmid: number): Guest {
     const guest = this.guests.get(vmid);
     if (!guest || guest.type !== type || guest.node !== node) {
-      const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
-      throw new DieError(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist\n`);
+      throw new DieError(`Configuration file 'nodes/${node}/${flavourOf(type).configDir}/${vmid}.conf' does not exist\n`);
     }
     return guest;
   }

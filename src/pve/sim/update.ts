@@ -686,11 +686,14 @@ export function applyLxcUpdate(env: UpdateEnv, guest: Guest, update: PreparedUpd
   return { errors: {}, warnings };
 }
 
+/** Each flavour's `vmconfig_apply_pending`, everything selected. */
+const APPLY_PENDING: Record<GuestType, (env: UpdateEnv, guest: Guest) => void> = {
+  qemu: qemuApplyPending,
+  lxc: (env, guest) => lxcApplyPending(env, guest),
+};
+
 /** What start (and qemu stop) do: apply every pending change (`vmconfig_apply_pending`). */
 export function applyAllPending(env: UpdateEnv, guest: Guest): void {
   if (guest.pending.size === 0) return;
-  writeIfChanged(guest, () => {
-    if (guest.type === 'qemu') qemuApplyPending(env, guest);
-    else lxcApplyPending(env, guest);
-  });
+  writeIfChanged(guest, () => APPLY_PENDING[guest.type](env, guest));
 }

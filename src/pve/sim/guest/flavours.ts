@@ -51,6 +51,18 @@ export interface GuestFlavour {
   stopAppliesPending: boolean;
   /** qemu's shutdown task logs `VM <id> shutting down`. */
   shutdownLogs: boolean;
+  /** The config key listings take the guest's name from, and the name when it is unset. */
+  nameKey: 'name' | 'hostname';
+  defaultName(vmid: number): string;
+  /** The CPU count `vmstatus` reports (qemu: `vcpus`, else cores × sockets; a CT: cores, 2 by default). */
+  cpus(main: ReadonlyMap<string, string>): number;
+  /**
+   * Where `vmstatus` looks for the boot disk's size, in order: qemu the disks of `boot` order,
+   * `bootdisk`, then every disk (CD-ROMs never); a container its `rootfs`.
+   */
+  bootDiskCandidates(main: ReadonlyMap<string, string>): string[];
+  /** `/cluster/resources` reports `memhost`: the memory the host sees the VM's qemu process use. */
+  reportsMemhost: boolean;
   /** The start task warns about NIC MTUs qemu ignores (`print_netdevice_full`). */
   startWarnsIgnoredMtu: boolean;
 }
@@ -95,6 +107,17 @@ const LXC_SUBDIRS = [
   'interfaces',
 ];
 
+const BOOTABLE_DISK_RE = /^(scsi|virtio|sata|ide)\d+$/;
+
+function qemuBootDiskCandidates(main: ReadonlyMap<string, string>): string[] {
+  const order = /order=([^,]+)/.exec(main.get('boot') ?? '')?.[1]?.split(';') ?? [];
+  const disks = [...main.keys()].filter((k) => BOOTABLE_DISK_RE.test(k)).sort();
+  return [...order, main.get('bootdisk') ?? '', ...disks].filter((key) => {
+    const value = main.get(key);
+    return BOOTABLE_DISK_RE.test(key) && value !== undefined && !/media=cdrom/.test(value);
+  });
+}
+
 /** The table: one row per flavour. */
 export const GUEST_FLAVOURS: Readonly<Record<GuestType, GuestFlavour>> = {
   qemu: {
@@ -118,6 +141,15 @@ export const GUEST_FLAVOURS: Readonly<Record<GuestType, GuestFlavour>> = {
     powerChecksRunningFirst: false,
     stopAppliesPending: true,
     shutdownLogs: true,
+    nameKey: 'name',
+    defaultName: (vmid) => `VM ${vmid}`,
+    cpus: (main) => {
+      const vcpus = main.get('vcpus');
+      if (vcpus) return Number(vcpus);
+      return (Number(main.get('cores') ?? 1) || 1) * (Number(main.get('sockets') ?? 1) || 1);
+    },
+    bootDiskCandidates: qemuBootDiskCandidates,
+    reportsMemhost: true,
     startWarnsIgnoredMtu: true,
   },
   lxc: {
@@ -140,6 +172,11 @@ export const GUEST_FLAVOURS: Readonly<Record<GuestType, GuestFlavour>> = {
     powerChecksRunningFirst: true,
     stopAppliesPending: false,
     shutdownLogs: false,
+    nameKey: 'hostname',
+    defaultName: (vmid) => `CT${vmid}`,
+    cpus: (main) => Number(main.get('cores') ?? 0) || 2,
+    bootDiskCandidates: () => ['rootfs'],
+    reportsMemhost: false,
     startWarnsIgnoredMtu: false,
   },
 };

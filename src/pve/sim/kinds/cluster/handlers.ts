@@ -7,6 +7,7 @@ import { canSeeGuest, hasPrivilege } from '../../auth.js';
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError } from '../../errors.js';
 import type { Guest } from '../../guest.js';
+import { flavourOf } from '../../guest/flavours.js';
 import type { SimStorage } from '../../volumes.js';
 import { poolVisible } from '../pool/handlers.js';
 import { contentString } from '../storage/handlers.js';
@@ -130,7 +131,7 @@ function resourceJson(guest: Guest, lagMs: number): string {
     netout: running ? 765_432 : 0,
     diskread: running ? 98_765_432 : 0,
     diskwrite: running ? 12_345_678 : 0,
-    ...(guest.type === 'qemu' ? { memhost: running ? Math.floor(s.maxmem * 0.43) : 0 } : {}),
+    ...(flavourOf(guest.type).reportsMemhost ? { memhost: running ? Math.floor(s.maxmem * 0.43) : 0 } : {}),
     ...(s.lock !== undefined ? { lock: s.lock } : {}),
     ...(s.tags !== undefined ? { tags: s.tags } : {}),
   };

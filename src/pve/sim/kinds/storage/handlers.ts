@@ -8,6 +8,7 @@ import { splitList } from '../../../../core/proxmox-params.js';
 import { hasAnyPrivilege, hasPrivilege } from '../../auth.js';
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError } from '../../errors.js';
+import { flavourOf } from '../../guest/flavours.js';
 import { parseVolumeId } from '../../property-format.js';
 import type { SimStorage } from '../../volumes.js';
 
@@ -87,7 +88,7 @@ export function listStorageContent(ctx: RequestContext): HandlerResult {
       for (const image of ctx.sim.volumes.images(id)) {
         if (vmid !== undefined && image.vmid !== vmid) continue;
         const owner = ctx.sim.guests.get(image.vmid);
-        const content = owner?.type === 'lxc' ? 'rootdir' : 'images';
+        const content = owner ? flavourOf(owner.type).storageContent : 'images';
         if (content !== type) continue;
         // Images of a guest need Datastore.Audit on the storage and VM.Config.Disk on the guest.
         if (!hasPrivilege(ctx.principal, `/storage/${id}`, 'Datastore.Allocate')) {
