@@ -11,7 +11,9 @@ import { Guest } from './guest.js';
 import { flavourOf } from './guest/flavours.js';
 import { StatsCollector, type SimStats } from './stats.js';
 import { TaskRegistry, type SimTask } from './tasks.js';
-import { applyLxcUpdate, applyQemuUpdate, checkLxcUpdateLists, prepareLxcUpdate, prepareQemuUpdate, type UpdateOutcome } from './update.js';
+import type { UpdateOutcome } from './config-update/common.js';
+import { applyLxcUpdate, checkLxcUpdateLists, prepareLxcUpdate } from './config-update/container.js';
+import { applyQemuUpdate, prepareQemuUpdate } from './config-update/vm.js';
 import { VolumeStore, type SimFile, type StorageDefinition } from './volumes.js';
 
 /** An operator's edit: options to set and options to delete. */

@@ -1,10 +1,10 @@
 /**
- * A `PUT`/`POST …/config` request of either flavour split into what `update.ts` applies: the
+ * A `PUT`/`POST …/config` request of either flavour split into what `config-update/` applies: the
  * values to set, `delete`, `revert`, `force`, the digest and `skiplock`. The meta parameters are
  * the ones both flavours' schemas declare besides config options.
  */
 import { flag, type RequestContext } from '../context.js';
-import type { ConfigUpdate } from '../update.js';
+import type { ConfigUpdate } from '../config-update/common.js';
 
 const META = new Set(['node', 'vmid', 'delete', 'revert', 'force', 'digest', 'skiplock', 'background_delay', 'import-working-storage']);
 

@@ -9,7 +9,7 @@ import { underConfigLock, whenElapsed } from '../config-lock.js';
 import { DieError, ParamError } from '../errors.js';
 import { perlTrue } from '../guest.js';
 import { TaskFailure, type TaskContext } from '../tasks.js';
-import { applyAllPending } from '../update.js';
+import { applyAllPending } from '../config-update/apply-all-pending.js';
 import type { GuestFlavour } from './flavours.js';
 import { warnIgnoredMtu } from './ignored-mtu.js';
 import { guestHere } from './path-guest.js';

@@ -18,7 +18,7 @@ import { startTaskOf } from '../../guest/power.js';
 import { checkLxcOptionPermissions, requireAnyPrivilege, requirePrivilege } from '../../permissions.js';
 import { formatSize, isLxcMount, optionFormat, parseOption, parseVolumeId, printPropertyString } from '../../property-format.js';
 import { TaskFailure } from '../../tasks.js';
-import { assertLxcWritable, normaliseLxcList, printLxcNet } from '../../update.js';
+import { assertLxcWritable, normaliseLxcList, printLxcNet } from '../../config-update/container.js';
 
 /** Parameters of the create call that are not config options. */
 const CREATE_ONLY = new Set([

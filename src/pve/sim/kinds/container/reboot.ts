@@ -8,7 +8,7 @@ import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError } from '../../errors.js';
 import { guestHere } from '../../guest/path-guest.js';
-import { applyAllPending } from '../../update.js';
+import { applyAllPending } from '../../config-update/apply-all-pending.js';
 
 /** The handler. */
 export function rebootContainer(ctx: RequestContext): HandlerResult {

@@ -7,7 +7,7 @@ import type { HandlerResult, RequestContext } from '../../context.js';
 import { ParamError } from '../../errors.js';
 import { configUpdateOf } from '../../guest/config-request.js';
 import { pathGuest } from '../../guest/path-guest.js';
-import { applyLxcUpdate, checkLxcConfig, checkLxcUpdateLists, prepareLxcUpdate } from '../../update.js';
+import { applyLxcUpdate, checkLxcConfig, checkLxcUpdateLists, prepareLxcUpdate } from '../../config-update/container.js';
 
 /** The handler. */
 export function updateContainerConfig(ctx: RequestContext): HandlerResult | Promise<HandlerResult> {

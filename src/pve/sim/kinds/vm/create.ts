@@ -16,7 +16,7 @@ import { startTaskOf } from '../../guest/power.js';
 import { checkQemuCreateDevices, checkQemuOptionPermissions, requirePrivilege } from '../../permissions.js';
 import { isCdrom, isQemuDrive, parseOption } from '../../property-format.js';
 import { TaskFailure } from '../../tasks.js';
-import { assertQemuWritable, createQemuDisk, printQemuNet } from '../../update.js';
+import { assertQemuWritable, createQemuDisk, printQemuNet } from '../../config-update/vm.js';
 
 /** Parameters of the create call that are not config options. */
 const CREATE_ONLY = new Set([

@@ -9,7 +9,7 @@ import { param, type HandlerResult, type RequestContext } from '../../context.js
 import { DieError } from '../../errors.js';
 import { guestHere } from '../../guest/path-guest.js';
 import { TaskFailure } from '../../tasks.js';
-import { applyAllPending } from '../../update.js';
+import { applyAllPending } from '../../config-update/apply-all-pending.js';
 
 /** The handler. */
 export function rebootVm(ctx: RequestContext): HandlerResult {

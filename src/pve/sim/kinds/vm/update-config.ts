@@ -13,7 +13,8 @@ import { DieError, ParamError } from '../../errors.js';
 import { configUpdateOf } from '../../guest/config-request.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import type { SimTask } from '../../tasks.js';
-import { applyQemuUpdate, checkQemuConfig, prepareQemuUpdate, type UpdateOutcome } from '../../update.js';
+import type { UpdateOutcome } from '../../config-update/common.js';
+import { applyQemuUpdate, checkQemuConfig, prepareQemuUpdate } from '../../config-update/vm.js';
 
 /** The handler of `PUT` (`async` false) or `POST` (`async` true). */
 export function updateVmConfig(async: boolean) {
