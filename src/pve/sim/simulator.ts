@@ -7,7 +7,7 @@ import { TokenRegistry } from './auth.js';
 import { ConfigLocks } from './config-lock.js';
 import { ApiError, DieError, PermissionError, SimulatorError } from './errors.js';
 import { configObjectToRaw } from './fixture.js';
-import { Guest } from './guest.js';
+import { Guest } from './guest/guest.js';
 import { flavourOf } from './guest/flavours.js';
 import { StatsCollector, type SimStats } from './stats.js';
 import { TaskRegistry, type SimTask } from './tasks.js';

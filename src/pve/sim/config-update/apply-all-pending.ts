@@ -3,7 +3,7 @@
  * flavour's own `vmconfig_apply_pending`.
  */
 import type { GuestType } from '../../../core/model.js';
-import type { Guest } from '../guest.js';
+import type { Guest } from '../guest/guest.js';
 import { writeIfChanged, type UpdateEnv } from './common.js';
 import { lxcApplyPending } from './container.js';
 import { qemuApplyPending } from './vm.js';

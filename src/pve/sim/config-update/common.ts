@@ -10,7 +10,7 @@ import { paramSchema } from '../../../core/proxmox-params.js';
 import type { Principal } from '../auth.js';
 import { parsePendingDelete, printPendingDelete, serializeConfig } from '../config-file.js';
 import { DieError } from '../errors.js';
-import { perlTrue, type Guest } from '../guest.js';
+import { perlTrue, type Guest } from '../guest/guest.js';
 import { configEndpoint } from '../property-format.js';
 import type { VolumeStore } from '../volumes.js';
 

@@ -8,7 +8,7 @@ import { LIVE, LXC_FASTPLUG, lxcHotplugDelete, lxcHotplugSet } from '../../../co
 import { normaliseTags } from '../../../core/property-string.js';
 import { splitList } from '../../../core/proxmox-params.js';
 import { DieError, ParamError } from '../errors.js';
-import { perlTrue, type Guest } from '../guest.js';
+import { perlTrue, type Guest } from '../guest/guest.js';
 import {
   formatSize,
   isLxcMount,

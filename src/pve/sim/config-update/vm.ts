@@ -9,7 +9,7 @@ import { isQemuFastplug, LIVE, PENDING, qemuHotplugDelete, qemuHotplugSet, type 
 import { normaliseTags } from '../../../core/property-string.js';
 import { splitList } from '../../../core/proxmox-params.js';
 import { DieError, ParamError } from '../errors.js';
-import { perlTrue, type Guest } from '../guest.js';
+import { perlTrue, type Guest } from '../guest/guest.js';
 import {
   formatSize,
   isCdrom,

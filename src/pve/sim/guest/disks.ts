@@ -6,7 +6,7 @@
  */
 import type { RequestContext } from '../context.js';
 import { DieError, ParamError } from '../errors.js';
-import type { Guest } from '../guest.js';
+import type { Guest } from './guest.js';
 import { formatSize, isCdrom, optionFormat, parseOption, parseSize, parseVolumeId, printPropertyString } from '../property-format.js';
 import { TaskFailure } from '../tasks.js';
 import { flavourOf } from './flavours.js';

@@ -3,7 +3,7 @@
  * MTU only applies to a VirtIO NIC on a bridge; anywhere else it is ignored with a `log_warn`,
  * which makes the start task end `WARNINGS: N`. The VM row of the flavour table asks for it.
  */
-import type { Guest } from '../guest.js';
+import type { Guest } from './guest.js';
 import { parseOption } from '../property-format.js';
 import type { TaskContext } from '../tasks.js';
 

@@ -4,7 +4,7 @@
  */
 import type { GuestType } from '../../../core/model.js';
 import { param, type RequestContext } from '../context.js';
-import type { Guest } from '../guest.js';
+import type { Guest } from './guest.js';
 
 /** The guest the path addresses, or the missing-config error. */
 export function pathGuest(ctx: RequestContext, type: GuestType): Guest {

@@ -7,7 +7,7 @@
 import { flag, param, type HandlerResult, type RequestContext } from '../context.js';
 import { underConfigLock, whenElapsed } from '../config-lock.js';
 import { DieError, ParamError } from '../errors.js';
-import { perlTrue } from '../guest.js';
+import { perlTrue } from './guest.js';
 import { TaskFailure, type TaskContext } from '../tasks.js';
 import { applyAllPending } from '../config-update/apply-all-pending.js';
 import type { GuestFlavour } from './flavours.js';

@@ -7,7 +7,7 @@
 import { canSeeGuest } from '../auth.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../context.js';
 import { DieError, ParamError } from '../errors.js';
-import type { Guest } from '../guest.js';
+import type { Guest } from './guest.js';
 import type { GuestFlavour } from './flavours.js';
 import { pathGuest } from './path-guest.js';
 import { CURRENT_FIELDS, guestStatus, LISTING_FULL_FIELDS } from './status.js';

@@ -4,7 +4,7 @@
  * and from QMP its run state).
  */
 import type { GuestType } from '../../../core/model.js';
-import { perlTrue, type Guest } from '../guest.js';
+import { perlTrue, type Guest } from './guest.js';
 
 type Fields = Record<string, unknown>;
 

@@ -6,7 +6,7 @@
 import { canSeeGuest, hasPrivilege } from '../../auth.js';
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError } from '../../errors.js';
-import type { Guest } from '../../guest.js';
+import type { Guest } from '../../guest/guest.js';
 import { flavourOf } from '../../guest/flavours.js';
 import type { SimStorage } from '../../volumes.js';
 import { poolVisible } from '../pool/handlers.js';

@@ -11,7 +11,7 @@ import { hasPrivilege } from '../../auth.js';
 import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError, PermissionError } from '../../errors.js';
-import { Guest, perlTrue } from '../../guest.js';
+import { Guest, perlTrue } from '../../guest/guest.js';
 import { holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { startTaskOf } from '../../guest/power.js';

@@ -9,7 +9,7 @@ import { normaliseTags } from '../../../../core/property-string.js';
 import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, PermissionError } from '../../errors.js';
-import { Guest } from '../../guest.js';
+import { Guest } from '../../guest/guest.js';
 import { allocationStorages, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { startTaskOf } from '../../guest/power.js';

@@ -6,7 +6,7 @@
 import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError } from '../../errors.js';
-import { perlTrue } from '../../guest.js';
+import { perlTrue } from '../../guest/guest.js';
 import { volumesOf } from '../../guest/disks.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import { parseVolumeId } from '../../property-format.js';

@@ -6,7 +6,7 @@
 import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError } from '../../errors.js';
-import type { Guest } from '../../guest.js';
+import type { Guest } from '../../guest/guest.js';
 import { driveParts, moveVolume, targetStorage } from '../../guest/disks.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import { isCdrom, parseVolumeId } from '../../property-format.js';

@@ -4,11 +4,11 @@
  * without pending, GET pending) are derived here and cached until the next write, so reads
  * of 10,000 guests cost a map lookup.
  */
-import type { GuestType } from '../../core/model.js';
-import { paramSchema } from '../../core/proxmox-params.js';
-import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from './config-file.js';
-import { flavourOf } from './guest/flavours.js';
-import { configEndpoint, parseSize, parseOption } from './property-format.js';
+import type { GuestType } from '../../../core/model.js';
+import { paramSchema } from '../../../core/proxmox-params.js';
+import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from '../config-file.js';
+import { flavourOf } from './flavours.js';
+import { configEndpoint, parseSize, parseOption } from '../property-format.js';
 
 /** A JSON value of a config view. */
 export type JsonConfigValue = string | number | [string, string][];
