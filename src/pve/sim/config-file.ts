@@ -72,9 +72,41 @@ export function decodeText(text: string): string {
   return Buffer.from(bytes).toString('utf8');
 }
 
-/** qemu-server's pending section header; pve-container names it `[pve:pending]`. */
-const SECTION_PENDING_RE: Record<GuestType, RegExp> = { qemu: /^\[PENDING\]\s*$/i, lxc: /^\[pve:pending\]\s*$/i };
-const PENDING_HEADER: Record<GuestType, string> = { qemu: '[PENDING]', lxc: '[pve:pending]' };
+/** Where qemu-server's and pve-container's config files differ. */
+interface ConfigFormat {
+  /** qemu-server's pending section header; pve-container names it `[pve:pending]`. */
+  pendingHeader: string;
+  pendingRe: RegExp;
+  /** pve-container keeps raw `lxc.*` keys, in their order. */
+  rawLxcKeys: boolean;
+  /** The description a run of `#` lines reads as (undefined: none stored). */
+  readDescription(text: string): string | undefined;
+  /** The text written back as `#` lines. */
+  writeDescription(text: string): string;
+  /** qemu-server marks an empty pending description with a lone `#` so the pending change survives. */
+  marksEmptyPendingDescription: boolean;
+}
+
+const CONFIG_FORMATS: Record<GuestType, ConfigFormat> = {
+  qemu: {
+    pendingHeader: '[PENDING]',
+    pendingRe: /^\[PENDING\]\s*$/i,
+    rawLxcKeys: false,
+    // qemu-server strips trailing whitespace (`$descr =~ s/\s+$//`).
+    readDescription: (text) => text.replace(/\s+$/, ''),
+    writeDescription: (text) => text,
+    marksEmptyPendingDescription: true,
+  },
+  lxc: {
+    pendingHeader: '[pve:pending]',
+    pendingRe: /^\[pve:pending\]\s*$/i,
+    rawLxcKeys: true,
+    // pve-container keeps the newline each `#` line ends with, and stores nothing for an empty description.
+    readDescription: (text) => (text === '' ? undefined : text),
+    writeDescription: (text) => text.replace(/\n$/, ''),
+    marksEmptyPendingDescription: false,
+  },
+};
 const SECTION_SPECIAL_RE = /^\[special:([a-z]+)\]\s*$/i;
 const SECTION_SNAPSHOT_RE = /^\[([a-z][a-z0-9_-]+)\]\s*$/i;
 const LXC_RAW_RE = /^(lxc\.[a-z0-9_.-]+)(?::|\s*=)\s*(.*?)\s*$/;
@@ -83,6 +115,7 @@ const DESCRIPTION_KEY_RE = /^description:\s*(.*\S)\s*$/;
 
 /** Parses a config file like `parse_vm_config` / `parse_pct_config`; unparsable lines are dropped. */
 export function parseConfig(raw: string, type: GuestType): ParsedConfig {
+  const format = CONFIG_FORMATS[type];
   const config: ParsedConfig = {
     main: emptySection(),
     pending: emptySection(),
@@ -92,18 +125,14 @@ export function parseConfig(raw: string, type: GuestType): ParsedConfig {
   let section = config.main;
   let descr: string | undefined;
   const finishDescription = (): void => {
-    // qemu-server strips trailing whitespace (`$descr =~ s/\s+$//`); pve-container keeps the
-    // newline each `#` line ends with, and stores nothing for an empty description.
-    if (descr !== undefined) {
-      if (type === 'qemu') section.values.set('description', descr.replace(/\s+$/, ''));
-      else if (descr !== '') section.values.set('description', descr);
-    }
+    const description = descr === undefined ? undefined : format.readDescription(descr);
+    if (description !== undefined) section.values.set('description', description);
     descr = undefined;
   };
   for (const line of raw.split('\n')) {
     if (/^\s*$/.test(line)) continue;
     let m: RegExpExecArray | null;
-    if (SECTION_PENDING_RE[type].test(line)) {
+    if (format.pendingRe.test(line)) {
       finishDescription();
       section = config.pending;
       continue;
@@ -128,7 +157,7 @@ export function parseConfig(raw: string, type: GuestType): ParsedConfig {
       descr = (descr ?? '') + decodeText(m[1] as string);
       continue;
     }
-    if (type === 'lxc' && (m = LXC_RAW_RE.exec(line))) {
+    if (format.rawLxcKeys && (m = LXC_RAW_RE.exec(line))) {
       section.lxc.push([m[1] as string, m[2] as string]);
       continue;
     }
@@ -145,9 +174,9 @@ function serializeSection(section: ConfigSection, type: GuestType, pending = fal
     // Perl truthiness: '' and '0' write no comment lines. qemu-server marks an empty pending
     // description with a lone `#` so the pending change survives; elsewhere nothing is written.
     if (description !== '' && description !== '0') {
-      const text = type === 'lxc' ? description.replace(/\n$/, '') : description;
+      const text = CONFIG_FORMATS[type].writeDescription(description);
       for (const line of text.split('\n')) raw += `#${encodeText(line)}\n`;
-    } else if (type === 'qemu' && pending) {
+    } else if (CONFIG_FORMATS[type].marksEmptyPendingDescription && pending) {
       raw += '#\n';
     }
   }
@@ -162,7 +191,7 @@ function serializeSection(section: ConfigSection, type: GuestType, pending = fal
 /** Serialises like `write_vm_config`: main, `[PENDING]`, `[special:…]`, then snapshots, sorted. */
 export function serializeConfig(config: ParsedConfig, type: GuestType): string {
   let raw = serializeSection(config.main, type);
-  if (hasPending(config)) raw += `\n${PENDING_HEADER[type]}\n${serializeSection(config.pending, type, true)}`;
+  if (hasPending(config)) raw += `\n${CONFIG_FORMATS[type].pendingHeader}\n${serializeSection(config.pending, type, true)}`;
   for (const name of [...config.special.keys()].sort()) {
     raw += `\n[special:${name}]\n${serializeSection(config.special.get(name) as ConfigSection, type)}`;
   }

@@ -6,6 +6,7 @@
  */
 import type { GuestType } from '../../core/model.js';
 import { ApiError } from './errors.js';
+import { flavourOf } from './guest/flavours.js';
 import type { TaskContext } from './tasks.js';
 
 /** How long `lock_config` waits for the flock. */
@@ -14,9 +15,9 @@ export const CONFIG_LOCK_TIMEOUT_MS = 10_000;
 /** Releases a held config lock; calling it again does nothing. */
 export type ReleaseConfigLock = () => void;
 
-/** The lock file `config_file_lock` names (qemu-server `QemuConfig.pm`, pve-container `LXC/Config.pm`). */
+/** The lock file `config_file_lock` names, from the flavour table. */
 export function configLockFile(type: GuestType, vmid: number): string {
-  return type === 'qemu' ? `/var/lock/qemu-server/lock-${vmid}.conf` : `/run/lock/lxc/pve-config-${vmid}.lock`;
+  return flavourOf(type).configLockFile(vmid);
 }
 
 /** `lock_file_full` gave up waiting: a plain die, `can't lock file '<file>' - got timeout` (500). */

@@ -7,10 +7,13 @@ import { TokenRegistry } from './auth.js';
 import { ConfigLocks } from './config-lock.js';
 import { ApiError, DieError, PermissionError, SimulatorError } from './errors.js';
 import { configObjectToRaw } from './fixture.js';
-import { Guest } from './guest.js';
+import { Guest } from './guest/guest.js';
+import { flavourOf } from './guest/flavours.js';
 import { StatsCollector, type SimStats } from './stats.js';
 import { TaskRegistry, type SimTask } from './tasks.js';
-import { applyLxcUpdate, applyQemuUpdate, checkLxcUpdateLists, prepareLxcUpdate, prepareQemuUpdate, type UpdateOutcome } from './update.js';
+import type { UpdateOutcome } from './config-update/common.js';
+import { applyLxcUpdate, checkLxcUpdateLists, prepareLxcUpdate } from './config-update/container.js';
+import { applyQemuUpdate, prepareQemuUpdate } from './config-update/vm.js';
 import { VolumeStore, type SimFile, type StorageDefinition } from './volumes.js';
 
 /** An operator's edit: options to set and options to delete. */
@@ -346,8 +349,7 @@ export class Simulator {
   guestOnNode(type: GuestType, node: string, vmid: number): Guest {
     const guest = this.guests.get(vmid);
     if (!guest || guest.type !== type || guest.node !== node) {
-      const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
-      throw new DieError(`Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist\n`);
+      throw new DieError(`Configuration file 'nodes/${node}/${flavourOf(type).configDir}/${vmid}.conf' does not exist\n`);
     }
     return guest;
   }

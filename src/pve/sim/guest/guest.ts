@@ -4,10 +4,11 @@
  * without pending, GET pending) are derived here and cached until the next write, so reads
  * of 10,000 guests cost a map lookup.
  */
-import type { GuestType } from '../../core/model.js';
-import { paramSchema } from '../../core/proxmox-params.js';
-import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from './config-file.js';
-import { configEndpoint, parseSize, parseOption } from './property-format.js';
+import type { GuestType } from '../../../core/model.js';
+import { paramSchema } from '../../../core/proxmox-params.js';
+import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from '../config-file.js';
+import { flavourOf } from './flavours.js';
+import { configEndpoint, parseSize, parseOption } from '../property-format.js';
 
 /** A JSON value of a config view. */
 export type JsonConfigValue = string | number | [string, string][];
@@ -208,7 +209,8 @@ export class Guest {
       const value = values.get(key) as string;
       out[key] = key === 'cipassword' ? '**********' : typedValue(this.type, key, value);
     }
-    if (this.type === 'lxc' && lxc.length > 0) out.lxc = lxc.map(([k, v]) => [k, v] as [string, string]);
+    // Only a container's parser keeps raw `lxc.*` keys (config-file.ts).
+    if (lxc.length > 0) out.lxc = lxc.map(([k, v]) => [k, v] as [string, string]);
     out.digest = this.digestHex;
     return out;
   }
@@ -249,27 +251,24 @@ export class Guest {
   /** Numbers the listings and status calls derive from the config. */
   summary(): GuestSummaryData {
     const main = this.parsed.main.values;
-    const isQemu = this.type === 'qemu';
+    const flavour = flavourOf(this.type);
     const memoryValue = main.get('memory');
     const memoryMiB = memoryValue === undefined ? 512 : Number(/^(?:current=)?(\d+)/.exec(memoryValue)?.[1] ?? 512);
-    const cores = Number(main.get('cores') ?? (isQemu ? 1 : 0)) || (isQemu ? 1 : 2);
-    const sockets = isQemu ? Number(main.get('sockets') ?? 1) || 1 : 1;
-    const vcpus = isQemu && main.get('vcpus') ? Number(main.get('vcpus')) : cores * sockets;
     const tags = main.get('tags');
     const lock = main.get('lock');
-    const name = isQemu ? (main.get('name') ?? `VM ${this.vmid}`) : (main.get('hostname') ?? `CT${this.vmid}`);
+    const name = main.get(flavour.nameKey) ?? flavour.defaultName(this.vmid);
     return {
       name,
       maxmem: memoryMiB * 1024 * 1024,
       maxdisk: this.bootDiskBytes(),
-      cpus: vcpus,
+      cpus: flavour.cpus(main),
       template: perlTrue(main.get('template')),
       ...(tags !== undefined ? { tags } : {}),
       ...(lock !== undefined ? { lock } : {}),
     };
   }
 
-  /** Size of the boot disk (qemu: first disk of `boot`/`bootdisk`, else first disk; lxc: rootfs). */
+  /** Size of the boot disk: the first of the flavour's candidates that has a size. */
   private bootDiskBytes(): number {
     const main = this.parsed.main.values;
     const sizeOf = (key: string): number | undefined => {
@@ -278,17 +277,7 @@ export class Guest {
       const size = parseOption(this.type, key, value)?.size;
       return size === undefined ? undefined : parseSize(size);
     };
-    if (this.type === 'lxc') return sizeOf('rootfs') ?? 0;
-    const order = /order=([^,]+)/.exec(main.get('boot') ?? '')?.[1]?.split(';') ?? [];
-    const candidates = [
-      ...order,
-      main.get('bootdisk') ?? '',
-      ...[...main.keys()].filter((k) => /^(scsi|virtio|sata|ide)\d+$/.test(k)).sort(),
-    ];
-    for (const key of candidates) {
-      if (!/^(scsi|virtio|sata|ide)\d+$/.test(key)) continue;
-      const value = main.get(key);
-      if (value === undefined || /media=cdrom/.test(value)) continue;
+    for (const key of flavourOf(this.type).bootDiskCandidates(main)) {
       const size = sizeOf(key);
       if (size !== undefined) return size;
     }

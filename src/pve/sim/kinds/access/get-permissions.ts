@@ -9,9 +9,9 @@
  * rest of its role on `/` — the ACLs an operator would write for such a token — unless it is
  * `guestsOnly` (src/pve/sim/auth.ts, `privilegesOn`).
  */
-import { privilegesOn, type SimToken } from './auth.js';
-import type { HandlerResult, RequestContext } from './context.js';
-import { PermissionError } from './errors.js';
+import { privilegesOn, type SimToken } from '../../auth.js';
+import type { HandlerResult, RequestContext } from '../../context.js';
+import { PermissionError } from '../../errors.js';
 
 /** The top-level paths `get_effective_permissions` always considers. */
 const DEFAULT_PATHS = ['/', '/access', '/access/groups', '/nodes', '/pool', '/sdn', '/storage', '/vms'];
