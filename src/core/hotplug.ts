@@ -1,5 +1,5 @@
 import { configEndpoint } from './config-options.js';
-import type { GuestType } from './model.js';
+import { GUEST_FLAVOURS, type GuestType } from './guest-flavours.js';
 import { paramSchema, parsePropertyStringWithSchema } from './proxmox-params.js';
 
 /**
@@ -78,11 +78,9 @@ function usbHotplug(features: ReadonlySet<string>, ostype: string | undefined): 
 /** NIC options that need the `network` hotplug feature (an unplug and plug). */
 const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
 
-const QEMU_DRIVE_RE = /^(ide[0-3]|sata[0-5]|scsi(?:[0-9]|[12][0-9]|30)|virtio(?:[0-9]|1[0-5])|efidisk0|tpmstate0)$/;
-
-/** `is_valid_drivename` (qemu). */
+/** `is_valid_drivename` (qemu): a VM's disk keys, as the flavour table has them. */
 export function isQemuDrive(key: string): boolean {
-  return QEMU_DRIVE_RE.test(key);
+  return GUEST_FLAVOURS.qemu.diskKey.test(key);
 }
 
 /** `drive_is_cdrom`: `media=cdrom`, or the `none`/`cdrom` placeholders. */
