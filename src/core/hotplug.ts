@@ -225,3 +225,15 @@ export function lxcHotplugDelete(opt: string): HotplugVerdict {
   const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d$/.test(opt);
   return live ? LIVE : PENDING;
 }
+
+/** One flavour's hotplug rules in one shape: what setting or deleting a key does to a running guest. */
+export interface HotplugRules {
+  set(key: string, value: string, config: ConfigLookup): HotplugVerdict;
+  delete(key: string, config: ConfigLookup): HotplugVerdict;
+}
+
+/** The hotplug rules of each guest type, for callers that hold a guest of either. */
+export const HOTPLUG_RULES: { readonly [T in GuestType]: HotplugRules } = {
+  qemu: { set: qemuHotplugSet, delete: qemuHotplugDelete },
+  lxc: { set: (key, _value, config) => lxcHotplugSet(key, config(key)), delete: (key) => lxcHotplugDelete(key) },
+};
