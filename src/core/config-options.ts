@@ -1,4 +1,4 @@
-import type { GuestType } from './model.js';
+import type { GuestType } from './guest-flavours.js';
 import { endpointSchema, paramSchema, type ParamSchema } from './proxmox-params.js';
 
 /**

@@ -1,5 +1,5 @@
 import { configEndpoint } from './config-options.js';
-import type { GuestType } from './model.js';
+import { GUEST_FLAVOURS, type GuestType } from './guest-flavours.js';
 import { paramSchema, parsePropertyStringWithSchema } from './proxmox-params.js';
 
 /**
@@ -78,11 +78,9 @@ function usbHotplug(features: ReadonlySet<string>, ostype: string | undefined): 
 /** NIC options that need the `network` hotplug feature (an unplug and plug). */
 const NET_COLD_KEYS = ['model', 'macaddr', 'queues', 'mtu'];
 
-const QEMU_DRIVE_RE = /^(ide[0-3]|sata[0-5]|scsi(?:[0-9]|[12][0-9]|30)|virtio(?:[0-9]|1[0-5])|efidisk0|tpmstate0)$/;
-
-/** `is_valid_drivename` (qemu). */
+/** `is_valid_drivename` (qemu): a VM's disk keys, as the flavour table has them. */
 export function isQemuDrive(key: string): boolean {
-  return QEMU_DRIVE_RE.test(key);
+  return GUEST_FLAVOURS.qemu.diskKey.test(key);
 }
 
 /** `drive_is_cdrom`: `media=cdrom`, or the `none`/`cdrom` placeholders. */
@@ -227,3 +225,15 @@ export function lxcHotplugDelete(opt: string): HotplugVerdict {
   const live = LXC_FASTPLUG.has(opt) || /^unused\d+$/.test(opt) || ['swap', 'cpulimit', 'cpuunits'].includes(opt) || /^net\d$/.test(opt);
   return live ? LIVE : PENDING;
 }
+
+/** One flavour's hotplug rules in one shape: what setting or deleting a key does to a running guest. */
+export interface HotplugRules {
+  set(key: string, value: string, config: ConfigLookup): HotplugVerdict;
+  delete(key: string, config: ConfigLookup): HotplugVerdict;
+}
+
+/** The hotplug rules of each guest type, for callers that hold a guest of either. */
+export const HOTPLUG_RULES: { readonly [T in GuestType]: HotplugRules } = {
+  qemu: { set: qemuHotplugSet, delete: qemuHotplugDelete },
+  lxc: { set: (key, _value, config) => lxcHotplugSet(key, config(key)), delete: (key) => lxcHotplugDelete(key) },
+};

@@ -5,8 +5,7 @@
  * here, so a rule changes in one place. Sources for the Proxmox side of each rule are in
  * docs/identity-and-privileges.md ("Options that reach the host").
  */
-import type { GuestType } from './model.js';
-import { isQemuDrive } from './hotplug.js';
+import { flavourOf, type GuestType } from './guest-flavours.js';
 import { parsePropertyString, propertyValue } from './property-string.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -14,7 +13,7 @@ import { parsePropertyString, propertyValue } from './property-string.js';
 
 /** True for keys holding a disk or mount point (`scsi0`, `efidisk0`, `rootfs`, `mp3`). */
 export function isDiskKey(type: GuestType, key: string): boolean {
-  return type === 'qemu' ? isQemuDrive(key) : key === 'rootfs' || /^mp\d+$/.test(key);
+  return flavourOf(type).diskKey.test(key);
 }
 
 /** True for keys holding a network device. */
@@ -26,34 +25,17 @@ export function isNicKey(key: string): boolean {
 // Ownership
 
 /**
- * Keys owned only when the spec sets them: those Proxmox fills in at creation (`boot`, a
- * Windows VM's pinned `machine`, a container's `arch`, `ostype`, `rootfs`, default `memory` and
- * `swap`), and those a token cannot write or the product refuses (`args`, `cipassword`), which
- * would otherwise be deleted on every apply and fail every time.
+ * True when the repository owns `key` only if the spec sets it: what Proxmox fills in at creation,
+ * and what a token cannot write (the flavour's `ownedWhenSet`).
  */
-const OWNED_WHEN_SET: Record<GuestType, ReadonlySet<string>> = {
-  qemu: new Set(['boot', 'bootdisk', 'smbios1', 'vmgenid', 'template', 'machine', 'args', 'cipassword']),
-  lxc: new Set(['arch', 'ostype', 'rootfs', 'template', 'unprivileged', 'memory', 'swap']),
-};
-
-/** True when the repository owns `key` only if the spec sets it. */
 export function isOwnedOnlyWhenSet(type: GuestType, key: string): boolean {
-  return OWNED_WHEN_SET[type].has(key);
+  return flavourOf(type).ownedWhenSet.has(key);
 }
 
-/**
- * Options Proxmox leaves out of the config file when they hold their default, though a spec may
- * name the default explicitly: a container created with `unprivileged=0` has no `unprivileged`
- * line (pve-container `API2/LXC.pm`, `create_vm`, writes it only when true).
- */
-const DEFAULT_WHEN_ABSENT: Record<GuestType, Readonly<Record<string, string>>> = {
-  qemu: {},
-  lxc: { unprivileged: '0' },
-};
-
-/** The value a missing config line stands for, when a spec may name it. */
+/** The value a missing config line stands for, when a spec may name it (the flavour's `defaultsWhenAbsent`). */
 export function valueWhenAbsent(type: GuestType, key: string): string | undefined {
-  return Object.hasOwn(DEFAULT_WHEN_ABSENT[type], key) ? DEFAULT_WHEN_ABSENT[type][key] : undefined;
+  const defaults = flavourOf(type).defaultsWhenAbsent;
+  return Object.hasOwn(defaults, key) ? defaults[key] : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -148,66 +130,58 @@ function hostFeatureFlags(value: string): string[] {
   return flags;
 }
 
-/**
- * Whether `key` set to `value` reaches the host, and why. Follows the permission checks of
- * qemu-server `API2/Qemu.pm` (`$check_vm_modify_config_perm`, `check_hostpci_perm`,
- * `check_usb_perm`, `$check_vm_create_serial_perm`) and pve-container `LXC.pm`
- * (`check_ct_modify_config_perm`) and `API2/LXC.pm` (`create_vm`: Sys.Modify on / for a
- * privileged container; a create without `unprivileged` makes an unprivileged one). Undefined for
- * anything an ordinary token with VM.Config.* may set.
- */
-export function hostAccessOf(type: GuestType, key: string, value: string): HostAccessFinding | undefined {
-  if (key === 'hookscript') {
-    return { rule: 'hookscript', reason: `runs the script ${value} on the host at every start and stop of the guest`, requires: ROOT };
-  }
-  if (type === 'qemu') {
-    if (key === 'args') return { rule: 'args', reason: 'passes raw arguments to the QEMU process on the host', requires: ROOT };
-    if (/^hostpci\d+$/.test(key)) {
-      const ps = parsePropertyString(value);
-      const host = propertyValue(ps, 'host') ?? ps.head;
-      if (host !== undefined && propertyValue(ps, 'mapping') === undefined) {
-        return {
-          rule: 'hostpci',
-          reason: `passes the host's PCI device ${host} through to the guest`,
-          requires: ROOT,
-          alternative: MAPPING('pci'),
-        };
-      }
-      if (propertyValue(ps, 'romfile') !== undefined) {
-        return { rule: 'hostpci', reason: 'loads a ROM file from the host (romfile)', requires: ROOT };
-      }
-      return undefined;
-    }
-    if (/^usb\d+$/.test(key)) {
-      const ps = parsePropertyString(value);
-      const host = propertyValue(ps, 'host') ?? ps.head;
-      if (host !== undefined && host.toLowerCase() !== 'spice' && propertyValue(ps, 'mapping') === undefined) {
-        return {
-          rule: 'usb',
-          reason: `passes the host's USB device ${host} through to the guest`,
-          requires: ROOT,
-          alternative: MAPPING('usb'),
-        };
-      }
-      return undefined;
-    }
-    if (/^serial\d+$/.test(key) && value !== 'socket') {
+/** A VM's options that reach the host (qemu-server's checks). */
+function vmHostAccess(key: string, value: string): HostAccessFinding | undefined {
+  if (key === 'args') return { rule: 'args', reason: 'passes raw arguments to the QEMU process on the host', requires: ROOT };
+  if (/^hostpci\d+$/.test(key)) {
+    const ps = parsePropertyString(value);
+    const host = propertyValue(ps, 'host') ?? ps.head;
+    if (host !== undefined && propertyValue(ps, 'mapping') === undefined) {
       return {
-        rule: 'serial',
-        reason: `connects the host's device ${value} to the guest`,
+        rule: 'hostpci',
+        reason: `passes the host's PCI device ${host} through to the guest`,
         requires: ROOT,
-        alternative: '`socket` (a serial port without a host device) needs only VM.Config.HWType',
+        alternative: MAPPING('pci'),
       };
     }
-    if (/^parallel\d+$/.test(key)) {
-      return { rule: 'parallel', reason: `connects the host's device ${value} to the guest`, requires: ROOT };
+    if (propertyValue(ps, 'romfile') !== undefined) {
+      return { rule: 'hostpci', reason: 'loads a ROM file from the host (romfile)', requires: ROOT };
     }
     return undefined;
   }
+  if (/^usb\d+$/.test(key)) {
+    const ps = parsePropertyString(value);
+    const host = propertyValue(ps, 'host') ?? ps.head;
+    if (host !== undefined && host.toLowerCase() !== 'spice' && propertyValue(ps, 'mapping') === undefined) {
+      return {
+        rule: 'usb',
+        reason: `passes the host's USB device ${host} through to the guest`,
+        requires: ROOT,
+        alternative: MAPPING('usb'),
+      };
+    }
+    return undefined;
+  }
+  if (/^serial\d+$/.test(key) && value !== 'socket') {
+    return {
+      rule: 'serial',
+      reason: `connects the host's device ${value} to the guest`,
+      requires: ROOT,
+      alternative: '`socket` (a serial port without a host device) needs only VM.Config.HWType',
+    };
+  }
+  if (/^parallel\d+$/.test(key)) {
+    return { rule: 'parallel', reason: `connects the host's device ${value} to the guest`, requires: ROOT };
+  }
+  return undefined;
+}
+
+/** A container's options that reach the host (pve-container's checks). */
+function containerHostAccess(key: string, value: string): HostAccessFinding | undefined {
   if (key.startsWith('lxc.')) {
     return { rule: 'lxc-raw', reason: 'a raw LXC key configures the container runtime on the host directly', requires: ROOT };
   }
-  if (key === 'rootfs' || /^mp\d+$/.test(key)) {
+  if (isDiskKey('lxc', key)) {
     const ps = parsePropertyString(value);
     const volume = propertyValue(ps, 'volume') ?? ps.head ?? '';
     if (volume.startsWith('/')) {
@@ -248,4 +222,25 @@ export function hostAccessOf(type: GuestType, key: string, value: string): HostA
     }
   }
   return undefined;
+}
+
+/** The host-access rules of each flavour: QEMU and pve-container check different options. */
+const HOST_ACCESS: { readonly [T in GuestType]: (key: string, value: string) => HostAccessFinding | undefined } = {
+  qemu: vmHostAccess,
+  lxc: containerHostAccess,
+};
+
+/**
+ * Whether `key` set to `value` reaches the host, and why. Follows the permission checks of
+ * qemu-server `API2/Qemu.pm` (`$check_vm_modify_config_perm`, `check_hostpci_perm`,
+ * `check_usb_perm`, `$check_vm_create_serial_perm`) and pve-container `LXC.pm`
+ * (`check_ct_modify_config_perm`) and `API2/LXC.pm` (`create_vm`: Sys.Modify on / for a
+ * privileged container; a create without `unprivileged` makes an unprivileged one). Undefined for
+ * anything an ordinary token with VM.Config.* may set.
+ */
+export function hostAccessOf(type: GuestType, key: string, value: string): HostAccessFinding | undefined {
+  if (key === 'hookscript') {
+    return { rule: 'hookscript', reason: `runs the script ${value} on the host at every start and stop of the guest`, requires: ROOT };
+  }
+  return HOST_ACCESS[type](key, value);
 }

@@ -1,3 +1,4 @@
+import type { GuestKind, GuestType } from './guest-flavours.js';
 import type { HostAccessRule } from './key-rules.js';
 
 /**
@@ -6,8 +7,9 @@ import type { HostAccessRule } from './key-rules.js';
  * and from these types; nothing here does I/O.
  */
 
-/** Proxmox guest type as the API names it in paths. */
-export type GuestType = 'qemu' | 'lxc';
+// The guest type is defined with its flavours; it is exported here too because it is the shared
+// vocabulary's word, and the modules that read the flavours must not import this file back.
+export type { GuestType };
 
 /** Where a spec document came from, so every error can point at `file:line:col`. */
 export interface SourceRef {
@@ -35,7 +37,7 @@ export type PowerState = 'running' | 'stopped' | 'ignore';
  * with values already in Proxmox's wire syntax (strings), e.g. `{ memory: '8192', tags: 'a;b' }`.
  */
 export interface GuestSpec {
-  kind: 'VM' | 'Container';
+  kind: GuestKind;
   type: GuestType;
   name: string;
   cluster: string;

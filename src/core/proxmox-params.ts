@@ -8,6 +8,7 @@
  * minimum). Property-string formats (`net0`, `scsi0`, `memory`, …) are parsed like
  * `parse_property_string` and their sub-key errors nested as `format error\n<param>.<sub>: …\n`.
  */
+import type { GuestType } from './guest-flavours.js';
 import apiSchema from './proxmox-api-schema.json' with { type: 'json' };
 import { DNS_NAME_RE, TAG_RE } from './property-string.js';
 
@@ -56,7 +57,7 @@ export const PARAM_MESSAGES = {
  * How many instances an indexed option (`net[n]`) has. The schema dump only says `[n]`; the
  * limits are the constants of qemu-server / pve-container (`MAX_NETS`, `MAX_LXC_NETWORKS`, …).
  */
-export const INDEX_LIMITS: Record<'qemu' | 'lxc', Record<string, number>> = {
+export const INDEX_LIMITS: Record<GuestType, Record<string, number>> = {
   qemu: {
     net: 32,
     scsi: 31,

@@ -6,6 +6,7 @@
  */
 import { inspect } from 'node:util';
 import type { z } from 'zod';
+import { flavourOf, isGuestType } from '../core/guest-flavours.js';
 import type { GuestType, ListedGuest, ObservedGuest } from '../core/model.js';
 import { PveDigestConflictError, PveError, PveTaskFailedError, type PveErrorInit, type SentContext } from './errors.js';
 import {
@@ -138,9 +139,7 @@ export class PveClient {
     const entries = this.#shape('GET', '/cluster/resources', ClusterResource.array(), envelope.data);
     const listed: ListedGuest[] = [];
     for (const entry of entries) {
-      if ((entry.type !== 'qemu' && entry.type !== 'lxc') || entry.vmid === undefined || entry.node === undefined) {
-        continue;
-      }
+      if (!isGuestType(entry.type) || entry.vmid === undefined || entry.node === undefined) continue;
       listed.push(toListed(entry.vmid, entry.type, entry.node, entry));
     }
     return listed;
@@ -213,11 +212,12 @@ export class PveClient {
     const params: PveParams = { ...set, delete: deletes.length > 0 ? deletes.join(',') : undefined, digest: change.digest };
     const sent = { digest: change.digest };
     try {
-      if (type === 'qemu') {
-        const upid = await this.#write('POST', path, Upid, params, sent);
+      const write = flavourOf(type).configWrite;
+      if (write.task) {
+        const upid = await this.#write(write.method, path, Upid, params, sent);
         await this.waitForTask(node, upid, wait);
       } else {
-        await this.#http.send('PUT', path, params, sent);
+        await this.#http.send(write.method, path, params, sent);
       }
     } catch (err) {
       await this.#completeDigestConflict(err, node, type, vmid, change.digest);
@@ -260,12 +260,16 @@ export class PveClient {
     options: MoveDiskOptions = {},
   ): Promise<string> {
     const { delete: remove, digest, format, bwlimit } = options;
-    const params: PveParams =
-      type === 'qemu'
-        ? { disk, storage, delete: remove, digest, format, bwlimit }
-        : { volume: disk, storage, delete: remove, digest, bwlimit };
-    const endpoint = type === 'qemu' ? 'move_disk' : 'move_volume';
-    return this.#write('POST', `${guestPath(node, type, vmid)}/${endpoint}`, Upid, params, { digest });
+    const move = flavourOf(type).move;
+    const params: PveParams = {
+      [move.diskParam]: disk,
+      storage,
+      delete: remove,
+      digest,
+      ...(move.takesFormat ? { format } : {}),
+      bwlimit,
+    };
+    return this.#write('POST', `${guestPath(node, type, vmid)}/${move.endpoint}`, Upid, params, { digest });
   }
 
   /** `DELETE /nodes/{node}/{type}/{vmid}`; returns the UPID (QEMU checks locks only in the task). */
@@ -415,7 +419,7 @@ function quickListing(data: unknown): ListedGuest[] | undefined {
     }
     if (template !== undefined && typeof template !== 'string' && typeof template !== 'number') return undefined;
     if (typeof vmid === 'number' && !Number.isFinite(vmid)) return undefined;
-    if ((type !== 'qemu' && type !== 'lxc') || vmid === undefined || node === undefined) continue;
+    if (!isGuestType(type) || vmid === undefined || node === undefined) continue;
     listed.push(toListed(vmid as number, type, node as string, entry as Parameters<typeof toListed>[3]));
   }
   return listed;

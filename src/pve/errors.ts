@@ -7,6 +7,7 @@
  * (transport failures, read-only refusals, a task's exit status).
  */
 import { STATUS_CODES } from 'node:http';
+import { GUEST_FLAVOURS } from '../core/guest-flavours.js';
 import type { GuestType } from '../core/model.js';
 
 /** Where an error happened: the request, and optionally the cluster and an underlying cause. */
@@ -255,7 +256,8 @@ export function classifyMessage(message: string, init: PveErrorInit, sent: SentC
 
   const locked = LOCKED_RE.exec(message);
   if (locked) {
-    return new PveLockedError(message, { ...init, guestType: locked[1] === 'CT' ? 'lxc' : 'qemu', lock: locked[2] });
+    const guestType = Object.values(GUEST_FLAVOURS).find((flavour) => flavour.proxmoxLabel === locked[1])?.type;
+    return new PveLockedError(message, { ...init, guestType, lock: locked[2] });
   }
   const lockFile = LOCK_FILE_RE.exec(message);
   if (lockFile) return new PveLockedError(message, { ...init, lockFile: lockFile[1] });

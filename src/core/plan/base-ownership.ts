@@ -1,3 +1,4 @@
+import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf } from '../key-rules.js';
 import type { ClusterSpec, GuestPlan, ListedGuest, ObservedGuest, SpecSet } from '../model.js';
 import { hasOwnerTag } from './desired-config.js';
@@ -59,7 +60,7 @@ export function withholdUnowned(
       `refusing to destroy guest ${guest.vmid}: the base branch does not own it (outside its Cluster document's range, or without its owner tag); change the range or owner tag in a pull request of its own first`,
     );
   }
-  const liveName = observed ? (observed.type === 'qemu' ? observed.current.name : observed.current.hostname) : listed?.name;
+  const liveName = observed ? observed.current[flavourOf(observed.type).nameKey] : listed?.name;
   if (!guest.target.spec) guest.name = NAME_WITHHELD;
   if (liveName !== undefined && liveName !== '') {
     const scrub = (message: string): string =>

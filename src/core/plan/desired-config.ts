@@ -1,4 +1,5 @@
 import { isServerManaged } from '../config-options.js';
+import { flavourOf } from '../guest-flavours.js';
 import { encodeSshKeys, isOwnedOnlyWhenSet, valueWhenAbsent } from '../key-rules.js';
 import type { GuestSpec, GuestType } from '../model.js';
 import { normaliseTags } from '../property-string.js';
@@ -37,7 +38,7 @@ export function desiredConfig(spec: GuestSpec, ownerTag: string): Record<string,
     if (spec.ignore.includes(key)) continue;
     config[key] = value;
   }
-  const nameKey = spec.type === 'qemu' ? 'name' : 'hostname';
+  const nameKey = flavourOf(spec.type).nameKey;
   if (!spec.ignore.includes(nameKey)) config[nameKey] ??= spec.name;
   if (!spec.ignore.includes('tags')) {
     config.tags = normaliseTags([...(config.tags ?? '').split(';'), ownerTag]);

@@ -1,4 +1,4 @@
-import { LIVE, lxcHotplugDelete, lxcHotplugSet, PENDING, qemuHotplugDelete, qemuHotplugSet } from '../hotplug.js';
+import { HOTPLUG_RULES, LIVE, PENDING } from '../hotplug.js';
 import type { GuestType, Impact, Severity } from '../model.js';
 
 /** Context of a change: the guest's type, whether it runs, and its config in effect now. */
@@ -23,14 +23,8 @@ export interface KeyImpact {
 export function keyImpact(ctx: ImpactContext, key: string, to: string | undefined): KeyImpact {
   if (!ctx.running) return { impact: 'live' };
   const config = (k: string): string | undefined => ctx.current[k];
-  const verdict =
-    ctx.type === 'qemu'
-      ? to === undefined
-        ? qemuHotplugDelete(key, config)
-        : qemuHotplugSet(key, to, config)
-      : to === undefined
-        ? lxcHotplugDelete(key)
-        : lxcHotplugSet(key, ctx.current[key]);
+  const rules = HOTPLUG_RULES[ctx.type];
+  const verdict = to === undefined ? rules.delete(key, config) : rules.set(key, to, config);
   if (verdict === LIVE) return { impact: 'live' };
   if (verdict === PENDING) return { impact: 'pending-restart' };
   return { impact: 'pending-restart', refusal: verdict.error.trimEnd() };

@@ -1,3 +1,4 @@
+import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf } from '../key-rules.js';
 import type {
   DriftItem,
@@ -87,7 +88,7 @@ function emptyPlan(input: GuestPlanInput, type: GuestType, name: string, node: s
 }
 
 function observedName(observed: ObservedGuest | undefined, listed: ListedGuest | undefined): string | undefined {
-  if (observed) return observed.type === 'qemu' ? observed.current.name : observed.current.hostname;
+  if (observed) return observed.current[flavourOf(observed.type).nameKey];
   return listed?.name;
 }
 
@@ -170,9 +171,9 @@ function severityOfImpact(impact: Impact): Severity {
 
 function planCreate(draft: Draft, spec: GuestSpec): GuestPlan {
   const plan = draft.plan;
-  if (spec.type === 'lxc' && !spec.createOptions?.ostemplate) {
-    return fail(draft, 'the container does not exist and cannot be created without create.ostemplate');
-  }
+  const flavour = flavourOf(spec.type);
+  const missing = flavour.requiredCreateOptions.find((option) => !spec.createOptions?.[option]);
+  if (missing !== undefined) return fail(draft, `the ${flavour.noun} does not exist and cannot be created without create.${missing}`);
   const desired = desiredConfig(spec, plan.target.ownerTag);
   plan.action = 'create';
   plan.node = spec.node;
@@ -209,6 +210,7 @@ function planDestroy(draft: Draft, observed: ObservedGuest, why: string): GuestP
 function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): GuestPlan {
   const plan = draft.plan;
   const type = spec.type;
+  const flavour = flavourOf(type);
   const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
   const desired = desiredConfig(spec, plan.target.ownerTag);
   // Anything but a clear `stopped` (a paused VM, an `unknown` listing) may be running: changes are
@@ -284,10 +286,10 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
         impact = maxImpact(impact, 'live');
       }
       if (diff.storageChanged && d.storage !== undefined) {
-        if (type === 'lxc' && ctx.running) {
+        if (!flavour.move.whileRunning && ctx.running) {
           fail(
             draft,
-            `${key}: a container's volume moves only while it is stopped (move_volume refuses a running container); stop it first`,
+            `${key}: a ${flavour.noun}'s volume moves only while it is stopped (${flavour.move.endpoint} refuses a running ${flavour.noun}); stop it first`,
           );
           return plan;
         }
@@ -303,8 +305,8 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
       const value = have !== undefined && isNicKey(key) ? formatNicUpdate(type, key, want, have) : want;
       config.set[key] = value;
       if (have !== undefined) config.from[key] = have;
-      if (key === 'unprivileged' && type === 'lxc' && have !== undefined) {
-        fail(draft, `unprivileged is fixed when a container is created (Proxmox: unable to modify read-only option: 'unprivileged')`);
+      if (flavour.fixedAtCreation.includes(key) && have !== undefined) {
+        fail(draft, `${key} is fixed when a ${flavour.noun} is created (Proxmox: unable to modify read-only option: '${key}')`);
         return plan;
       }
       const change: KeyChange = { key, to: want, impact: impactOf(key, value) };
@@ -392,7 +394,7 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
     return plan;
   }
 
-  const nameKey = spec.type === 'qemu' ? 'name' : 'hostname';
+  const nameKey = flavourOf(spec.type).nameKey;
   const nameIgnored = spec.ignore.includes(nameKey);
   const liveName = observedName(observed, listed);
   if (spec.state === 'absent') {
@@ -440,10 +442,7 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
     return fail(draft, `guest ${input.vmid} was read with an empty configuration; refusing to plan against it (re-run the plan)`);
   }
   if (live.type !== spec.type) {
-    return fail(
-      draft,
-      `VMID ${input.vmid} is taken by a ${live.type === 'qemu' ? 'VM' : 'container'} on ${node}; the spec describes a ${spec.kind}`,
-    );
+    return fail(draft, `VMID ${input.vmid} is taken by a ${flavourOf(live.type).noun} on ${node}; the spec describes a ${spec.kind}`);
   }
   if (!owned) {
     if (!spec.adopt) {

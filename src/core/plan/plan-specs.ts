@@ -1,4 +1,5 @@
 import { envPrefix } from '../cluster-name.js';
+import { flavourOf } from '../guest-flavours.js';
 import type { HostAccessRule } from '../key-rules.js';
 import type {
   ClusterAccess,
@@ -274,7 +275,7 @@ function specLabel(spec: GuestSpec): string {
 
 /** The name a spec gives its guest on the cluster. */
 function guestName(spec: GuestSpec): string {
-  return spec.config[spec.type === 'qemu' ? 'name' : 'hostname'] ?? spec.name;
+  return spec.config[flavourOf(spec.type).nameKey] ?? spec.name;
 }
 
 /**
@@ -301,7 +302,7 @@ export function identityClashes(
   const listed = new Map(seen.listing.map((l) => [l.vmid, l]));
   for (const spec of headGuests) {
     if (!vmids.has(spec.vmid)) continue;
-    const nameKey = spec.type === 'qemu' ? 'name' : 'hostname';
+    const nameKey = flavourOf(spec.type).nameKey;
     let other: GuestSpec | undefined;
     let why = '';
     const before = baseByVmid.get(spec.vmid);

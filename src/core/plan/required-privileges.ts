@@ -9,6 +9,7 @@
  * `GuestHelpers.pm` (`check_vnet_access`), pve-storage (Datastore.AllocateSpace), and
  * pve-access-control `RPCEnvironment.pm` (`get_effective_permissions`, `compile_acl_path`).
  */
+import { flavourOf } from '../guest-flavours.js';
 import { isDiskKey, isNicKey } from '../key-rules.js';
 import type { GuestSpec } from '../model.js';
 import { parsePropertyString, propertyValue } from '../property-string.js';
@@ -44,7 +45,7 @@ const VM_CONFIG: Record<string, string> = {
 function diskStorage(spec: GuestSpec, value: string): string | undefined {
   const parsed = parsePropertyString(value);
   if (propertyValue(parsed, 'media') === 'cdrom') return undefined;
-  const volume = parsed.head ?? propertyValue(parsed, spec.type === 'qemu' ? 'file' : 'volume');
+  const volume = parsed.head ?? propertyValue(parsed, flavourOf(spec.type).volumeKey);
   const match = volume === undefined ? null : /^([a-z][a-z0-9._-]*[a-z0-9]):/i.exec(volume);
   return match?.[1];
 }
@@ -73,8 +74,8 @@ export function requiredPrivileges(guests: readonly GuestSpec[], mode: 'apply' |
       continue;
     }
     for (const [privilege, why] of Object.entries(VM_CONFIG)) needed.push({ path, privilege, why });
-    if (spec.type === 'qemu' && Object.keys(spec.config).some((k) => /^(ci|ipconfig\d|nameserver|searchdomain|sshkeys)/.test(k))) {
-      needed.push({ path, privilege: 'VM.Config.Cloudinit', why: 'to change cloud-init options' });
+    for (const extra of flavourOf(spec.type).extraConfigPrivileges) {
+      if (Object.keys(spec.config).some((k) => extra.keys.test(k))) needed.push({ path, privilege: extra.privilege, why: extra.why });
     }
     if (spec.power !== 'ignore') needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to start and stop guests' });
     if (spec.config.startup !== undefined)

@@ -1,4 +1,5 @@
 import { configOption, defaultSubKey, subOptions, type OptionSchema } from '../config-options.js';
+import { flavourOf } from '../guest-flavours.js';
 import type { GuestType } from '../model.js';
 import { hotplugFeatures, isCloudinitVolume } from '../hotplug.js';
 import { normaliseTags, parsePropertyString, type PropertyString } from '../property-string.js';
@@ -235,8 +236,10 @@ export function sameNic(type: GuestType, key: string, desired: string, actual: s
   const d = parseNic(type, key, desired);
   const a = parseNic(type, key, actual);
   if (d.mac !== undefined && d.mac !== a.mac) return false;
-  // Proxmox writes `type=veth` into every container NIC that does not name a type.
-  if (type === 'lxc' && !d.settings.has('type') && a.settings.get('type') === 'veth') a.settings.delete('type');
+  // Proxmox writes some sub-keys into every NIC that does not name them (a container NIC's `type=veth`).
+  for (const [k, v] of Object.entries(flavourOf(type).nic.filledIn)) {
+    if (!d.settings.has(k) && a.settings.get(k) === v) a.settings.delete(k);
+  }
   return mapsEqual(d.settings, a.settings);
 }
 
@@ -245,20 +248,17 @@ export function formatNicUpdate(type: GuestType, key: string, desired: string, a
   const d = parseNic(type, key, desired);
   const a = parseNic(type, key, actual);
   const mac = d.mac ?? a.mac;
+  const nic = flavourOf(type).nic;
   const parts: string[] = [];
   const settings = new Map(d.settings);
-  if (type === 'qemu') {
-    const model = settings.get('model');
-    settings.delete('model');
-    if (model !== undefined) parts.push(mac ? `${model}=${mac}` : model);
-  } else {
-    const name = settings.get('name');
-    settings.delete('name');
-    if (name !== undefined) parts.push(`name=${name}`);
-    if (mac) settings.set('hwaddr', mac);
-  }
+  // The lead sub-key first: a VM's model (which carries the MAC, `virtio=BC:24:11:…`), a
+  // container's interface name.
+  const lead = settings.get(nic.leadKey);
+  settings.delete(nic.leadKey);
+  const macInLead = nic.macInModel && lead !== undefined;
+  if (lead !== undefined) parts.push(nic.macInModel ? (mac ? `${lead}=${mac}` : lead) : `${nic.leadKey}=${lead}`);
   for (const [k, v] of settings) parts.push(`${k}=${v}`);
-  if (type === 'qemu' && d.settings.get('model') === undefined && mac) parts.push(`macaddr=${mac}`);
+  if (mac && !macInLead) parts.push(`${nic.macKey}=${mac}`);
   return parts.join(',');
 }
 
@@ -282,8 +282,7 @@ export function sameValue(type: GuestType, key: string, desired: string, actual:
   if (key === 'sshkeys') return decodeSshKeys(desired) === decodeSshKeys(actual);
   if (key === 'description') return desired.trimEnd() === actual.trimEnd();
   // pve-container stores a container's DNS lists space-separated (`verify_nameserver_list`).
-  if (type === 'lxc' && (key === 'nameserver' || key === 'searchdomain'))
-    return splitList(desired).join(' ') === splitList(actual).join(' ');
+  if (flavourOf(type).spaceSeparatedKeys.has(key)) return splitList(desired).join(' ') === splitList(actual).join(' ');
   if (isNicKey(key)) return sameNic(type, key, desired, actual);
   if (isDiskKey(type, key)) {
     const diff = diffDisk(parseDisk(type, key, desired), parseDisk(type, key, actual), !sizeIsServerChosen(key));

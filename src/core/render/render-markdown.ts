@@ -3,6 +3,7 @@
  * folded in `<details>`, most severe first. Whatever the estate size the body stays under the size
  * budget: details that do not fit are left out whole, least severe first, and the comment says so.
  */
+import { flavourOf } from '../guest-flavours.js';
 import { describeOperation } from '../operations.js';
 import type { DriftItem, GuestPlan, KeyChange, Operation, PendingItem, Plan } from '../model.js';
 import {
@@ -215,7 +216,7 @@ function detailsSummary(guest: GuestPlan): string {
   if (ops > 0) parts.push(plural(ops, 'operation'));
   if (guest.drift.length > 0) parts.push(`${guest.drift.length} drifted`);
   if (guest.pending.length > 0) parts.push(`${guest.pending.length} pending`);
-  parts.push(`${guest.type === 'lxc' ? 'container' : 'VM'} on ${guest.node}`);
+  parts.push(`${flavourOf(guest.type).noun} on ${guest.node}`);
   return shorten(parts.join(' · '), 200);
 }
 
