@@ -104,10 +104,20 @@ describe('values are taken exactly as written, or refused', () => {
     [
       'vmid',
       'vmid: 9007199254740993\n',
-      'r.yaml:5:7: integer 9007199254740993 is beyond 2^53 and cannot be kept exactly; quote it if it is text',
+      'r.yaml:5:7: vmid: integer 9007199254740993 is beyond 2^53 and cannot be kept exactly; quote it if it is text',
     ],
-    ['a config value', 'config:\n  memory: 18446744073709551616\n', 'r.yaml:6:11: integer 18446744073709551616 is beyond 2^53'],
-    ['a hexadecimal one', 'config:\n  memory: 0x20000000000001\n', 'r.yaml:6:11: integer 0x20000000000001 is beyond 2^53'],
+    [
+      'a config value',
+      'config:\n  memory: 18446744073709551616\n',
+      'r.yaml:6:11: config.memory: integer 18446744073709551616 is beyond 2^53',
+    ],
+    ['a hexadecimal one', 'config:\n  memory: 0x20000000000001\n', 'r.yaml:6:11: config.memory: integer 0x20000000000001 is beyond 2^53'],
+    [
+      'one of several keys on a line',
+      'config: { cores: 2, balloon: 9007199254740993, memory: 4096 }\n',
+      'r.yaml:5:30: config.balloon: integer 9007199254740993 is beyond 2^53',
+    ],
+    ['a list item', 'config:\n  tags: [a, 9007199254740993]\n', 'r.yaml:6:13: config.tags[1]: integer 9007199254740993 is beyond 2^53'],
   ])('an integer beyond 2^53 is an error, not a rounded number: %s', (_name, extra, message) => {
     expect(
       lines([
