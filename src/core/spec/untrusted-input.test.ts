@@ -226,6 +226,30 @@ describe('the parse cache', () => {
     expect(cache.get('a: 1\n')).toBeDefined();
     expect(cache.get('b: 1\n')).toBeUndefined();
   });
+
+  it('drops the least recently used texts beyond maxBytes, counted in UTF-8, and keeps none larger than the bound', () => {
+    // Three texts of about 40 KB under a 100 KB bound: two fit. `b` is 40 KB of three-byte
+    // characters, 13,000 of them: counted in characters, all three would fit.
+    const big = (name: string, filler: string, bytes = 40_000): string =>
+      vm(name, `config:\n  description: |\n    ${filler.repeat(bytes / Buffer.byteLength(filler))}\n`);
+    const [a, b, c] = [big('a', 'x'), big('b', '€'), big('c', 'y')];
+    const cache = createSpecParseCache({ maxBytes: 100_000 });
+    for (const [name, text] of [
+      ['a', a],
+      ['b', b],
+      ['c', c],
+    ] as const)
+      loadSpecs([{ path: `${name}.yaml`, text }], { cache });
+    expect(cache.size).toBe(2);
+    expect(cache.bytes).toBe(Buffer.byteLength(b) + Buffer.byteLength(c));
+    expect(cache.get(a)).toBeUndefined();
+    expect(cache.get(b)).toBeDefined();
+    // A text over the bound by itself is parsed and loaded, but not kept, and evicts nothing.
+    const huge = big('huge', 'z', 120_000);
+    expect(loadSpecs([{ path: 'huge.yaml', text: huge }], { cache }).specs.guests.map((g) => g.name)).toEqual(['huge']);
+    expect(cache.get(huge)).toBeUndefined();
+    expect(cache.size).toBe(2);
+  });
 });
 
 describe('errors quote the repository safely', () => {
