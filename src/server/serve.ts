@@ -32,6 +32,7 @@ import { createDriftProcessor } from '../queue/drift-worker.js';
 import { intervalWords, type ServerConfig, type ServerRole } from './config.js';
 import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
 import { AppMetrics, createMetricsServer, eventLabel } from './metrics.js';
+import { createWebhookGate } from './webhook-gate.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -378,13 +379,19 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         probot,
         webhooksPath: config.webhookPath,
       });
+      // Refused before Probot's middleware reads a byte, and logged by size and reason, never by body.
+      if (config.webhookSecret === undefined) throw new ServerStartError('WEBHOOK_SECRET is required to take webhooks');
+      const gate = createWebhookGate({
+        secret: config.webhookSecret,
+        onRefused: (refusal) => logger.warn(refusal, 'webhook delivery refused'),
+      });
       webhooks = (req, res) => {
         const scope = { enqueued: false };
         res.once('finish', () => {
           const outcome = res.statusCode >= 500 ? 'failed' : res.statusCode >= 400 ? 'rejected' : scope.enqueued ? 'enqueued' : 'ignored';
           metrics.delivery(eventLabel(req.headers['x-github-event']), outcome);
         });
-        return delivery.run(scope, () => middleware(req, res) as Promise<boolean>);
+        return delivery.run(scope, async () => ((await gate(req, res)) ? (middleware(req, res) as Promise<boolean>) : true));
       };
     }
 
