@@ -94,6 +94,16 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   });
 }
 
+/** Quits a live connection (bounded: a reply may never come) and drops it in every state. Idempotent. */
+async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'ready')
+    await within(
+      redis.quit().catch(() => undefined),
+      1000,
+    );
+  redis.disconnect();
+}
+
 async function connectRedis(url: string, options: RedisOptions, what: string): Promise<Redis> {
   const redis = new Redis(url, { ...options, lazyConnect: true });
   // ioredis reports connection trouble as events; readiness reports it, the log need not repeat it per retry.
@@ -141,7 +151,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     // The connection handlers and readiness use: fails fast, so a webhook arriving while Redis is
     // down is answered 500 at once (GitHub redelivers) instead of waiting for a reconnect.
     const redis = await connectRedis(config.redisUrl, FAIL_FAST, 'the App state');
-    closers.push({ what: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
+    closers.push({ what: 'redis', close: () => closeRedis(redis) });
     const heads = new NewestHeads(redis, statePrefix(prefix));
     const metrics = new AppMetrics();
     metrics.watchDrift(() => new DriftStore(redis, statePrefix(prefix)).drifted());
@@ -161,13 +171,30 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const connections = { ...config.connections, onResponse: metrics.pveResponse };
 
     const workers: Worker[] = [];
+    // Jobs this process is running, counted here: a shutdown waits for them, and says so only when it handed some back.
+    let runningJobs = 0;
+    const idleWaiters: (() => void)[] = [];
+    const jobsIdle = (): Promise<true> =>
+      runningJobs === 0 ? Promise.resolve(true) : new Promise((resolve) => idleWaiters.push(() => resolve(true)));
+    const counted =
+      <A extends unknown[], R>(processor: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        runningJobs += 1;
+        try {
+          return await processor(...args);
+        } finally {
+          runningJobs -= 1;
+          if (runningJobs === 0) for (const wake of idleWaiters.splice(0)) wake();
+        }
+      };
+    const timed: typeof metrics.timed = (queue, processor) => counted(metrics.timed(queue, processor));
     if (worker) {
       // BullMQ's workers block on Redis and need commands that wait out a reconnect.
       const workerRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'the workers');
-      closers.push({ what: 'worker redis', close: () => workerRedis.quit().catch(() => workerRedis.disconnect()) });
+      closers.push({ what: 'worker redis', close: () => closeRedis(workerRedis) });
       // Jobs' own state reads and writes wait out a short Redis hiccup instead of failing the job.
       const jobRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 3 }, 'the jobs');
-      closers.push({ what: 'job redis', close: () => jobRedis.quit().catch(() => jobRedis.disconnect()) });
+      closers.push({ what: 'job redis', close: () => closeRedis(jobRedis) });
       const state = statePrefix(prefix);
       const specs = new CommitSpecsCache({
         onWorkerFailure: (error) => logger.warn({ err: error }, 'parsing specs in the main thread instead of a worker thread'),
@@ -189,9 +216,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // Merge-to-apply. Its own connection waits out a Redis restart (AOF keeps every queued and
       // running apply) instead of failing a guest half-way through; a subscriber hears slot releases.
       const applyRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 50 }, 'the applies');
-      closers.push({ what: 'apply redis', close: () => applyRedis.quit().catch(() => applyRedis.disconnect()) });
+      closers.push({ what: 'apply redis', close: () => closeRedis(applyRedis) });
       const subscriber = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'apply slot releases');
-      closers.push({ what: 'apply subscriber', close: () => subscriber.quit().catch(() => subscriber.disconnect()) });
+      closers.push({ what: 'apply subscriber', close: () => closeRedis(subscriber) });
       const applyStore = new ApplyStore(applyRedis, state);
       const runQueue = new Queue(QUEUE_NAMES.applyRun, { connection: applyRedis, prefix });
       const guestQueue = new Queue(QUEUE_NAMES.applyGuest, { connection: applyRedis, prefix });
@@ -254,7 +281,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       });
       // Every worker finds a job whose worker died (its lock expired) within these.
       const stall = { lockDuration: config.jobLockMs, stalledInterval: config.stalledIntervalMs };
-      const planWorker = new Worker(QUEUE_NAMES.plan, metrics.timed(QUEUE_NAMES.plan, processor), {
+      const planWorker = new Worker(QUEUE_NAMES.plan, timed(QUEUE_NAMES.plan, processor), {
         connection: workerRedis,
         prefix,
         concurrency: config.workerConcurrency,
@@ -265,7 +292,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       workers.push(planWorker);
       const driftWorker = new Worker(
         QUEUE_NAMES.drift,
-        metrics.timed(
+        timed(
           QUEUE_NAMES.drift,
           createDriftProcessor({
             logger,
@@ -284,7 +311,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       driftWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
       driftWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
       workers.push(driftWorker);
-      const runWorker = new Worker(QUEUE_NAMES.applyRun, metrics.timed(QUEUE_NAMES.applyRun, createRunProcessor(runDeps)), {
+      const runWorker = new Worker(QUEUE_NAMES.applyRun, timed(QUEUE_NAMES.applyRun, createRunProcessor(runDeps)), {
         connection: workerRedis,
         prefix,
         // Merges and reports are short; enough that a slow GitHub holds back no other run's report.
@@ -296,7 +323,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const stoppingApplies = new AbortController();
       const guestWorker = new Worker(
         QUEUE_NAMES.applyGuest,
-        metrics.timed(
+        timed(
           QUEUE_NAMES.applyGuest,
           createGuestProcessor({
             logger,
@@ -331,15 +358,28 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         what: 'workers',
         close: async () => {
           stoppingApplies.abort(new Error('the worker is stopping'));
-          const closed = await within(
-            Promise.all(workers.map((w) => w.close())).then(() => true),
-            config.shutdownTimeoutMs,
-          );
-          if (!closed) {
-            logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'jobs still running at the shutdown timeout: handed back to the queue');
-            // A close already under way is what `close(true)` returns too: do not wait on it for ever.
-            await within(Promise.all(workers.map((w) => w.close(true))), 1000);
+          // Take no new job, and wait for the running ones here: BullMQ's graceful close waits on
+          // its blocking connection, and with Redis gone that wait never ends (nor do its timers).
+          await Promise.all(workers.map((w) => w.pause(true).catch(() => undefined)));
+          const finished = await within(jobsIdle(), config.shutdownTimeoutMs);
+          if (!finished) {
+            logger.warn(
+              { timeoutMs: config.shutdownTimeoutMs, jobs: runningJobs },
+              'jobs still running at the shutdown timeout: handed back to the queue',
+            );
           }
+          // With Redis there, a graceful close records what the last jobs returned; without it there
+          // is nothing to record, and only a forced close ends the connections' retries and timers.
+          if (finished && workerRedis.status === 'ready') {
+            const closed = await within(
+              Promise.all(workers.map((w) => w.close())).then(() => true),
+              config.shutdownTimeoutMs,
+            );
+            if (closed) return;
+            logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'the workers did not close within the shutdown timeout');
+          }
+          // A close already under way is what `close(true)` returns too: do not wait on it for ever.
+          await within(Promise.all(workers.map((w) => w.close(true))), 1000);
         },
       });
     }
