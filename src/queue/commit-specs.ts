@@ -62,6 +62,11 @@ export interface CommitSpecsOptions {
   limits?: ArchiveLimits;
   /** Parsed texts shared by every commit loaded here; default a cache of 20,000 texts. */
   parseCache?: SpecParseCache;
+  /**
+   * Loads a commit's files instead of this thread: the App passes a `SpecLoadThread`, so a costly
+   * repository is validated off the event loop, within a time budget. Default: here, with `parseCache`.
+   */
+  load?: (files: readonly SpecFile[]) => Promise<LoadedSpecs>;
   onWorkerFailure?: (error: Error) => void;
 }
 
@@ -99,7 +104,7 @@ export class CommitSpecsCache {
       this.downloads += 1;
       const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(undefined), this.limits);
       const { specRoot, files, config } = baseSpecFiles(contents);
-      const loaded = await loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure);
+      const loaded = await this.loadFiles(files);
       return { sha, specRoot, fileCount: files.length, bytes: filesBytes(files), loaded, ...(config ? { config } : {}) };
     });
   }
@@ -115,9 +120,13 @@ export class CommitSpecsCache {
         specRoot,
         fileCount: files.length,
         bytes: filesBytes(files),
-        loaded: await loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure),
+        loaded: await this.loadFiles(files),
       };
     });
+  }
+
+  private loadFiles(files: readonly SpecFile[]): Promise<LoadedSpecs> {
+    return this.options.load ? this.options.load(files) : loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure);
   }
 
   private once(key: string, load: () => Promise<CommitSpecs>): Promise<CommitSpecs> {

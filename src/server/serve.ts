@@ -33,6 +33,7 @@ import { intervalWords, type ServerConfig, type ServerRole } from './config.js';
 import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
 import { AppMetrics, createMetricsServer, eventLabel } from './metrics.js';
 import { createWebhookGate } from './webhook-gate.js';
+import { SpecLoadThread } from '../spec-files/spec-load-thread.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -196,9 +197,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const jobRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 3 }, 'the jobs');
       closers.push({ what: 'job redis', close: () => closeRedis(jobRedis) });
       const state = statePrefix(prefix);
-      const specs = new CommitSpecsCache({
-        onWorkerFailure: (error) => logger.warn({ err: error }, 'parsing specs in the main thread instead of a worker thread'),
+      // Specs are loaded and validated on a thread of their own, within a time budget: a costly
+      // repository must not hold up webhooks and the renewal of job locks.
+      const specLoader = new SpecLoadThread({
+        onWorkerFailure: (error) => logger.warn({ err: error }, 'loading specs in the main thread instead of a worker thread'),
       });
+      closers.push({ what: 'spec load thread', close: () => specLoader.close() });
+      const specs = new CommitSpecsCache({ load: (files) => specLoader.load(files) });
       const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: jobRedis, prefix });
       driftQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
       closers.push({ what: 'drift queue', close: () => driftQueue.close() });
