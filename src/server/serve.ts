@@ -33,7 +33,7 @@ import { intervalWords, type ServerConfig, type ServerRole } from './config.js';
 import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
 import { AppMetrics, createMetricsServer, eventLabel } from './metrics.js';
 import { createWebhookGate } from './webhook-gate.js';
-import { SpecLoadThread } from '../spec-files/spec-load-thread.js';
+import { SpecLoadThread, type SpecLoadThreadOptions } from '../spec-files/spec-load-thread.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -43,6 +43,8 @@ export interface StartServerOptions {
   logger?: Logger;
   /** More `GET` routes on the HTTP server (by path). */
   routes?: Readonly<Record<string, HttpRoute>>;
+  /** The spec load thread's budget and its clock (tests run the budget out by hand). */
+  specLoads?: Pick<SpecLoadThreadOptions, 'budgetMs' | 'startBudget'>;
 }
 
 /** A started App process. */
@@ -200,6 +202,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // Specs are loaded and validated on a thread of their own, within a time budget: a costly
       // repository must not hold up webhooks and the renewal of job locks.
       const specLoader = new SpecLoadThread({
+        ...options.specLoads,
         onWorkerFailure: (error) => logger.warn({ err: error }, 'loading specs in the main thread instead of a worker thread'),
       });
       closers.push({ what: 'spec load thread', close: () => specLoader.close() });
