@@ -82,7 +82,10 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
   if (isServerManaged(key)) return { kind: 'server-managed' };
   if (API_PARAMETERS.has(key)) return { kind: 'api-parameter' };
   if (TOP_LEVEL_FIELDS.has(key)) return { kind: 'top-level' };
-  const refused = REFUSED[type]?.[key];
+  // Own properties only: the keys are the repository's, and `constructor` or `toString` would
+  // otherwise find Object.prototype's functions and be shown as their source.
+  const refusedKeys = REFUSED[type];
+  const refused = refusedKeys && Object.hasOwn(refusedKeys, key) ? refusedKeys[key] : undefined;
   if (refused) return { kind: 'refused', reason: refused };
   // Raw `lxc.*` keys reach the host and are not part of Proxmox's API at all: only root writes
   // them, into the config file (key-rules.ts).
@@ -91,19 +94,19 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
     return { kind: 'refused', reason: `${key}: ${finding?.reason ?? 'a raw LXC key'}; Proxmox's API cannot set raw LXC keys` };
   }
   const props = configEndpointProperties(type);
-  const direct = props[key];
+  const direct = Object.hasOwn(props, key) ? props[key] : undefined;
   if (direct && !key.includes('[')) return { kind: 'option', schema: direct };
   const indexed = INDEXED_KEY.exec(key);
   if (indexed) {
     const [, prefix = '', digits = ''] = indexed;
-    const schema = props[`${prefix}[n]`];
+    const schema = Object.hasOwn(props, `${prefix}[n]`) ? props[`${prefix}[n]`] : undefined;
     if (schema) {
       const count = INDEX_LIMITS[type][prefix] ?? 0;
       return Number(digits) < count ? { kind: 'option', schema } : { kind: 'index-out-of-range', prefix, count };
     }
   }
   if (CREATE_OPTIONS[type].includes(key)) return { kind: 'create-only' };
-  const hint = HINTS[key];
+  const hint = Object.hasOwn(HINTS, key) ? HINTS[key] : undefined;
   // No "did you mean" here: callers ask `suggestKey` for the few unknown keys of a document they show one for.
   return { kind: 'unknown', ...(hint ? { hint } : {}) };
 }

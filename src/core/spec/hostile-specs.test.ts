@@ -79,6 +79,23 @@ describe('validating megabytes of unknown keys', () => {
   });
 });
 
+describe('keys named like the properties of every object', () => {
+  it('are unknown config keys, not Object.prototype’s functions', () => {
+    const files: SpecFile[] = [
+      CLUSTER,
+      {
+        path: 'v.yaml',
+        text: 'kind: VM\nname: v\ncluster: lab\nnode: pve-01\nconfig:\n  constructor: 1\n  toString: 2\n  hasOwnProperty: 3\n',
+      },
+    ];
+    expect(loadSpecs(files).errors.map(formatSpecError)).toEqual([
+      'v.yaml:6:3: unknown config key "constructor" for a VM',
+      'v.yaml:7:3: unknown config key "toString" for a VM',
+      'v.yaml:8:3: unknown config key "hasOwnProperty" for a VM',
+    ]);
+  });
+});
+
 describe('the indexed "did you mean"', () => {
   /** What the search over every name found (the code before the index), as the reference. */
   function everyName(type: GuestType, key: string): string | undefined {
