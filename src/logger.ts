@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { type Logger, pino, stdSerializers } from 'pino';
 
 /** Levels a user may ask for with PVE_GITOPS_LOG_LEVEL. */
 export const LOG_LEVELS = ['silent', 'fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
@@ -29,8 +29,39 @@ const REDACT = [
   'err.request.headers.authorization',
 ];
 
+/** A serialized error as pino's serializer leaves it: plain fields, nested errors under `aggregateErrors`. */
+type SerializedError = Record<string, unknown> & { aggregateErrors?: unknown[] };
+
+/**
+ * The webhook event an error of `@octokit/webhooks` carries, without its payload. Probot logs such
+ * an error up to three times per delivery (once per handler error, then the aggregate, which holds
+ * them all again), and each copy held the whole body — up to 25 MB of someone else's JSON a line.
+ */
+function withoutPayload(serialized: SerializedError): SerializedError {
+  const event = serialized.event;
+  if (event !== null && typeof event === 'object' && 'payload' in event) {
+    const { id, name, payload } = event as { id?: unknown; name?: unknown; payload?: unknown };
+    const bytes = typeof payload === 'string' ? payload.length : undefined;
+    serialized.event = { id, name, ...(bytes !== undefined ? { payloadChars: bytes } : {}) };
+  }
+  if (Array.isArray(serialized.aggregateErrors)) {
+    serialized.aggregateErrors = serialized.aggregateErrors.map((nested) =>
+      nested !== null && typeof nested === 'object' ? withoutPayload(nested as SerializedError) : nested,
+    );
+  }
+  return serialized;
+}
+
+function serializeError(error: unknown): unknown {
+  const serialized = stdSerializers.err(error as Error) as unknown;
+  return serialized !== null && typeof serialized === 'object' ? withoutPayload(serialized as SerializedError) : serialized;
+}
+
 /** One JSON logger for the process; callers take children per cluster, delivery or job. */
 export function createLogger(options: { level?: string; stream?: NodeJS.WritableStream } = {}): Logger {
   const level = (LOG_LEVELS as readonly string[]).includes(options.level ?? '') ? (options.level as LogLevel) : 'info';
-  return pino({ name: 'pve-gitops', level, redact: { paths: REDACT, censor: '[redacted]' } }, options.stream ?? process.stderr);
+  return pino(
+    { name: 'pve-gitops', level, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { err: serializeError } },
+    options.stream ?? process.stderr,
+  );
 }

@@ -62,8 +62,21 @@ describe('readTarball', () => {
   it.each([
     ['top/../../etc/passwd', /points outside the repository/],
     ['top//etc/passwd', /points outside the repository/],
+    ['/abs.yaml', /points outside the repository/],
+    ['../abs.yaml', /points outside the repository/],
   ])('refuses an entry path %s that climbs out', (name, message) => {
     expect(() => repoPath(name)).toThrow(message);
+  });
+
+  it('refuses an archive with an absolute entry instead of reading it as a file of the repository', async () => {
+    const tar = await tarOf([
+      { name: 'acme-estate-abc1234/lab/web.yaml', text: 'kind: VM\n' },
+      { name: '/abs.yaml', text: 'kind: VM\n' },
+    ]);
+    const error = await read(tar).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ArchiveError);
+    expect((error as ArchiveError).message).toBe("archive entry '/abs.yaml' points outside the repository");
+    expect((error as ArchiveError).path).toBe('/abs.yaml');
   });
 });
 

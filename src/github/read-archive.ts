@@ -87,6 +87,12 @@ function byteLimit(max: number, what: () => ArchiveError): Transform {
  * a path that climbs out (`..`) or is absolute — never produced by GitHub, so the archive is not one.
  */
 export function repoPath(entryName: string): string | undefined {
+  // Checked before the top folder is cut off: cutting at the first slash would turn `/abs.yaml`
+  // (an empty top folder) or `../abs.yaml` into the repository's `abs.yaml`.
+  const top = entryName.split('/', 1)[0] ?? '';
+  if (posix.isAbsolute(entryName) || top === '..') {
+    throw new ArchiveError(`archive entry '${entryName.slice(0, 200)}' points outside the repository`, entryName);
+  }
   const slash = entryName.indexOf('/');
   if (slash < 0) return undefined;
   const rest = entryName.slice(slash + 1).replace(/\/+$/, '');

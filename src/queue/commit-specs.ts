@@ -12,6 +12,7 @@
  */
 import type { ProbotOctokit } from 'probot';
 import type { LoadedSpecs, SpecFile } from '../core/spec/load-specs.js';
+import { specFileBytes } from '../core/spec/spec-text.js';
 import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS, readRepoArchive } from '../github/read-archive.js';
 import type { RepoConfig } from '../github/repo-config.js';
 import { baseSpecFiles, headSpecFiles, specFileFilter } from '../github/spec-repo.js';
@@ -24,6 +25,8 @@ export interface CommitSpecs {
   /** Spec root in the repository (`''`: the root). */
   specRoot: string;
   fileCount: number;
+  /** Bytes of the commit's spec files: what it costs to keep (its loaded specs take about 7 times that). */
+  bytes: number;
   loaded: LoadedSpecs;
   /** `.github/pve-gitops.yml` of a base commit (the drift report's allow-list); absent for heads. */
   config?: RepoConfig;
@@ -41,20 +44,43 @@ export function loadCommitSpecFiles(
   return loadSpecFiles(files, { cache, ...(onWorkerFailure ? { onWorkerFailure } : {}) });
 }
 
+/**
+ * Default bound on the spec bytes of the commits kept: four commits of a 10,000-guest repository
+ * (5 MB each), about 170 MB of loaded specs.
+ */
+export const DEFAULT_COMMIT_SPECS_BYTES = 24 * 1024 * 1024;
+
 /** Options of {@link CommitSpecsCache}. */
 export interface CommitSpecsOptions {
   /** Commits kept; each holds a whole loaded spec set (tens of MB for 10,000 guests). Default 6. */
   maxEntries?: number;
+  /**
+   * Most bytes of spec files, over all commits kept; default {@link DEFAULT_COMMIT_SPECS_BYTES}. A
+   * commit larger than this alone is loaded for the plans that asked for it, but not kept.
+   */
+  maxBytes?: number;
   limits?: ArchiveLimits;
   /** Parsed texts shared by every commit loaded here; default a cache of 20,000 texts. */
   parseCache?: SpecParseCache;
+  /**
+   * Loads a commit's files instead of this thread: the App passes a `SpecLoadThread`, so a costly
+   * repository is validated off the event loop, within a time budget. Default: here, with `parseCache`.
+   */
+  load?: (files: readonly SpecFile[]) => Promise<LoadedSpecs>;
   onWorkerFailure?: (error: Error) => void;
 }
 
-/** Loaded specs by commit, least recently used dropped first. */
+/**
+ * Loaded specs by commit, least recently used dropped first. Bounded by bytes as well as by count:
+ * with a count alone, each push of new large files kept its whole loaded spec set until the heap ran out.
+ */
 export class CommitSpecsCache {
   private readonly entries = new Map<string, Promise<CommitSpecs>>();
+  /** Bytes of each loaded entry (an entry still loading has none yet). */
+  private readonly sizes = new Map<string, number>();
+  private heldBytes = 0;
   private readonly maxEntries: number;
+  private readonly maxBytes: number;
   private readonly limits: ArchiveLimits;
   /** Parsed spec texts, by content, across commits. */
   readonly parseCache: SpecParseCache;
@@ -64,6 +90,7 @@ export class CommitSpecsCache {
 
   constructor(private readonly options: CommitSpecsOptions = {}) {
     this.maxEntries = options.maxEntries ?? 6;
+    this.maxBytes = options.maxBytes ?? DEFAULT_COMMIT_SPECS_BYTES;
     this.limits = options.limits ?? DEFAULT_ARCHIVE_LIMITS;
     this.parseCache = options.parseCache ?? createSpecParseCache();
   }
@@ -77,8 +104,8 @@ export class CommitSpecsCache {
       this.downloads += 1;
       const contents = await readRepoArchive(octokit, repo, sha, specFileFilter(undefined), this.limits);
       const { specRoot, files, config } = baseSpecFiles(contents);
-      const loaded = await loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure);
-      return { sha, specRoot, fileCount: files.length, loaded, ...(config ? { config } : {}) };
+      const loaded = await this.loadFiles(files);
+      return { sha, specRoot, fileCount: files.length, bytes: filesBytes(files), loaded, ...(config ? { config } : {}) };
     });
   }
 
@@ -92,9 +119,14 @@ export class CommitSpecsCache {
         sha,
         specRoot,
         fileCount: files.length,
-        loaded: await loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure),
+        bytes: filesBytes(files),
+        loaded: await this.loadFiles(files),
       };
     });
+  }
+
+  private loadFiles(files: readonly SpecFile[]): Promise<LoadedSpecs> {
+    return this.options.load ? this.options.load(files) : loadCommitSpecFiles(files, this.parseCache, this.options.onWorkerFailure);
   }
 
   private once(key: string, load: () => Promise<CommitSpecs>): Promise<CommitSpecs> {
@@ -107,15 +139,50 @@ export class CommitSpecsCache {
     }
     const loading = load();
     this.entries.set(key, loading);
-    // A failure is not kept: the next plan tries again (GitHub may have been down).
-    loading.catch(() => {
-      if (this.entries.get(key) === loading) this.entries.delete(key);
-    });
-    while (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest === undefined) break;
-      this.entries.delete(oldest);
-    }
+    loading.then(
+      (specs) => {
+        if (this.entries.get(key) !== loading) return;
+        if (specs.bytes > this.maxBytes) return this.drop(key);
+        this.sizes.set(key, specs.bytes);
+        this.heldBytes += specs.bytes;
+        this.evict();
+      },
+      // A failure is not kept: the next plan tries again (GitHub may have been down).
+      () => {
+        if (this.entries.get(key) === loading) this.drop(key);
+      },
+    );
+    this.evict();
     return loading;
   }
+
+  /** Bytes of spec files of the commits kept (loaded ones: an entry still loading counts once it is). */
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
+  /** Commits kept or loading. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private drop(key: string): void {
+    this.entries.delete(key);
+    this.heldBytes -= this.sizes.get(key) ?? 0;
+    this.sizes.delete(key);
+  }
+
+  private evict(): void {
+    while (this.entries.size > this.maxEntries || this.heldBytes > this.maxBytes) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.drop(oldest);
+    }
+  }
+}
+
+function filesBytes(files: readonly SpecFile[]): number {
+  let bytes = 0;
+  for (const file of files) bytes += specFileBytes(file);
+  return bytes;
 }

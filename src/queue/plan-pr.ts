@@ -39,6 +39,7 @@ import type { CommitSpecs, CommitSpecsCache } from './commit-specs.js';
 import type { NewestHeads } from './newest-head.js';
 import type { PlanStore, StoredPlan, TouchedGuest } from './plan-store.js';
 import { type HeldLock, withLock } from './redis-lock.js';
+import { SpecLoadTimeout } from '../spec-files/spec-load-thread.js';
 import type { PlanReason, RepoRef } from './schema.js';
 
 /** What planning a pull request needs; built by the worker for each job. */
@@ -156,6 +157,9 @@ async function readSpecs(ctx: PlanContext, target: PlanTarget): Promise<{ head: 
   } catch (error) {
     if (error instanceof RepoConfigError) {
       throw new PlanProblems('The App config at the base commit is invalid', [{ path: error.path, message: error.message }]);
+    }
+    if (error instanceof SpecLoadTimeout) {
+      throw new PlanProblems('The specs took too long to validate', [{ message: error.message }]);
     }
     if (error instanceof ArchiveError) {
       throw new PlanProblems('The repository cannot be read safely', [

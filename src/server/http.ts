@@ -19,7 +19,10 @@ export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => void | Pr
 
 /** Options of {@link createHttpServer}. */
 export interface HttpServerOptions {
-  /** Probot's node middleware; absent in a worker-only process. Resolves true when it answered. */
+  /**
+   * Probot's node middleware behind the webhook gate; absent in a worker-only process. Resolves
+   * true when it answered.
+   */
   webhooks?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
   webhookPath: string;
   readiness: () => Promise<Readiness>;
@@ -27,12 +30,6 @@ export interface HttpServerOptions {
   routes?: Readonly<Record<string, HttpRoute>>;
   onError?: (error: unknown) => void;
 }
-
-/**
- * Largest webhook body accepted. GitHub caps payloads at 25 MB and does not deliver larger ones;
- * anything bigger is not from GitHub and is refused before it is read.
- */
-export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 
 function send(res: ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8'): void {
   res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
@@ -50,11 +47,8 @@ export function createHttpServer(options: HttpServerOptions): Server {
     }
     const route = req.method === 'GET' ? options.routes?.[path] : undefined;
     if (route) return route(req, res);
-    if (options.webhooks && path === options.webhookPath) {
-      const length = Number(req.headers['content-length'] ?? 0);
-      if (length > MAX_WEBHOOK_BYTES) return send(res, 413, 'payload too large\n');
-      if (await options.webhooks(req, res)) return;
-    }
+    // The webhooks handler bounds the body and checks its signature before reading it whole (`webhook-gate.ts`).
+    if (options.webhooks && path === options.webhookPath && (await options.webhooks(req, res))) return;
     send(res, 404, 'not found\n');
   };
   const server = createServer((req, res) => {

@@ -33,6 +33,8 @@ import { createDriftProcessor } from '../queue/drift-worker.js';
 import { intervalWords, type ServerConfig, type ServerRole } from './config.js';
 import { createHttpServer, type HttpRoute, type Readiness } from './http.js';
 import { AppMetrics, createMetricsServer, eventLabel } from './metrics.js';
+import { createWebhookGate } from './webhook-gate.js';
+import { SpecLoadThread, type SpecLoadThreadOptions } from '../spec-files/spec-load-thread.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -42,6 +44,8 @@ export interface StartServerOptions {
   logger?: Logger;
   /** More `GET` routes on the HTTP server (by path). */
   routes?: Readonly<Record<string, HttpRoute>>;
+  /** The spec load thread's budget and its clock (tests run the budget out by hand). */
+  specLoads?: Pick<SpecLoadThreadOptions, 'budgetMs' | 'startBudget'>;
 }
 
 /** A started App process. */
@@ -94,6 +98,16 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
   });
 }
 
+/** Quits a live connection (bounded: a reply may never come) and drops it in every state. Idempotent. */
+async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'ready')
+    await within(
+      redis.quit().catch(() => undefined),
+      1000,
+    );
+  redis.disconnect();
+}
+
 async function connectRedis(url: string, options: RedisOptions, what: string): Promise<Redis> {
   const redis = new Redis(url, { ...options, lazyConnect: true });
   // ioredis reports connection trouble as events; readiness reports it, the log need not repeat it per retry.
@@ -141,7 +155,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     // The connection handlers and readiness use: fails fast, so a webhook arriving while Redis is
     // down is answered 500 at once (GitHub redelivers) instead of waiting for a reconnect.
     const redis = await connectRedis(config.redisUrl, FAIL_FAST, 'the App state');
-    closers.push({ what: 'redis', close: () => redis.quit().catch(() => redis.disconnect()) });
+    closers.push({ what: 'redis', close: () => closeRedis(redis) });
     const heads = new NewestHeads(redis, statePrefix(prefix));
     const metrics = new AppMetrics();
     metrics.watchDrift(() => new DriftStore(redis, statePrefix(prefix)).drifted());
@@ -161,17 +175,39 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const connections = { ...config.connections, onResponse: metrics.pveResponse };
 
     const workers: Worker[] = [];
+    // Jobs this process is running, counted here: a shutdown waits for them, and says so only when it handed some back.
+    let runningJobs = 0;
+    const idleWaiters: (() => void)[] = [];
+    const jobsIdle = (): Promise<true> =>
+      runningJobs === 0 ? Promise.resolve(true) : new Promise((resolve) => idleWaiters.push(() => resolve(true)));
+    const counted =
+      <A extends unknown[], R>(processor: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        runningJobs += 1;
+        try {
+          return await processor(...args);
+        } finally {
+          runningJobs -= 1;
+          if (runningJobs === 0) for (const wake of idleWaiters.splice(0)) wake();
+        }
+      };
+    const timed: typeof metrics.timed = (queue, processor) => counted(metrics.timed(queue, processor));
     if (worker) {
       // BullMQ's workers block on Redis and need commands that wait out a reconnect.
       const workerRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'the workers');
-      closers.push({ what: 'worker redis', close: () => workerRedis.quit().catch(() => workerRedis.disconnect()) });
+      closers.push({ what: 'worker redis', close: () => closeRedis(workerRedis) });
       // Jobs' own state reads and writes wait out a short Redis hiccup instead of failing the job.
       const jobRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 3 }, 'the jobs');
-      closers.push({ what: 'job redis', close: () => jobRedis.quit().catch(() => jobRedis.disconnect()) });
+      closers.push({ what: 'job redis', close: () => closeRedis(jobRedis) });
       const state = statePrefix(prefix);
-      const specs = new CommitSpecsCache({
-        onWorkerFailure: (error) => logger.warn({ err: error }, 'parsing specs in the main thread instead of a worker thread'),
+      // Specs are loaded and validated on a thread of their own, within a time budget: a costly
+      // repository must not hold up webhooks and the renewal of job locks.
+      const specLoader = new SpecLoadThread({
+        ...options.specLoads,
+        onWorkerFailure: (error) => logger.warn({ err: error }, 'loading specs in the main thread instead of a worker thread'),
       });
+      closers.push({ what: 'spec load thread', close: () => specLoader.close() });
+      const specs = new CommitSpecsCache({ load: (files) => specLoader.load(files) });
       const driftQueue = new Queue(QUEUE_NAMES.drift, { connection: jobRedis, prefix });
       driftQueue.on('error', (error) => logger.warn({ err: error }, 'queue connection error'));
       closers.push({ what: 'drift queue', close: () => driftQueue.close() });
@@ -189,9 +225,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // Merge-to-apply. Its own connection waits out a Redis restart (AOF keeps every queued and
       // running apply) instead of failing a guest half-way through; a subscriber hears slot releases.
       const applyRedis = await connectRedis(config.redisUrl, { maxRetriesPerRequest: 50 }, 'the applies');
-      closers.push({ what: 'apply redis', close: () => applyRedis.quit().catch(() => applyRedis.disconnect()) });
+      closers.push({ what: 'apply redis', close: () => closeRedis(applyRedis) });
       const subscriber = await connectRedis(config.redisUrl, { maxRetriesPerRequest: null }, 'apply slot releases');
-      closers.push({ what: 'apply subscriber', close: () => subscriber.quit().catch(() => subscriber.disconnect()) });
+      closers.push({ what: 'apply subscriber', close: () => closeRedis(subscriber) });
       const applyStore = new ApplyStore(applyRedis, state);
       const runQueue = new Queue(QUEUE_NAMES.applyRun, { connection: applyRedis, prefix });
       const guestQueue = new Queue(QUEUE_NAMES.applyGuest, { connection: applyRedis, prefix });
@@ -260,7 +296,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       });
       // Every worker finds a job whose worker died (its lock expired) within these.
       const stall = { lockDuration: config.jobLockMs, stalledInterval: config.stalledIntervalMs };
-      const planWorker = new Worker(QUEUE_NAMES.plan, metrics.timed(QUEUE_NAMES.plan, processor), {
+      const planWorker = new Worker(QUEUE_NAMES.plan, timed(QUEUE_NAMES.plan, processor), {
         connection: workerRedis,
         prefix,
         concurrency: config.workerConcurrency,
@@ -277,7 +313,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       workers.push(planWorker);
       const driftWorker = new Worker(
         QUEUE_NAMES.drift,
-        metrics.timed(
+        timed(
           QUEUE_NAMES.drift,
           createDriftProcessor({
             logger,
@@ -296,7 +332,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       driftWorker.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
       driftWorker.on('error', (error) => logger.error({ err: error }, 'worker error'));
       workers.push(driftWorker);
-      const runWorker = new Worker(QUEUE_NAMES.applyRun, metrics.timed(QUEUE_NAMES.applyRun, createRunProcessor(runDeps)), {
+      const runWorker = new Worker(QUEUE_NAMES.applyRun, timed(QUEUE_NAMES.applyRun, createRunProcessor(runDeps)), {
         connection: workerRedis,
         prefix,
         // Merges and reports are short; enough that a slow GitHub holds back no other run's report.
@@ -308,7 +344,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const stoppingApplies = new AbortController();
       const guestWorker = new Worker(
         QUEUE_NAMES.applyGuest,
-        metrics.timed(
+        timed(
           QUEUE_NAMES.applyGuest,
           createGuestProcessor({
             logger,
@@ -343,15 +379,28 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         what: 'workers',
         close: async () => {
           stoppingApplies.abort(new Error('the worker is stopping'));
-          const closed = await within(
-            Promise.all(workers.map((w) => w.close())).then(() => true),
-            config.shutdownTimeoutMs,
-          );
-          if (!closed) {
-            logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'jobs still running at the shutdown timeout: handed back to the queue');
-            // A close already under way is what `close(true)` returns too: do not wait on it for ever.
-            await within(Promise.all(workers.map((w) => w.close(true))), 1000);
+          // Take no new job, and wait for the running ones here: BullMQ's graceful close waits on
+          // its blocking connection, and with Redis gone that wait never ends (nor do its timers).
+          await Promise.all(workers.map((w) => w.pause(true).catch(() => undefined)));
+          const finished = await within(jobsIdle(), config.shutdownTimeoutMs);
+          if (!finished) {
+            logger.warn(
+              { timeoutMs: config.shutdownTimeoutMs, jobs: runningJobs },
+              'jobs still running at the shutdown timeout: handed back to the queue',
+            );
           }
+          // With Redis there, a graceful close records what the last jobs returned; without it there
+          // is nothing to record, and only a forced close ends the connections' retries and timers.
+          if (finished && workerRedis.status === 'ready') {
+            const closed = await within(
+              Promise.all(workers.map((w) => w.close())).then(() => true),
+              config.shutdownTimeoutMs,
+            );
+            if (closed) return;
+            logger.warn({ timeoutMs: config.shutdownTimeoutMs }, 'the workers did not close within the shutdown timeout');
+          }
+          // A close already under way is what `close(true)` returns too: do not wait on it for ever.
+          await within(Promise.all(workers.map((w) => w.close(true))), 1000);
         },
       });
     }
@@ -391,13 +440,19 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         probot,
         webhooksPath: config.webhookPath,
       });
+      // Refused before Probot's middleware reads a byte, and logged by size and reason, never by body.
+      if (config.webhookSecret === undefined) throw new ServerStartError('WEBHOOK_SECRET is required to take webhooks');
+      const gate = createWebhookGate({
+        secret: config.webhookSecret,
+        onRefused: (refusal) => logger.warn(refusal, 'webhook delivery refused'),
+      });
       webhooks = (req, res) => {
         const scope = { enqueued: false };
         res.once('finish', () => {
           const outcome = res.statusCode >= 500 ? 'failed' : res.statusCode >= 400 ? 'rejected' : scope.enqueued ? 'enqueued' : 'ignored';
           metrics.delivery(eventLabel(req.headers['x-github-event']), outcome);
         });
-        return delivery.run(scope, () => middleware(req, res) as Promise<boolean>);
+        return delivery.run(scope, async () => ((await gate(req, res)) ? (middleware(req, res) as Promise<boolean>) : true));
       };
     }
 

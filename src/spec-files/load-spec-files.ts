@@ -356,7 +356,7 @@ function fitsBatch(parsed: unknown, batch: Batch | undefined): boolean {
  * the worker's entry fails with "Unknown file extension .ts". A one-line bootstrap registers them
  * through tsx's API and then imports the script. Throws when tsx cannot be found.
  */
-function workerFor(script: URL): { entry: URL | string; workerOptions: WorkerOptions } {
+export function workerFor(script: URL): { entry: URL | string; workerOptions: WorkerOptions } {
   if (!script.pathname.endsWith('.ts')) return { entry: script, workerOptions: {} };
   const tsx = import.meta.resolve('tsx/esm/api');
   const bootstrap = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); });`;

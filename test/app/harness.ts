@@ -12,7 +12,7 @@ import { createLogger } from '../../src/logger.js';
 import { DRIFT_JOB_OPTIONS } from '../../src/queue/drift-schedule.js';
 import { type DriftJobData, deliveryJobId, type PlanQueueJob, QUEUE_NAMES } from '../../src/queue/schema.js';
 import { loadServerConfig, type ServerConfig, type ServerRole } from '../../src/server/config.js';
-import { type RunningServer, startServer } from '../../src/server/serve.js';
+import { type RunningServer, type StartServerOptions, startServer } from '../../src/server/serve.js';
 import { type DeliverOptions, type DeliveryResult, deliver } from './deliveries.js';
 import type { GitHubDouble } from './github-double.js';
 
@@ -26,6 +26,8 @@ export interface TestAppOptions {
   env?: Record<string, string | undefined>;
   /** Default debug, so a failing test's logs say everything. */
   logLevel?: string;
+  /** The spec load thread's budget and clock. */
+  specLoads?: StartServerOptions['specLoads'];
 }
 
 /** A running App under test. */
@@ -110,7 +112,7 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     },
   });
   const logger = createLogger({ level: loaded.config.logLevel, stream });
-  const server = await startServer({ config: loaded.config, role, logger });
+  const server = await startServer({ config: loaded.config, role, logger, ...(options.specLoads ? { specLoads: options.specLoads } : {}) });
 
   const inspector = inspectQueue(options.redisUrl, prefix);
 

@@ -136,4 +136,19 @@ describe('pve-gitops serve as processes', () => {
     expect(await ready.text()).toContain('Redis unreachable');
     expect(app.logs()).toMatch(/"level":50/);
   });
+
+  it('exits 0 on SIGTERM after its Redis is gone, without claiming that jobs were still running', async () => {
+    const redis = await startRedisServer();
+    cleanups.push(() => redis.stop());
+    const { github, clusters } = await setup();
+    const { env } = appEnvironment(github, redis.url, { ...clusters.env, LOG_LEVEL: 'info' });
+    const app = track(await spawnApp('all', env));
+    await redis.stop();
+    // Its workers have tried to reconnect and failed (they are waiting to try again) before it is asked to stop.
+    await app.waitFor(/ECONNREFUSED.*"msg":"worker error"/);
+    app.child.kill('SIGTERM');
+    expect(await app.exited).toBe(0);
+    expect(app.output()).toMatch(/"msg":"pve-gitops App stopped"/);
+    expect(app.output()).not.toMatch(/jobs still running/);
+  });
 });

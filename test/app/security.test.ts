@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { suggestionWork } from '../../src/core/spec/nearest-name.js';
+import type { StartBudget } from '../../src/spec-files/spec-load-thread.js';
 import { issueCommentEvent } from './deliveries.js';
 import { expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
@@ -30,6 +32,30 @@ async function startTrap(): Promise<{ url: string; requests: string[] }> {
 const open = openPullRequest;
 
 describe('security', () => {
+  it('validates a repository of unknown keys off the event loop, and fails the plan with its first errors', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
+    const baseSha = newSha();
+    const headSha = newSha();
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc() };
+    const keys = Array.from({ length: 20_000 }, (_, k) => `  memroy${k}: 1`).join('\n');
+    const hostile = `${vmDoc('fork', 100777)}  memroy: 1\n${keys}\n`;
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, { ...base, 'fork.yaml': hostile });
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 6, id: 1405, updates: 3 });
+    const comment = expectNewComment(w.github, w.repo, 6, 1505);
+    const searches = suggestionWork();
+    await w.app.jobDone('plan', await open(w, 6, headSha, baseSha));
+    w.github.verify();
+    // Every check ran on the spec load thread: this thread, which answers webhooks, did none.
+    expect(suggestionWork()).toBe(searches);
+    const result = await check.result();
+    expect(result.conclusion).toBe('failure');
+    expect(result.output?.title).toBe('The specs are invalid: 101 problems');
+    expect(result.output?.summary).toContain('`fork.yaml:10:3`: unknown config key "memroy" for a VM (did you mean "memory"?)');
+    expect(result.output?.summary).toContain('`fork.yaml:1:1`: 19901 more errors in this document are not shown');
+    expect(await comment.body()).toContain('The specs are invalid');
+  });
+
   it('a pull request that writes a URL into a Cluster document sends no credential anywhere: the spec is invalid', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl') }));
     const evil = await startTrap();
@@ -99,6 +125,42 @@ describe('security', () => {
     });
     expect((await check.result()).output?.summary).toContain(message);
     expect(await comment.body()).toContain(message);
+  });
+
+  it('fails the plan of specs that outlast the load budget, naming the budget', async () => {
+    // The budget runs out by hand, once the head's load is under way.
+    const budgets: (() => void)[] = [];
+    let budgetStarted: () => void = () => {};
+    const startBudget: StartBudget = (_ms, expired) => {
+      budgets.push(expired);
+      budgetStarted();
+      return () => {};
+    };
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), specLoads: { budgetMs: 45_000, startBudget } }));
+    const baseSha = newSha();
+    const headSha = newSha();
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc() };
+    const keys = Array.from({ length: 20_000 }, (_, k) => `  memroy${k}: 1`).join('\n');
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, { ...base, 'fork.yaml': `${vmDoc('fork', 100778)}${keys}\n` });
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 7, id: 1406 });
+    const comment = expectNewComment(w.github, w.repo, 7, 1506);
+    // The base's load (the first) finishes; the head's (the second) is stopped at its budget.
+    const headLoad = new Promise<void>((resolve) => {
+      budgetStarted = () => {
+        if (budgets.length === 2) resolve();
+      };
+    });
+    const planned = w.app.jobDone('plan', await open(w, 7, headSha, baseSha));
+    await headLoad;
+    budgets[1]?.();
+    await planned;
+    w.github.verify();
+    const result = await check.result();
+    expect(result.conclusion).toBe('failure');
+    expect(result.output?.title).toMatch(/^The specs took too long to validate/);
+    expect(result.output?.summary).toContain('took longer than the 45 s budget of a plan and was stopped');
+    expect(await comment.body()).toContain('The specs took too long to validate');
   });
 
   it('refuses a YAML bomb with a clear error on its line', async () => {

@@ -10,7 +10,7 @@ import type { ServerRole } from '../../src/server/config.js';
 import { startClusters, type TestClusters } from './clusters.js';
 import { pullRequestEvent, type TestRepo } from './deliveries.js';
 import { GitHubDouble } from './github-double.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { startTestApp, type TestApp, type TestAppOptions } from './harness.js';
 
 /** A started test world. */
 export interface World {
@@ -29,6 +29,7 @@ export interface WorldOptions {
   clusters?: Parameters<typeof startClusters>[0];
   role?: ServerRole;
   env?: Record<string, string | undefined>;
+  specLoads?: TestAppOptions['specLoads'];
 }
 
 /** Starts a world; the App plans one job at a time unless `env` says otherwise, so tests read in order. */
@@ -40,6 +41,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
     redisUrl: options.redisUrl,
     role: options.role ?? 'all',
     env: { ...clusters.env, WORKER_CONCURRENCY: '1', ...options.env },
+    ...(options.specLoads ? { specLoads: options.specLoads } : {}),
   });
   const repo = { id: 1_000_000 + randomBytes(3).readUIntBE(0, 3), owner: 'acme', name: 'estate' };
   const installationId = 1 + randomBytes(3).readUIntBE(0, 3);

@@ -6,6 +6,7 @@ import { configEndpoint, defaultSubKey, isServerManaged, optionNames, type Optio
 import { hostAccessOf } from '../key-rules.js';
 import type { GuestType } from '../model.js';
 import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
+import { NearestNames } from './nearest-name.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
 
 export { defaultSubKey, type OptionSchema };
@@ -35,6 +36,12 @@ const REFUSED: Partial<Record<GuestType, Record<string, string>>> = {
   },
 };
 
+/**
+ * Most "did you mean" searches for one document: a document with more unknown keys than this is
+ * not a few typos, and a bound here keeps the search off the cost of a hostile repository.
+ */
+export const MAX_SUGGESTIONS_PER_DOCUMENT = 10;
+
 /** Hints for keys that are not config options but look like they belong somewhere. */
 const HINTS: Record<string, string> = {
   start: 'use power: running',
@@ -45,7 +52,7 @@ const HINTS: Record<string, string> = {
 /** The verdict on one config key for one guest type. */
 export type KeyVerdict =
   | { kind: 'option'; schema: OptionSchema }
-  | { kind: 'unknown'; suggestion?: string; hint?: string }
+  | { kind: 'unknown'; hint?: string }
   | { kind: 'index-out-of-range'; prefix: string; count: number }
   | { kind: 'server-managed' }
   | { kind: 'api-parameter' }
@@ -56,6 +63,8 @@ export type KeyVerdict =
 const INDEXED_KEY = /^([a-z][a-z_-]*?)(0|[1-9][0-9]*)$/;
 
 const verdictCache: Record<GuestType, Map<string, KeyVerdict>> = { qemu: new Map(), lxc: new Map() };
+/** Far more than the keys of real specs (a few hundred options, a few thousand with indices). */
+const MAX_CACHED_VERDICTS = 20_000;
 
 /** Classifies a config key: a settable Proxmox option, or why it is not one. */
 export function classifyConfigKey(type: GuestType, key: string): KeyVerdict {
@@ -63,7 +72,8 @@ export function classifyConfigKey(type: GuestType, key: string): KeyVerdict {
   let verdict = cache.get(key);
   if (!verdict) {
     verdict = classifyUncached(type, key);
-    cache.set(key, verdict);
+    // Keys are the repository's: a cache of every one ever seen would grow with each push of new ones.
+    if (cache.size < MAX_CACHED_VERDICTS) cache.set(key, verdict);
   }
   return verdict;
 }
@@ -72,7 +82,10 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
   if (isServerManaged(key)) return { kind: 'server-managed' };
   if (API_PARAMETERS.has(key)) return { kind: 'api-parameter' };
   if (TOP_LEVEL_FIELDS.has(key)) return { kind: 'top-level' };
-  const refused = REFUSED[type]?.[key];
+  // Own properties only: the keys are the repository's, and `constructor` or `toString` would
+  // otherwise find Object.prototype's functions and be shown as their source.
+  const refusedKeys = REFUSED[type];
+  const refused = refusedKeys && Object.hasOwn(refusedKeys, key) ? refusedKeys[key] : undefined;
   if (refused) return { kind: 'refused', reason: refused };
   // Raw `lxc.*` keys reach the host and are not part of Proxmox's API at all: only root writes
   // them, into the config file (key-rules.ts).
@@ -81,21 +94,21 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
     return { kind: 'refused', reason: `${key}: ${finding?.reason ?? 'a raw LXC key'}; Proxmox's API cannot set raw LXC keys` };
   }
   const props = configEndpointProperties(type);
-  const direct = props[key];
+  const direct = Object.hasOwn(props, key) ? props[key] : undefined;
   if (direct && !key.includes('[')) return { kind: 'option', schema: direct };
   const indexed = INDEXED_KEY.exec(key);
   if (indexed) {
     const [, prefix = '', digits = ''] = indexed;
-    const schema = props[`${prefix}[n]`];
+    const schema = Object.hasOwn(props, `${prefix}[n]`) ? props[`${prefix}[n]`] : undefined;
     if (schema) {
       const count = INDEX_LIMITS[type][prefix] ?? 0;
       return Number(digits) < count ? { kind: 'option', schema } : { kind: 'index-out-of-range', prefix, count };
     }
   }
   if (CREATE_OPTIONS[type].includes(key)) return { kind: 'create-only' };
-  const hint = HINTS[key];
-  const suggestion = suggestKey(type, key);
-  return { kind: 'unknown', ...(suggestion ? { suggestion } : {}), ...(hint ? { hint } : {}) };
+  const hint = Object.hasOwn(HINTS, key) ? HINTS[key] : undefined;
+  // No "did you mean" here: callers ask `suggestKey` for the few unknown keys of a document they show one for.
+  return { kind: 'unknown', ...(hint ? { hint } : {}) };
 }
 
 /** True when `key` names an option Proxmox keeps in this guest type's config (settable or not). */
@@ -104,31 +117,59 @@ export function isRealConfigKey(type: GuestType, key: string): boolean {
   return verdict.kind === 'option' || verdict.kind === 'server-managed' || verdict.kind === 'refused';
 }
 
-/** Closest known key within edit distance 2, for "did you mean". */
-export function suggestKey(type: GuestType, key: string): string | undefined {
-  const indexed = INDEXED_KEY.exec(key);
-  const names = optionNames(type).filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !isServerManaged(name));
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const name of names) {
-    // Indexed options are compared by prefix so `nett0` suggests `net0`, keeping the user's index.
-    let distance: number;
-    let suggestion: string;
-    if (name.endsWith('[n]')) {
-      if (!indexed) continue;
-      const prefix = name.slice(0, -3);
-      distance = editDistance(indexed[1] ?? '', prefix);
-      suggestion = `${prefix}${indexed[2] ?? ''}`;
-    } else {
-      distance = editDistance(key, name);
-      suggestion = name;
-    }
-    if (distance > 0 && distance < bestDistance) {
-      bestDistance = distance;
-      best = suggestion;
-    }
+/** A type's suggestible option names, indexed once: plain names, and the prefixes of indexed ones (`net` of `net[n]`). */
+interface SuggestionIndex {
+  plain: NearestNames;
+  /** Position in the option list of each plain name and of each indexed prefix, for its order of preference. */
+  plainOrder: number[];
+  indexed: NearestNames;
+  indexedOrder: number[];
+}
+
+const suggestionIndexes: Partial<Record<GuestType, SuggestionIndex>> = {};
+
+function suggestionIndex(type: GuestType): SuggestionIndex {
+  let index = suggestionIndexes[type];
+  if (!index) {
+    const names = optionNames(type).filter((name) => !API_PARAMETERS.has(name) && !TOP_LEVEL_FIELDS.has(name) && !isServerManaged(name));
+    const plain: string[] = [];
+    const plainOrder: number[] = [];
+    const prefixes: string[] = [];
+    const indexedOrder: number[] = [];
+    names.forEach((name, position) => {
+      if (name.endsWith('[n]')) {
+        prefixes.push(name.slice(0, -3));
+        indexedOrder.push(position);
+      } else {
+        plain.push(name);
+        plainOrder.push(position);
+      }
+    });
+    index = { plain: new NearestNames(plain), plainOrder, indexed: new NearestNames(prefixes), indexedOrder };
+    suggestionIndexes[type] = index;
   }
-  return best;
+  return index;
+}
+
+/**
+ * Closest known key within edit distance 2, for "did you mean": of equally close ones, the first
+ * in Proxmox's option list. Indexed options are compared by prefix, so `nett0` suggests `net0`,
+ * keeping the user's index. Its cost is bounded whatever the key (`nearest-name.ts`).
+ */
+export function suggestKey(type: GuestType, key: string): string | undefined {
+  const index = suggestionIndex(type);
+  const indexed = INDEXED_KEY.exec(key);
+  const plain = index.plain.find(key);
+  const prefixed = indexed ? index.indexed.find(indexed[1] ?? '') : undefined;
+  const plainRank = plain && { distance: plain.distance, position: index.plainOrder[plain.index] ?? 0 };
+  const prefixedRank = prefixed && { distance: prefixed.distance, position: index.indexedOrder[prefixed.index] ?? 0 };
+  const usePrefix =
+    prefixedRank !== undefined &&
+    (plainRank === undefined ||
+      prefixedRank.distance < plainRank.distance ||
+      (prefixedRank.distance === plainRank.distance && prefixedRank.position < plainRank.position));
+  if (usePrefix && prefixed) return `${index.indexed.names[prefixed.index]}${indexed?.[2] ?? ''}`;
+  return plain ? index.plain.names[plain.index] : undefined;
 }
 
 /**

@@ -13,7 +13,12 @@ export class SpecError extends Error {
   readonly col: number;
 
   constructor(at: SourceRef, message: string) {
+    // A spec error is about the repository, not the code: its stack says nothing, and capturing
+    // one for each of 100,000 errors of a hostile repository was a fifth of validating it.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.file = at.file;
     this.line = at.line;
     this.col = at.col;
@@ -37,4 +42,36 @@ export function formatSpecError(error: SpecError): string {
 export function compareSpecErrors(a: SpecError, b: SpecError): number {
   if (a.file !== b.file) return a.file < b.file ? -1 : 1;
   return a.line - b.line || a.col - b.col || (a.message < b.message ? -1 : a.message > b.message ? 1 : 0);
+}
+
+/**
+ * Most errors reported for one file. More are summed up in one line: nobody reads the 100,001st
+ * error of a file, and every one costs an annotation on the check run and a line of output.
+ */
+export const MAX_ERRORS_PER_FILE = 100;
+
+/**
+ * The first {@link MAX_ERRORS_PER_FILE} errors of each file of `sorted` (ordered by
+ * {@link compareSpecErrors}), then a `file: N more errors` line for a file that had more.
+ */
+export function capErrorsPerFile(sorted: readonly SpecError[]): SpecError[] {
+  const out: SpecError[] = [];
+  let file: string | undefined;
+  let count = 0;
+  const close = (): void => {
+    if (file !== undefined && count > MAX_ERRORS_PER_FILE) {
+      out.push(new SpecError({ file, line: 0, col: 0 }, `${count - MAX_ERRORS_PER_FILE} more errors in this file are not shown`));
+    }
+  };
+  for (const error of sorted) {
+    if (error.file !== file) {
+      close();
+      file = error.file;
+      count = 0;
+    }
+    count += 1;
+    if (count <= MAX_ERRORS_PER_FILE) out.push(error);
+  }
+  close();
+  return out;
 }

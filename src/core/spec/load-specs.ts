@@ -9,9 +9,10 @@
  */
 import type { z } from 'zod';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
-import { classifyConfigKey, editDistance } from './config-keys.js';
+import { classifyConfigKey, MAX_SUGGESTIONS_PER_DOCUMENT } from './config-keys.js';
+import { NearestNames } from './nearest-name.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { compareSpecErrors, SpecError } from './errors.js';
+import { capErrorsPerFile, compareSpecErrors, SpecError } from './errors.js';
 import type { SpecParseCache } from './parse-cache.js';
 import { parseSpecText, type ParsedSpecFile, type ParsedSpecText } from './parse-spec-file.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
@@ -205,11 +206,11 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
     const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
     errors.sort(compareSpecErrors);
-    return { specs, errors, positions: state.positions };
+    return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
   }
   for (const file of parsed) {
     const done = assembledFile(file);
-    state.errors.push(...done.errors);
+    for (const error of done.errors) state.errors.push(error);
     for (const cluster of done.clusters) {
       const copy = copyCluster(cluster);
       origins.set(copy, cluster);
@@ -241,7 +242,7 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts }),
   );
   errors.sort(compareSpecErrors);
-  return { specs, errors, positions: state.positions };
+  return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
 }
 
 /** One file's documents, loaded: everything that depends on its text and path alone. Never mutated. */
@@ -383,7 +384,7 @@ function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state
   const quick = kind.data === 'Cluster' ? undefined : quickGuestDocument(raw, kind.data);
   const parsed = quick ? ({ success: true, data: quick } as const) : DOCUMENT_SCHEMAS[kind.data].safeParse(raw);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) state.errors.push(...issueErrors(issue, raw, at, kind.data));
+    for (const issue of parsed.error.issues) for (const error of issueErrors(issue, raw, at, kind.data)) state.errors.push(error);
     if (kind.data === 'Cluster' && typeof raw.name === 'string') state.brokenClusters.add(raw.name);
     return;
   }
@@ -526,12 +527,12 @@ const KIND_KEYS: Record<SpecKind, string[]> = {
   Container: Object.keys(ContainerDocument.shape),
 };
 
-function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: string): string {
+function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: string, suggest: boolean): string {
   if (parent.length === 0) {
     if (kind !== 'Cluster' && classifyConfigKey(kind === 'VM' ? 'qemu' : 'lxc', key).kind === 'option') {
       return ' (Proxmox options go under config:)';
     }
-    const near = closest(key, KIND_KEYS[kind]);
+    const near = suggest ? closest(key, KIND_KEYS[kind]) : undefined;
     return near ? ` (did you mean "${near}"?)` : '';
   }
   if (parent.length === 1 && parent[0] === 'create') {
@@ -542,17 +543,17 @@ function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: str
   return '';
 }
 
+/** Each kind's keys indexed for "did you mean", lower-cased: a key that differs only in case is a suggestion too. */
+const KIND_KEY_INDEX = new Map<readonly string[], NearestNames>();
+
 function closest(key: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const candidate of candidates) {
-    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = candidate;
-    }
+  let index = KIND_KEY_INDEX.get(candidates);
+  if (!index) {
+    index = new NearestNames(candidates.map((candidate) => candidate.toLowerCase()));
+    KIND_KEY_INDEX.set(candidates, index);
   }
-  return best;
+  const found = index.find(key.toLowerCase(), true);
+  return found === undefined ? undefined : candidates[found.index];
 }
 
 /** Turns one zod issue into errors at the YAML node it concerns. */
@@ -563,10 +564,10 @@ function issueErrors(issue: z.core.$ZodIssue, raw: unknown, at: DocumentPosition
   switch (issue.code) {
     case 'unrecognized_keys':
       return issue.keys.map(
-        (key) =>
+        (key, index) =>
           new SpecError(
             at.key([...path, key]),
-            `unknown key "${key}" ${path.length ? `in ${label}` : `in ${kind}`}${unknownKeyHint(kind, path, key)}`,
+            `unknown key "${key}" ${path.length ? `in ${label}` : `in ${kind}`}${unknownKeyHint(kind, path, key, index < MAX_SUGGESTIONS_PER_DOCUMENT)}`,
           ),
       );
     case 'invalid_type': {

@@ -6,17 +6,31 @@
  * bytes parse once, whatever file they are in.
  *
  * Entries are plain data that loading never mutates, so one entry can serve any number of loads.
- * Least recently used entries are dropped beyond `maxEntries`.
+ * Least recently used entries are dropped beyond `maxBytes` of text or `maxEntries` texts. The
+ * bytes bound is the one that holds memory: a count alone let each push of new large files add its
+ * whole size (times the parse's overhead) until the process ran out of heap.
  */
 import type { ParsedSpecText } from './parse-spec-file.js';
+import { utf8Length } from './spec-text.js';
+
+/**
+ * Default bound on the bytes of text cached: a 10,000-guest repository is about 5 MB, so base and
+ * head of one fit three times over; a parsed text takes about 10 times its size in memory.
+ */
+export const DEFAULT_PARSE_CACHE_BYTES = 16 * 1024 * 1024;
 
 /** Options of {@link createSpecParseCache}. */
 export interface SpecParseCacheOptions {
   /**
    * Most parsed texts kept. Default 20,000 (a 10,000-guest repository written one file per guest,
-   * twice over for base and head); a parsed text takes about 10 times its size in memory.
+   * twice over for base and head).
    */
   maxEntries?: number;
+  /**
+   * Most bytes of text (UTF-8) whose parses are kept; default {@link DEFAULT_PARSE_CACHE_BYTES}.
+   * A text larger than this alone is parsed but not kept.
+   */
+  maxBytes?: number;
 }
 
 /** Parsed spec texts by content; pass one to `loadSpecs` / `loadSpecFiles` calls that should share work. */
@@ -26,6 +40,8 @@ export interface SpecParseCache {
   set(text: string, parsed: ParsedSpecText): void;
   /** Entries held. */
   readonly size: number;
+  /** Bytes (UTF-8) of the texts held. */
+  readonly bytes: number;
   /** Lookups answered from the cache, and lookups that were not, since creation. */
   readonly hits: number;
   readonly misses: number;
@@ -35,36 +51,50 @@ export interface SpecParseCache {
 /** A new, empty cache. */
 export function createSpecParseCache(options: SpecParseCacheOptions = {}): SpecParseCache {
   const maxEntries = options.maxEntries ?? 20_000;
+  const maxBytes = options.maxBytes ?? DEFAULT_PARSE_CACHE_BYTES;
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 0)
     throw new RangeError(`maxEntries must be a non-negative integer, got ${maxEntries}`);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
   // A Map keeps insertion order: re-inserting on use makes its first key the least recently used.
-  const entries = new Map<string, ParsedSpecText>();
+  const entries = new Map<string, { parsed: ParsedSpecText; bytes: number }>();
+  let bytes = 0;
   let hits = 0;
   let misses = 0;
+  const drop = (text: string): void => {
+    const entry = entries.get(text);
+    if (entry === undefined) return;
+    entries.delete(text);
+    bytes -= entry.bytes;
+  };
   return {
     get(text) {
-      const parsed = entries.get(text);
-      if (parsed === undefined) {
+      const entry = entries.get(text);
+      if (entry === undefined) {
         misses += 1;
         return undefined;
       }
       hits += 1;
       entries.delete(text);
-      entries.set(text, parsed);
-      return parsed;
+      entries.set(text, entry);
+      return entry.parsed;
     },
     set(text, parsed) {
-      if (maxEntries === 0) return;
-      entries.delete(text);
-      entries.set(text, parsed);
-      while (entries.size > maxEntries) {
+      drop(text);
+      const size = utf8Length(text);
+      if (maxEntries === 0 || size > maxBytes) return;
+      entries.set(text, { parsed, bytes: size });
+      bytes += size;
+      while (entries.size > maxEntries || bytes > maxBytes) {
         const oldest = entries.keys().next();
         if (oldest.done) break;
-        entries.delete(oldest.value);
+        drop(oldest.value);
       }
     },
     get size() {
       return entries.size;
+    },
+    get bytes() {
+      return bytes;
     },
     get hits() {
       return hits;
@@ -74,6 +104,7 @@ export function createSpecParseCache(options: SpecParseCacheOptions = {}): SpecP
     },
     clear() {
       entries.clear();
+      bytes = 0;
     },
   };
 }

@@ -152,14 +152,18 @@ function inspectDocument(doc: Document, limits: SpecLimits, nodeBudget: number):
   const tooDeep = (node: Node): LimitExceeded =>
     new LimitExceeded(offset(node), `YAML: nested deeper than ${limits.maxDepth} levels; ${limitHint(limits, 'maxDepth')}`);
 
+  // The keys from the document down to the node being measured, joined only when a problem names them.
+  const path: string[] = [];
   const measure = (node: Node, depth: number): Measure => {
     if (depth > limits.maxDepth) throw tooDeep(node);
     if (isScalar(node)) {
       const value = node.value;
       if (typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value) && INTEGER_SOURCE.test(node.source ?? '')) {
+        // Line and column alone leave the reader to find which key in a long line or a flow mapping.
+        const where = path.length > 0 ? `${path.join('.').replaceAll('.[', '[')}: ` : '';
         problems.push({
           offset: offset(node),
-          message: `integer ${node.source} is beyond 2^53 and cannot be kept exactly; quote it if it is text`,
+          message: `${where}integer ${node.source} is beyond 2^53 and cannot be kept exactly; quote it if it is text`,
         });
       }
       if (++nodes > nodeBudget) throw tooLarge(node);
@@ -194,15 +198,23 @@ function inspectDocument(doc: Document, limits: SpecLimits, nodeBudget: number):
     const before = nodes;
     if (++nodes > nodeBudget) throw tooLarge(node);
     let height = 0;
+    let index = 0;
     for (const item of node.items) {
       if (isPair(item)) {
         const key = item.key;
         const value = item.value;
         if (key !== null && typeof key === 'object' && isNode(key)) height = Math.max(height, measure(key, depth + 1).height);
-        if (value !== null && typeof value === 'object' && isNode(value)) height = Math.max(height, measure(value, depth + 1).height);
+        if (value !== null && typeof value === 'object' && isNode(value)) {
+          path.push(keyLabel(key));
+          height = Math.max(height, measure(value, depth + 1).height);
+          path.pop();
+        }
       } else if (isNode(item)) {
+        path.push(`[${index}]`);
         height = Math.max(height, measure(item, depth + 1).height);
+        path.pop();
       }
+      index += 1;
     }
     const result: Measure = { nodes: nodes - before, height: height + 1 };
     if (anchored) {
@@ -221,6 +233,15 @@ function inspectDocument(doc: Document, limits: SpecLimits, nodeBudget: number):
     problems.push({ offset: error.offset, message: error.message });
   }
   return { nodes, problems };
+}
+
+/** A key as a problem names it: a scalar key as written (clipped), anything else by its kind. */
+function keyLabel(key: unknown): string {
+  if (isScalar(key)) {
+    const text = String(key.value);
+    return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+  }
+  return isMap(key) ? '{…}' : isSeq(key) ? '[…]' : '?';
 }
 
 function isNode(value: unknown): value is Node {

@@ -117,13 +117,29 @@ interface Found {
 
 const nodeAt = (node: TableNode): number => (typeof node === 'number' ? node : node.at);
 
+/** Mappings with more keys than this are searched through an index, built once when first asked. */
+const INDEXED_KEYS = 32;
+const keyIndexes = new WeakMap<TableMap, Map<string, number>>();
+
+/** Position of `key` among a mapping's keys (the first, as `indexOf`): an error per key of a large mapping was quadratic. */
+function keyIndex(node: TableMap, key: string): number {
+  if (node.keys.length <= INDEXED_KEYS) return node.keys.indexOf(key);
+  let index = keyIndexes.get(node);
+  if (!index) {
+    index = new Map();
+    for (let i = node.keys.length - 1; i >= 0; i--) index.set(node.keys[i] ?? '', i);
+    keyIndexes.set(node, index);
+  }
+  return index.get(key) ?? -1;
+}
+
 /** The same walk as the lazy positions: stop at the deepest node that exists. */
 function walk(table: PositionTable, path: DocPath): Found {
   let node = table.root;
   let found: Found = node === null ? {} : { value: nodeAt(node), node };
   for (const segment of path) {
     if (node !== null && typeof node === 'object' && 'keys' in node) {
-      const index = node.keys.indexOf(String(segment));
+      const index = keyIndex(node, String(segment));
       if (index < 0) return found;
       const key = node.keyAt[index] ?? NO_RANGE;
       const value = node.values[index] ?? null;

@@ -17,7 +17,8 @@ export function specFileBytes(file: SpecFileInput): number {
   return 'bytes' in file ? file.bytes.byteLength : utf8Length(file.text);
 }
 
-function utf8Length(text: string): number {
+/** Bytes of `text` encoded as UTF-8. */
+export function utf8Length(text: string): number {
   // ASCII is the common case; the encoder is exact for the rest.
   return /^[\u0000-\u007f]*$/.test(text) ? text.length : new TextEncoder().encode(text).byteLength;
 }

@@ -104,10 +104,20 @@ describe('values are taken exactly as written, or refused', () => {
     [
       'vmid',
       'vmid: 9007199254740993\n',
-      'r.yaml:5:7: integer 9007199254740993 is beyond 2^53 and cannot be kept exactly; quote it if it is text',
+      'r.yaml:5:7: vmid: integer 9007199254740993 is beyond 2^53 and cannot be kept exactly; quote it if it is text',
     ],
-    ['a config value', 'config:\n  memory: 18446744073709551616\n', 'r.yaml:6:11: integer 18446744073709551616 is beyond 2^53'],
-    ['a hexadecimal one', 'config:\n  memory: 0x20000000000001\n', 'r.yaml:6:11: integer 0x20000000000001 is beyond 2^53'],
+    [
+      'a config value',
+      'config:\n  memory: 18446744073709551616\n',
+      'r.yaml:6:11: config.memory: integer 18446744073709551616 is beyond 2^53',
+    ],
+    ['a hexadecimal one', 'config:\n  memory: 0x20000000000001\n', 'r.yaml:6:11: config.memory: integer 0x20000000000001 is beyond 2^53'],
+    [
+      'one of several keys on a line',
+      'config: { cores: 2, balloon: 9007199254740993, memory: 4096 }\n',
+      'r.yaml:5:30: config.balloon: integer 9007199254740993 is beyond 2^53',
+    ],
+    ['a list item', 'config:\n  tags: [a, 9007199254740993]\n', 'r.yaml:6:13: config.tags[1]: integer 9007199254740993 is beyond 2^53'],
   ])('an integer beyond 2^53 is an error, not a rounded number: %s', (_name, extra, message) => {
     expect(
       lines([
@@ -215,6 +225,30 @@ describe('the parse cache', () => {
     expect(cache.size).toBe(2);
     expect(cache.get('a: 1\n')).toBeDefined();
     expect(cache.get('b: 1\n')).toBeUndefined();
+  });
+
+  it('drops the least recently used texts beyond maxBytes, counted in UTF-8, and keeps none larger than the bound', () => {
+    // Three texts of about 40 KB under a 100 KB bound: two fit. `b` is 40 KB of three-byte
+    // characters, 13,000 of them: counted in characters, all three would fit.
+    const big = (name: string, filler: string, bytes = 40_000): string =>
+      vm(name, `config:\n  description: |\n    ${filler.repeat(bytes / Buffer.byteLength(filler))}\n`);
+    const [a, b, c] = [big('a', 'x'), big('b', '€'), big('c', 'y')];
+    const cache = createSpecParseCache({ maxBytes: 100_000 });
+    for (const [name, text] of [
+      ['a', a],
+      ['b', b],
+      ['c', c],
+    ] as const)
+      loadSpecs([{ path: `${name}.yaml`, text }], { cache });
+    expect(cache.size).toBe(2);
+    expect(cache.bytes).toBe(Buffer.byteLength(b) + Buffer.byteLength(c));
+    expect(cache.get(a)).toBeUndefined();
+    expect(cache.get(b)).toBeDefined();
+    // A text over the bound by itself is parsed and loaded, but not kept, and evicts nothing.
+    const huge = big('huge', 'z', 120_000);
+    expect(loadSpecs([{ path: 'huge.yaml', text: huge }], { cache }).specs.guests.map((g) => g.name)).toEqual(['huge']);
+    expect(cache.get(huge)).toBeUndefined();
+    expect(cache.size).toBe(2);
   });
 });
 

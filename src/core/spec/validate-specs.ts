@@ -11,9 +11,9 @@ import { isDiskKey } from '../key-rules.js';
 import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
 import { validateParams } from '../proxmox-params.js';
-import { classifyConfigKey, isRealConfigKey, suggestKey, type KeyVerdict } from './config-keys.js';
+import { classifyConfigKey, isRealConfigKey, type KeyVerdict, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { SpecError } from './errors.js';
+import { MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 
@@ -66,13 +66,14 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
     const cluster = clusters.get(guest.cluster);
     const known = options.guestVerdicts?.get(guest, cluster);
     if (known) {
-      errors.push(...known);
+      for (const error of known) errors.push(error);
       continue;
     }
     const found: SpecError[] = [];
     validateGuest(guest, cluster, posOf(guest), found);
     options.guestVerdicts?.set(guest, cluster, found);
-    errors.push(...found);
+    // One at a time: spreading 100,000 errors of one guest into push() overflows the stack.
+    for (const error of found) errors.push(error);
   }
   return errors;
 }
@@ -206,19 +207,31 @@ function validateIdentity(
 function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, errors: SpecError[]): void {
   // Keys with an error of our own; Proxmox's value check would only repeat it less clearly.
   const reported = new Set<string>();
+  // A file shows at most MAX_ERRORS_PER_FILE errors (`capErrorsPerFile`), so neither does one
+  // document: the rest are counted, not built (100,000 unknown keys made 100,000 errors).
+  let dropped = 0;
   const report = (ref: SourceRef, message: string, key?: string): void => {
-    errors.push(new SpecError(ref, message));
     if (key) reported.add(key);
+    if (errors.length - before < MAX_ERRORS_PER_FILE) errors.push(new SpecError(ref, message));
+    else dropped += 1;
   };
+  const before = errors.length;
+  const full = (): boolean => errors.length - before >= MAX_ERRORS_PER_FILE;
 
   if (!DNS_NAME_RE.test(guest.name))
     report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
   validatePowerState(guest, at, report);
-  validateConfigKeys(guest, at, report);
+  const suggest = suggester(guest.type);
+  const skip = (key: string): void => {
+    reported.add(key);
+    dropped += 1;
+  };
+  validateConfigKeys(guest, at, report, suggest, full, skip);
   validateConfigValues(guest, cluster, at, report);
-  validateIgnore(guest, at, report);
+  validateIgnore(guest, at, report, suggest);
   validateCreateOptions(guest, cluster, at, report);
   validateWithProxmoxSchema(guest, at, reported, report);
+  if (dropped > 0) errors.push(new SpecError(at.start, `${dropped} more errors in this document are not shown`));
 }
 
 type Report = (ref: SourceRef, message: string, key?: string) => void;
@@ -235,12 +248,23 @@ function validatePowerState(guest: GuestSpec, at: DocumentPositions, report: Rep
   }
 }
 
-function keyMessage(type: GuestType, key: string, verdict: KeyVerdict): string | undefined {
+/** "Did you mean" for the first {@link MAX_SUGGESTIONS_PER_DOCUMENT} unknown keys of a document, none after. */
+function suggester(type: GuestType): (key: string) => string | undefined {
+  let left = MAX_SUGGESTIONS_PER_DOCUMENT;
+  return (key) => {
+    if (left <= 0) return undefined;
+    left -= 1;
+    return suggestKey(type, key);
+  };
+}
+
+function keyMessage(type: GuestType, key: string, verdict: KeyVerdict, suggest: (key: string) => string | undefined): string | undefined {
   switch (verdict.kind) {
     case 'option':
       return undefined;
     case 'unknown': {
-      const extra = verdict.hint ?? (verdict.suggestion ? `did you mean "${verdict.suggestion}"?` : undefined);
+      const suggestion = verdict.hint === undefined ? suggest(key) : undefined;
+      const extra = verdict.hint ?? (suggestion ? `did you mean "${suggestion}"?` : undefined);
       return `unknown config key "${key}" for ${typeLabel(type)}${extra ? ` (${extra})` : ''}`;
     }
     case 'index-out-of-range':
@@ -258,9 +282,23 @@ function keyMessage(type: GuestType, key: string, verdict: KeyVerdict): string |
   }
 }
 
-function validateConfigKeys(guest: GuestSpec, at: DocumentPositions, report: Report): void {
+function validateConfigKeys(
+  guest: GuestSpec,
+  at: DocumentPositions,
+  report: Report,
+  suggest: (key: string) => string | undefined,
+  full: () => boolean,
+  skip: (key: string) => void,
+): void {
   for (const key of Object.keys(guest.config)) {
-    const message = keyMessage(guest.type, key, classifyConfigKey(guest.type, key));
+    const verdict = classifyConfigKey(guest.type, key);
+    if (verdict.kind === 'option') continue;
+    // Past the document's last shown error a key is only counted (and still kept from Proxmox's checks).
+    if (full()) {
+      skip(key);
+      continue;
+    }
+    const message = keyMessage(guest.type, key, verdict, suggest);
     if (message) report(at.key(['config', key]), message, key);
   }
 }
@@ -332,11 +370,11 @@ export function diskStorage(type: GuestType, value: string): string | undefined 
   return storage;
 }
 
-function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report): void {
+function validateIgnore(guest: GuestSpec, at: DocumentPositions, report: Report, suggest: (key: string) => string | undefined): void {
   guest.ignore.forEach((key, index) => {
     const ref = at.value(['ignore', index]);
     if (!isRealConfigKey(guest.type, key)) {
-      const suggestion = suggestKey(guest.type, key);
+      const suggestion = suggest(key);
       report(
         ref,
         `ignore: unknown config key "${key}" for ${typeLabel(guest.type)}${suggestion ? ` (did you mean "${suggestion}"?)` : ''}`,

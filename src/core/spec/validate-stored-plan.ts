@@ -31,7 +31,7 @@ export function validateStoredPlan(plan: Plan): SpecError[] {
     ...withSpec.map((g) => ({ raw: guestDocument(g.target.spec), at: fallbackPositions(g.target.spec) })),
   ];
   const loaded = loadSpecDocuments(documents);
-  errors.push(...loaded.errors);
+  for (const error of loaded.errors) errors.push(error);
 
   // Loaded documents come out in the order given; a document that failed to load has none.
   const loadedClusters = new Map(loaded.specs.clusters.map((c) => [c.source, c]));
@@ -100,7 +100,8 @@ export function validateStoredPlan(plan: Plan): SpecError[] {
     }
   }
 
-  errors.push(...validateSpecs(loaded.specs, { positions: loaded.positions, brokenClusters: loaded.brokenClusters }));
+  for (const error of validateSpecs(loaded.specs, { positions: loaded.positions, brokenClusters: loaded.brokenClusters }))
+    errors.push(error);
   return errors.sort(compareSpecErrors);
 }
 
