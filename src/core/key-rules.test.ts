@@ -5,7 +5,7 @@
  * (`check_ct_modify_config_perm`), `src/PVE/API2/LXC.pm` (`create_vm`).
  */
 import { describe, expect, it } from 'vitest';
-import type { GuestType } from './model.js';
+import type { GuestType } from './guest-flavours.js';
 import { encodeSshKeys, hostAccessOf, hostAccessRule, isDiskKey, isSensitiveKey } from './key-rules.js';
 
 describe('hostAccessOf', () => {

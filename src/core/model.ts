@@ -9,7 +9,6 @@ import type { HostAccessRule } from './key-rules.js';
 
 // The guest type is defined with its flavours; it is exported here too because it is the shared
 // vocabulary's word, and the modules that read the flavours must not import this file back.
-export type { GuestType };
 
 /** Where a spec document came from, so every error can point at `file:line:col`. */
 export interface SourceRef {

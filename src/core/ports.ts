@@ -1,4 +1,5 @@
-import type { GuestType, ListedGuest, ObservedGuest } from './model.js';
+import type { ListedGuest, ObservedGuest } from './model.js';
+import type { GuestType } from './guest-flavours.js';
 
 /**
  * What the planner and executor need from a cluster, declared by the core and implemented at the

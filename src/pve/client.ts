@@ -7,7 +7,8 @@
 import { inspect } from 'node:util';
 import type { z } from 'zod';
 import { flavourOf, isGuestType } from '../core/guest-flavours.js';
-import type { GuestType, ListedGuest, ObservedGuest } from '../core/model.js';
+import type { ListedGuest, ObservedGuest } from '../core/model.js';
+import type { GuestType } from '../core/guest-flavours.js';
 import { PveDigestConflictError, PveError, PveTaskFailedError, type PveErrorInit, type SentContext } from './errors.js';
 import {
   ClusterResource,

@@ -8,7 +8,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { GUEST_FLAVOURS } from '../core/guest-flavours.js';
-import type { GuestType } from '../core/model.js';
+import type { GuestType } from '../core/guest-flavours.js';
 
 /** Where an error happened: the request, and optionally the cluster and an underlying cause. */
 export interface PveErrorInit {

@@ -1,4 +1,5 @@
-import type { GuestType, ObservedGuest } from '../core/model.js';
+import type { ObservedGuest } from '../core/model.js';
+import type { GuestType } from '../core/guest-flavours.js';
 import type { PendingEntry } from './schema.js';
 
 /**

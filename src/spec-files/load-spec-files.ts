@@ -28,7 +28,8 @@ import {
   type SpecFileInput,
 } from '../core/spec/load-specs.js';
 import { parseCommonYaml } from '../core/spec/common-yaml.js';
-import { parseWithLibrary, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
+import { parseWithLibrary } from '../core/spec/parse-spec-file.js';
+import type { ParsedSpecText } from '../core/spec/parsed-spec.js';
 import type { SpecLimits } from '../core/spec/spec-limits.js';
 import { withEnvSnapshot } from './env-snapshot.js';
 import type { ParseReply, ParseRequest } from './parse-worker.js';

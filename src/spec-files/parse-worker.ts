@@ -4,7 +4,8 @@
  * result, until it is terminated.
  */
 import { parentPort } from 'node:worker_threads';
-import { parseWithLibrary, type ParsedSpecText } from '../core/spec/parse-spec-file.js';
+import { parseWithLibrary } from '../core/spec/parse-spec-file.js';
+import type { ParsedSpecText } from '../core/spec/parsed-spec.js';
 import type { SpecLimits } from '../core/spec/spec-limits.js';
 
 /** A batch of texts to parse under `limits`; `batch` identifies it in the reply. */

@@ -10,7 +10,8 @@
  * failure of the next call, and read back every call in `calls`.
  */
 import { createHash } from 'node:crypto';
-import type { GuestType, ListedGuest, ObservedGuest } from '../../src/core/model.js';
+import type { ListedGuest, ObservedGuest } from '../../src/core/model.js';
+import type { GuestType } from '../../src/core/guest-flavours.js';
 import {
   AlreadyInPowerStateError,
   DigestConflictError,

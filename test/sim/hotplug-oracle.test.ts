@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyImpact } from '../../src/core/plan/impact.js';
-import type { GuestType } from '../../src/core/model.js';
+import type { GuestType } from '../../src/core/guest-flavours.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { api } from './helpers.js';
 

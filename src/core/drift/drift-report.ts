@@ -10,7 +10,8 @@
  * past its expiry date takes nothing out and is reported itself. A cluster that could not be read
  * is reported as such and keeps the first-seen times of its findings: it is never "no guests".
  */
-import type { GuestType, ObservedState, PendingItem, Plan, SourceRef, SpecSet } from '../model.js';
+import type { ObservedState, PendingItem, Plan, SourceRef, SpecSet } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { hasOwnerTag } from '../plan/desired-config.js';
 import { guestKey } from '../plan/plan-specs.js';
 

@@ -1,7 +1,8 @@
 import { isServerManaged } from '../config-options.js';
 import { flavourOf } from '../guest-flavours.js';
 import { encodeSshKeys, isOwnedOnlyWhenSet, valueWhenAbsent } from '../key-rules.js';
-import type { GuestSpec, GuestType } from '../model.js';
+import type { GuestSpec } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { normaliseTags } from '../property-string.js';
 
 /**

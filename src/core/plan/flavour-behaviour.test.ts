@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { makeGuestPlan, makeGuestSpec, makeObserved, makePlan } from '../../../test/helpers/factories.js';
-import type { GuestSpec, GuestType, ObservedGuest } from '../model.js';
+import type { GuestSpec, ObservedGuest } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { renderPlanMarkdown } from '../render/render-markdown.js';
 import { planGuest } from './plan-guest.js';
 import { requiredPrivileges } from './required-privileges.js';

@@ -1,5 +1,6 @@
 import { HOTPLUG_RULES, LIVE, PENDING } from '../hotplug.js';
-import type { GuestType, Impact, Severity } from '../model.js';
+import type { Impact, Severity } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 
 /** Context of a change: the guest's type, whether it runs, and its config in effect now. */
 export interface ImpactContext {

@@ -5,7 +5,6 @@ import type {
   GuestPlan,
   HostAccessItem,
   GuestSpec,
-  GuestType,
   Impact,
   KeyChange,
   ListedGuest,
@@ -14,6 +13,7 @@ import type {
   PendingItem,
   Severity,
 } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey, observedValue } from './desired-config.js';
 import { keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
 import {

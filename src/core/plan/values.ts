@@ -1,6 +1,6 @@
 import { configOption, defaultSubKey, subOptions, type OptionSchema } from '../config-options.js';
 import { flavourOf } from '../guest-flavours.js';
-import type { GuestType } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { hotplugFeatures, isCloudinitVolume } from '../hotplug.js';
 import { normaliseTags, parsePropertyString, type PropertyString } from '../property-string.js';
 import { splitList } from '../proxmox-params.js';

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { Document } from 'yaml';
 import { estateFiles } from '../../../test/bench/estate.js';
 import { parseCommonYaml } from './common-yaml.js';
-import { parseSpecText, parseWithLibrary, type ParsedSpecText } from './parse-spec-file.js';
+import { parseSpecText, parseWithLibrary } from './parse-spec-file.js';
+import type { ParsedSpecText } from './parsed-spec.js';
 import { resolveSpecLimits, type SpecLimits } from './spec-limits.js';
 
 const LIMITS = resolveSpecLimits();

@@ -16,7 +16,7 @@
  * the benchmarks generate and on randomly generated texts in and around the subset.
  */
 import { Document, isScalar, type ScalarTag } from 'yaml';
-import type { ParsedDocument, ParsedSpecText } from './parse-spec-file.js';
+import type { ParsedDocument, ParsedSpecText } from './parsed-spec.js';
 import type { TableMap, TableNode, TableSeq } from './position-table.js';
 import type { SpecLimits } from './spec-limits.js';
 

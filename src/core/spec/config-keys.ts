@@ -4,7 +4,7 @@
  */
 import { configEndpoint, defaultSubKey, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
 import { hostAccessOf } from '../key-rules.js';
-import type { GuestType } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { NearestNames } from './nearest-name.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { pick, seededRandom } from '../../../test/helpers/seeded-random.js';
 import { isServerManaged, optionNames } from '../config-options.js';
-import type { GuestType } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { editDistance, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
 import { formatSpecError, MAX_ERRORS_PER_FILE } from './errors.js';
 import { loadSpecs, type SpecFile } from './load-specs.js';

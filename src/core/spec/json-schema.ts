@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isServerManaged, optionNames } from '../config-options.js';
-import type { GuestType } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { ClusterDocument, ContainerDocument, VmDocument } from './schema.js';
 
 type JsonObject = Record<string, unknown>;

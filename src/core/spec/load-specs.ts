@@ -8,13 +8,15 @@
  * (`src/spec-files/load-spec-files.ts`).
  */
 import type { z } from 'zod';
-import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
+import type { ClusterSpec, GuestSpec, SourceRef, SpecSet } from '../model.js';
+import type { GuestType } from '../guest-flavours.js';
 import { classifyConfigKey, MAX_SUGGESTIONS_PER_DOCUMENT } from './config-keys.js';
 import { NearestNames } from './nearest-name.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
 import { capErrorsPerFile, compareSpecErrors, SpecError } from './errors.js';
 import type { SpecParseCache } from './parse-cache.js';
-import { parseSpecText, type ParsedSpecFile, type ParsedSpecText } from './parse-spec-file.js';
+import { parseSpecText } from './parse-spec-file.js';
+import type { ParsedSpecFile, ParsedSpecText } from './parsed-spec.js';
 import { lineCounterFrom, tablePositions } from './position-table.js';
 import { ClusterDocument, ContainerDocument, DOCUMENT_SCHEMAS, SpecKind, VmDocument } from './schema.js';
 import { quickGuestDocument } from './guest-document.js';

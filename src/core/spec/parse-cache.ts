@@ -10,7 +10,7 @@
  * bytes bound is the one that holds memory: a count alone let each push of new large files add its
  * whole size (times the parse's overhead) until the process ran out of heap.
  */
-import type { ParsedSpecText } from './parse-spec-file.js';
+import type { ParsedSpecText } from './parsed-spec.js';
 import { utf8Length } from './spec-text.js';
 
 /**

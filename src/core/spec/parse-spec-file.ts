@@ -13,39 +13,9 @@
  */
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import { parseCommonYaml } from './common-yaml.js';
-import { buildPositionTable, documentStart, type PositionTable } from './position-table.js';
+import type { ParsedDocument, ParseProblem, ParsedSpecText } from './parsed-spec.js';
+import { buildPositionTable, documentStart } from './position-table.js';
 import { limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
-
-/** A problem found while parsing, at an offset of the file's text. */
-export interface ParseProblem {
-  offset: number;
-  message: string;
-}
-
-/** What one YAML document of a spec file turned out to be. */
-export type ParsedDocument =
-  /** Invalid YAML, or YAML over a limit: the document is dropped. */
-  | { kind: 'yaml-errors'; errors: ParseProblem[] }
-  /** No content: skipped. */
-  | { kind: 'empty' }
-  /** Content that is not a mapping: an error at offset `start`. */
-  | { kind: 'not-a-mapping'; start: number }
-  /** A mapping: its value (`Document.toJS()`) and where its parts were written. */
-  | { kind: 'mapping'; raw: Record<string, unknown>; positions: PositionTable };
-
-/** One spec text, parsed. Plain data (structured-cloneable across threads), independent of the file's path. */
-export interface ParsedSpecText {
-  /** The parser's line starts, to turn offsets into lines and columns. */
-  lineStarts: number[];
-  documents: ParsedDocument[];
-  /** Nodes of the file with every alias expanded: the repository's total is bounded too. */
-  expandedNodes: number;
-}
-
-/** A parsed text under the path it was loaded from. */
-export interface ParsedSpecFile extends ParsedSpecText {
-  path: string;
-}
 
 /**
  * Parses every YAML document of `text`. The YAML library reads `process.env.LOG_TOKENS` for each

@@ -8,7 +8,8 @@
  */
 import { clusterKey, envPrefix } from '../cluster-name.js';
 import { isDiskKey } from '../key-rules.js';
-import type { ClusterSpec, GuestSpec, GuestType, SourceRef, SpecSet } from '../model.js';
+import type { ClusterSpec, GuestSpec, SourceRef, SpecSet } from '../model.js';
+import { flavourOf, type GuestType } from '../guest-flavours.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
 import { validateParams } from '../proxmox-params.js';
 import { classifyConfigKey, isRealConfigKey, type KeyVerdict, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
@@ -28,7 +29,7 @@ const UUID_RE = /^[a-f0-9]{8}(?:-[a-f0-9]{4}){3}-[a-f0-9]{12}$/i;
 
 const DESCRIPTION_MAX = 8192;
 
-const typeLabel = (type: GuestType): string => (type === 'qemu' ? 'a VM' : 'a container');
+const typeLabel = (type: GuestType): string => `a ${flavourOf(type).noun}`;
 const list = (items: readonly string[]): string => items.join(', ');
 const where = (at: SourceRef): string => `${at.file}:${at.line}:${at.col}`;
 
@@ -219,7 +220,7 @@ function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: D
   const full = (): boolean => errors.length - before >= MAX_ERRORS_PER_FILE;
 
   if (!DNS_NAME_RE.test(guest.name))
-    report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, guest.type === 'qemu' ? 'name' : 'hostname');
+    report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, flavourOf(guest.type).nameKey);
   validatePowerState(guest, at, report);
   const suggest = suggester(guest.type);
   const skip = (key: string): void => {
@@ -361,7 +362,7 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
 export function diskStorage(type: GuestType, value: string): string | undefined {
   const parsed = parsePropertyString(value);
   if (propertyValue(parsed, 'media') === 'cdrom') return undefined;
-  const volume = parsed.head ?? propertyValue(parsed, type === 'qemu' ? 'file' : 'volume');
+  const volume = parsed.head ?? propertyValue(parsed, flavourOf(type).volumeKey);
   if (volume === undefined) return undefined;
   const match = VOLUME_STORAGE.exec(volume);
   if (!match) return undefined;

@@ -5,7 +5,7 @@
  * text — is what a real cluster would report for the same content.
  */
 import { createHash } from 'node:crypto';
-import type { GuestType } from '../../core/model.js';
+import type { GuestType } from '../../core/guest-flavours.js';
 
 /** One section of a config file: main, `[PENDING]`, `[special:…]` or a snapshot. */
 export interface ConfigSection {

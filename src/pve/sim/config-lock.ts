@@ -4,7 +4,7 @@
  * `lock_file_full`). It is not the `lock:` key of the config: it serialises the writers of one
  * guest, so a synchronous `PUT …/config` waits for a `qmconfig` worker that holds it.
  */
-import type { GuestType } from '../../core/model.js';
+import type { GuestType } from '../../core/guest-flavours.js';
 import { ApiError } from './errors.js';
 import { flavourOf } from './guest/flavours.js';
 import type { TaskContext } from './tasks.js';

@@ -27,7 +27,7 @@
 import { readFile } from 'node:fs/promises';
 import { normaliseTags } from '../../core/property-string.js';
 import { emptySection, serializeConfig, type ParsedConfig } from './config-file.js';
-import type { GuestType } from '../../core/model.js';
+import type { GuestType } from '../../core/guest-flavours.js';
 import { SimFixture, type ParsedSimFixture } from './schema.js';
 
 export { SimFixture, SimFixtureGuest, SimFixtureToken, type ParsedSimFixture } from './schema.js';

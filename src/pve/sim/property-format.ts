@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { paramSchema, parsePropertyStringWithSchema, type ParamSchema } from '../../core/proxmox-params.js';
 import { configEndpoint } from '../../core/config-options.js';
 import { isCloudinitVolume } from '../../core/hotplug.js';
-import type { GuestType } from '../../core/model.js';
+import type { GuestType } from '../../core/guest-flavours.js';
 
 export { configEndpoint };
 

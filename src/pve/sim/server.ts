@@ -24,6 +24,7 @@
  * 401 answers are delayed by `authFailureDelayMs` (Proxmox: 3 s; the library default is 0 so
  * tests stay fast, the CLI default is 3000).
  */
+import { isGuestType } from '../../core/guest-flavours.js';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { gzip } from 'node:zlib';
@@ -394,7 +395,7 @@ async function control(sim: Simulator, req: IncomingMessage, res: ServerResponse
         break;
       case '/_sim/guests': {
         const type = body.type;
-        if (type !== 'qemu' && type !== 'lxc') throw new SimulatorError("'type' must be qemu or lxc");
+        if (!isGuestType(type)) throw new SimulatorError("'type' must be qemu or lxc");
         if (typeof body.node !== 'string') throw new SimulatorError("'node' must be a string");
         const config = body.config;
         if (typeof config !== 'string' && (typeof config !== 'object' || config === null))

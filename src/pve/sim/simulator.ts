@@ -2,7 +2,7 @@
  * The state of a simulated cluster and the injection API tests and demos drive: guests, tasks,
  * volumes, tokens, counters, latency, faults, locks held "by a backup", operator edits.
  */
-import type { GuestType } from '../../core/model.js';
+import type { GuestType } from '../../core/guest-flavours.js';
 import { TokenRegistry } from './auth.js';
 import { ConfigLocks } from './config-lock.js';
 import { ApiError, DieError, PermissionError, SimulatorError } from './errors.js';

@@ -6,7 +6,7 @@
  */
 import { DieError } from './errors.js';
 import { parseAllocation, parseOption, parseSize, parseVolumeId } from './property-format.js';
-import type { GuestType } from '../../core/model.js';
+import type { GuestType } from '../../core/guest-flavours.js';
 
 /** Every content type a storage can hold (`valid_content_types('dir')` plus `import`). */
 export const CONTENT_TYPES = ['backup', 'images', 'import', 'iso', 'rootdir', 'snippets', 'vztmpl'] as const;

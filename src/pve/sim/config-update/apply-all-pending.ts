@@ -2,7 +2,7 @@
  * What start (and a VM's stop) do to a guest's config: every pending change takes effect, by each
  * flavour's own `vmconfig_apply_pending`.
  */
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import type { Guest } from '../guest/guest.js';
 import { writeIfChanged, type UpdateEnv } from './common.js';
 import { lxcApplyPending } from './container.js';

@@ -5,7 +5,7 @@
  * `unusedN` volumes, protection — that qemu-server and pve-container implement alike.
  */
 import { NON_OPTIONS } from '../../../core/config-options.js';
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import { paramSchema } from '../../../core/proxmox-params.js';
 import type { Principal } from '../auth.js';
 import { parsePendingDelete, printPendingDelete, serializeConfig } from '../config-file.js';

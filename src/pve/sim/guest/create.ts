@@ -4,7 +4,7 @@
  * and the storages a create allocates on. The order in which each calls them is its own
  * (docs/proxmox-api.md#create).
  */
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import { hasPrivilege } from '../auth.js';
 import type { RequestContext } from '../context.js';
 import { parseOption } from '../property-format.js';

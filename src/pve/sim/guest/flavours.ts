@@ -6,7 +6,7 @@
  * more than a name or a flag lives in the kind's own handlers under `kinds/vm` and
  * `kinds/container`.
  */
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import { isLxcMount, isQemuDrive } from '../property-format.js';
 
 /** One flavour of guest. */

@@ -4,7 +4,7 @@
  * without pending, GET pending) are derived here and cached until the next write, so reads
  * of 10,000 guests cost a map lookup.
  */
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import { paramSchema } from '../../../core/proxmox-params.js';
 import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from '../config-file.js';
 import { flavourOf } from './flavours.js';

@@ -2,7 +2,7 @@
  * The guest a request's path addresses (`/nodes/{node}/<flavour>/{vmid}`), or Proxmox's
  * missing-config error: every per-guest handler of both flavours starts here.
  */
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import { param, type RequestContext } from '../context.js';
 import type { Guest } from './guest.js';
 

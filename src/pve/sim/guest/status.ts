@@ -3,7 +3,7 @@
  * flavours share, then what each adds (a container its swap, a VM `memhost` and a serial port,
  * and from QMP its run state).
  */
-import type { GuestType } from '../../../core/model.js';
+import type { GuestType } from '../../../core/guest-flavours.js';
 import { perlTrue, type Guest } from './guest.js';
 
 type Fields = Record<string, unknown>;
