@@ -231,15 +231,28 @@ async function alreadyCarriedOut(deps: ApplyRunDeps, repo: RepoRef, cause: Apply
   return true;
 }
 
-async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Promise<void> {
+/**
+ * `retried`: this job ran before (a failed attempt, or a worker that died). A merge marked
+ * `no-plan` by it is finished here — planned and told — and never applied: the plan its first
+ * attempt posted was never reviewed.
+ */
+async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean, log: Logger): Promise<void> {
   const cause: ApplyCause = { merge: data.mergeSha };
-  if (await alreadyCarriedOut(deps, data.repo, cause, log)) return;
+  const decided = await deps.store.carriedOut(data.repo.id, cause);
+  const noticeLeft = retried && decided === 'no-plan';
+  if (decided !== undefined && !noticeLeft) {
+    log.info({ cause, carriedOut: decided }, 'carried out already: nothing is started again');
+    return;
+  }
   const runId = mergeRunId(data.repo.id, data.pr, data.mergeSha);
   const octokit = await deps.github(data.installationId);
-  const posted = await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
+  const posted = noticeLeft ? undefined : await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
   // Planned against another branch (retargeted since), it does not show what this merge brings.
   const stored = posted && posted.baseRef === data.baseRef ? posted : undefined;
   if (!stored) {
+    // Decided before anything is planned: a retry (the notice refused, a worker killed) finding
+    // the plan made just now must not apply it unreviewed, nor must a replay.
+    await deps.store.markCarriedOut(data.repo.id, cause, 'no-plan');
     log.info(
       { head: data.headSha, plannedOn: posted?.baseRef },
       'no posted plan for the merged head and base: planning it now, applying nothing',
@@ -260,8 +273,6 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, log: Logger): Pro
     const otherBase =
       posted && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
     await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase }, log);
-    // Marked too: a replay finding the plan made just now must not apply it unreviewed.
-    await deps.store.markCarriedOut(data.repo.id, cause, 'notice');
     return;
   }
   const outcome = await startRun(
@@ -505,6 +516,6 @@ export function createRunProcessor(deps: ApplyRunDeps): (job: Job) => Promise<vo
       repo: `${data.repo.owner}/${data.repo.name}`,
       pr: data.pr,
     });
-    await onMerge(deps, data, log);
+    await onMerge(deps, data, job.attemptsStarted > 1 || job.attemptsMade > 0, log);
   };
 }

@@ -316,7 +316,7 @@ async function repostUnchanged(ctx: PlanContext, target: PlanTarget, log: Logger
     await ctx.store.setTouched(repo.id, pr, target.headSha, touched);
     const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
     const body = renderPlanComment(
-      stored.plan,
+      withholdLiveValues(stored.plan),
       { headSha: stored.headSha, baseSha: stored.baseSha, draft: target.draft },
       overlaps,
       (file) => repoFilePath(stored.specRoot, file),

@@ -429,6 +429,42 @@ describe('merges that apply nothing', () => {
     github.verify();
   });
 
+  it('a merge without a stored plan whose notice GitHub refused once applies nothing when retried, though its plan is posted by then', async () => {
+    const X = 100402;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-02')] });
+    const { github, app, repo } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-02', X) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 62;
+    await expectArchive(github, repo, baseSha, base);
+    await expectArchive(github, repo, headSha, { ...base, 'vms/app.yaml': vmDoc('app-02', X, { memory: 8192 }) });
+    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 851 });
+    const planComment = expectNewComment(github, repo, pr, 951);
+    // The first attempt plans and posts, then GitHub refuses the notice's check run: the job is retried.
+    const refusedNotice = github.expect({
+      method: 'POST',
+      path: `/repos/${repo.owner}/${repo.name}/check-runs`,
+      body: { head_sha: mergeSha, name: 'pve-gitops/apply' },
+      reply: { status: 422, json: { message: 'Validation Failed' } },
+    });
+    // The retry plans the merged head again (a new check run; the comment says the same) and posts the notice.
+    const replanCheck = expectCheckRun(github, repo, { headSha, pr, id: 853 });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 852 });
+    const comment = expectApplyComment(github, repo, { pr, id: 952 });
+    const merged = await world.merge({ number: pr, headSha, baseSha, mergeSha });
+    await refusedNotice.done;
+    expect(await planComment.body()).toContain('| `memory` | `2048` | `8192` | live |');
+    expect((await planCheck.result()).output?.title).toBe('1 to update');
+    await app.jobDone('closed', merged.deliveryId);
+    expect(await check.completed).toMatchObject({ conclusion: 'neutral', output: { title: 'Not applied: no reviewed plan' } });
+    expect((await replanCheck.result()).output?.title).toBe('1 to update');
+    expect(await comment.until(() => true)).toContain('Review that plan, then comment `/pve apply` to apply it.');
+    expect(sim.sim.stats().writes.total).toBe(0);
+    expect(rawConfig(sim, X)).toContain('memory: 2048');
+    github.verify();
+  });
+
   it('a stored plan whose specs do not pass validate is not applied', async () => {
     const X = 100460;
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });

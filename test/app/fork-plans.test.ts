@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { issueCommentEvent } from './deliveries.js';
+import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { at, openPullRequest, startWorld, type World } from './world.js';
@@ -105,6 +105,49 @@ describe('a pull request that claims guests the base branch does not own', () =>
     expect(body).toContain('| **lab/db-01** (200001) | #23 |');
     expect(body).not.toContain(SECRET);
     expect(body).not.toContain(HIDDEN_IP);
+    expect(body).toContain('*(live value withheld: not owned by the base branch)*');
+  });
+
+  it('keeps them withheld when an unchanged head is posted again from the stored plan (a draft marked ready)', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: { fixture: { guests } } } }));
+    const baseSha = newSha();
+    const headSha = newSha();
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'web.yaml': vmDoc('web-01', 100101) };
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, {
+      ...base,
+      'cluster.yaml': clusterDoc().replace('upper: 199999', 'upper: 299999'),
+      'db.yaml': adopting('db-01', 200001),
+    });
+    const fork = { owner: 'mallory', name: 'estate' };
+    expectCheckRun(w.github, w.repo, { headSha, pr: 24, id: 2104 });
+    const comment = expectNewComment(w.github, w.repo, 24, 2205);
+    await w.app.jobDone('plan', await openPullRequest(w, 24, headSha, baseSha, { fork, draft: true }));
+    expect(await comment.body()).not.toContain(SECRET);
+
+    // Marked ready: nothing is planned, the comment is rendered again from the stored plan.
+    const ready = expectCommentEdit(w.github, w.repo, 2205);
+    const result = await w.app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({
+        action: 'ready_for_review',
+        installationId: w.installationId,
+        repo: w.repo,
+        number: 24,
+        headSha,
+        baseSha,
+        fork,
+        updatedAt: at(25),
+      }),
+    });
+    expect(result.status).toBe(200);
+    await w.app.jobDone('plan', result.deliveryId);
+    const body = await ready.body();
+    w.github.verify();
+    expect(body).not.toContain('Draft pull request');
+    expect(body).not.toContain(SECRET);
+    expect(body).not.toContain(HIDDEN_IP);
+    expect(body).not.toContain('8192');
     expect(body).toContain('*(live value withheld: not owned by the base branch)*');
   });
 });
