@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { UsageError } from './commands/args.js';
 import type { Command, CommandIO } from './commands/types.js';
+import { errorMessage } from './util/error-message.js';
 
 /**
  * A subcommand, loaded only when it runs: each command module brings its own dependencies (the
@@ -114,7 +115,7 @@ export async function main(argv: string[], io: CommandIO = defaultIO()): Promise
       io.stderr.write(`pve-gitops ${command.name}: ${err.message}\nUsage: ${command.usage}\n`);
       return 1;
     }
-    io.stderr.write(`pve-gitops ${command.name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    io.stderr.write(`pve-gitops ${command.name}: ${errorMessage(err)}\n`);
     return 1;
   }
 }

@@ -9,6 +9,7 @@ import type { PveClient } from '../pve/client.js';
 import { parseFlags } from './args.js';
 import { connect, loadSpecDir, note } from './shared.js';
 import type { Command, CommandIO } from './types.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** What one cluster answered to the read-only token. */
 interface ReadCheck {
@@ -16,10 +17,6 @@ interface ReadCheck {
   nodes: { node: string; status?: string }[];
   guests: number;
   owned: number;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 async function checkRead(client: PveClient, ownerTag: string): Promise<ReadCheck> {
@@ -47,7 +44,7 @@ async function checkPrivileges(client: PveClient, guests: readonly GuestSpec[], 
   try {
     tree = PermissionTreeSchema.parse(await client.request<unknown>('GET', '/access/permissions'));
   } catch (err) {
-    return [`${who}: cannot read its permissions (GET /access/permissions): ${errorText(err)}`];
+    return [`${who}: cannot read its permissions (GET /access/permissions): ${errorMessage(err)}`];
   }
   const missing = missingPrivileges(tree, needed);
   const paths = new Set(needed.map((n) => n.path));
@@ -90,7 +87,7 @@ async function checkCluster(
     }
     problems.push(...(await checkPrivileges(readClient, guests, 'read', io)));
   } catch (err) {
-    problems.push(`plan token: ${errorText(err)}`);
+    problems.push(`plan token: ${errorMessage(err)}`);
   }
   try {
     const version = await writeClient.version();
@@ -98,7 +95,7 @@ async function checkCluster(
     // Authenticated is not enough: a token that may not write passes every read (issue: "all good").
     problems.push(...(await checkPrivileges(writeClient, guests, 'apply', io)));
   } catch (err) {
-    problems.push(`apply token: ${errorText(err)}`);
+    problems.push(`apply token: ${errorMessage(err)}`);
   }
   for (const p of problems) io.stdout.write(`  problem:     ${p}\n`);
   return problems;

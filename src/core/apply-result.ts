@@ -20,6 +20,18 @@ export interface ApplyStep {
   ms?: number;
 }
 
+/** Ops that record a wait or a re-read, not a change to the guest. */
+const NON_WRITING_OPS: ReadonlySet<string> = new Set(['wait-lock', 'wait-task', 'digest-conflict', 'relocated', 'vmid-taken', 'vanished']);
+
+/**
+ * Whether a step may have changed the guest: it started a task, or it is an op other than a wait
+ * or a re-read. The engine asks it to know whether a guest was written; the queue asks it of an
+ * earlier run's steps, to know whether that run may have changed the guest before it died.
+ */
+export function isWritingStep(step: ApplyStep): boolean {
+  return step.upid !== undefined || !NON_WRITING_OPS.has(step.op);
+}
+
 /** A before/after pair of one key: `from` undefined means unset, `to` undefined means deleted. */
 export interface ApplyValueChange {
   from?: string;

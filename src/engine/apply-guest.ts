@@ -1,4 +1,4 @@
-import type { ApplyStep, GuestApplyResult } from '../core/apply-result.js';
+import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
 import { summariseOperation } from '../core/operations.js';
@@ -17,6 +17,7 @@ import {
 } from '../core/port-errors.js';
 import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
 import { type Clock, realClock } from '../util/sleep.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -87,13 +88,6 @@ const DIGEST_CHECKED_OPS: ReadonlySet<string> = new Set(['config', 'resize', 'mo
 const MAX_LOCK_POLL_MS = 15_000;
 /** Writes tried per guest (a digest retry, a relocation); waits are bounded by time instead. */
 const MAX_ATTEMPTS_PER_GUEST = 50;
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Ops that record a wait or a re-read, not a change. */
-const NON_WRITING_OPS: ReadonlySet<string> = new Set(['wait-lock', 'wait-task', 'digest-conflict', 'relocated', 'vmid-taken', 'vanished']);
 
 /** Ends a guest's job early with a result (conflict, failure). */
 class Finish {
@@ -167,7 +161,7 @@ class GuestJob {
   }
 
   get #wrote(): boolean {
-    return this.result.steps.some((s) => s.upid !== undefined || !NON_WRITING_OPS.has(s.op));
+    return this.result.steps.some(isWritingStep);
   }
 
   #ref(): GuestRef {
@@ -472,20 +466,24 @@ class GuestJob {
       const locked = portFailure(err, LockedError);
       if (locked) {
         if (await this.#waitBusy('wait-lock', `locked (${locked.lock ?? 'lock file'})`)) return undefined;
-        return new Finish('failed', message(err));
+        return new Finish('failed', errorMessage(err));
       }
       if (portFailure(err, AlreadyInPowerStateError)) {
         // A start or stop from an earlier, interrupted run got there first: the state is
         // reached, which is all this step wanted. The next read confirms it.
-        this.#emit({ op: op.op, detail: `${summariseOperation(op)}: ${message(err)}, nothing to do`, ms: this.#clock.now() - started });
+        this.#emit({
+          op: op.op,
+          detail: `${summariseOperation(op)}: ${errorMessage(err)}, nothing to do`,
+          ms: this.#clock.now() - started,
+        });
         this.#lastOp = opKey;
         return undefined;
       }
       if (op.op === 'create' && portFailure(err, VmidTakenError)) {
         // Someone holds the VMID now: another run of this plan, or a stranger. Look at the guest
         // that holds it; the next read tells which (and a stranger's guest is a conflict).
-        this.#takenAtCreate = message(err);
-        this.#emit({ op: 'vmid-taken', detail: `${summariseOperation(op)}: ${message(err)}; looking at the guest that holds it` });
+        this.#takenAtCreate = errorMessage(err);
+        this.#emit({ op: 'vmid-taken', detail: `${summariseOperation(op)}: ${errorMessage(err)}; looking at the guest that holds it` });
         this.#where = undefined;
         this.#located = false;
         return undefined;
@@ -499,9 +497,9 @@ class GuestJob {
       this.#emit(failed);
       if (err instanceof UnavailableError) {
         const uncertain = err.writeUncertain ? '; the write may or may not have happened — the next run re-reads first' : '';
-        return new Finish('failed', `${message(err)}${uncertain}`, true);
+        return new Finish('failed', `${errorMessage(err)}${uncertain}`, true);
       }
-      return new Finish('failed', message(err));
+      return new Finish('failed', errorMessage(err));
     }
   }
 
@@ -514,11 +512,11 @@ class GuestJob {
       if (this.options.signal?.aborted) {
         finish = new Finish(
           this.result.steps.length === 0 ? 'skipped' : 'failed',
-          `interrupted (${message(this.options.signal.reason)}) after ${this.result.steps.length} step(s); a task already started runs on — apply again to finish`,
+          `interrupted (${errorMessage(this.options.signal.reason)}) after ${this.result.steps.length} step(s); a task already started runs on — apply again to finish`,
           true,
         );
       } else {
-        finish = new Finish('failed', message(err), err instanceof UnavailableError);
+        finish = new Finish('failed', errorMessage(err), err instanceof UnavailableError);
       }
     } finally {
       this.#releaseSlot();

@@ -4,6 +4,7 @@ import type { HostAccessRule } from '../core/key-rules.js';
 import type { ClusterWriter } from '../core/ports.js';
 import { Semaphore } from '../util/semaphore.js';
 import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutApply } from './apply-guest.js';
+import { errorMessage } from '../util/error-message.js';
 
 export type { ApplyEvent, ApplyGuestOptions } from './apply-guest.js';
 
@@ -28,10 +29,6 @@ export interface ExecuteOptions
 /** Default guests written at once per cluster and per node (README "How apply decides"). */
 export const DEFAULT_CLUSTER_CONCURRENCY = 4;
 export const DEFAULT_NODE_CONCURRENCY = 2;
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
 
 /**
  * One cluster listing for callers that ask while none is running; callers that ask while one is
@@ -134,7 +131,7 @@ export async function executePlan(
         options.onEvent?.({
           type: 'notice',
           cluster,
-          message: `cannot list cluster '${cluster}' (${message(err)}); reading each guest where the plan saw it`,
+          message: `cannot list cluster '${cluster}' (${errorMessage(err)}); reading each guest where the plan saw it`,
         });
       }
       const acquireSlot = localSlots(clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY, nodeConcurrency ?? DEFAULT_NODE_CONCURRENCY);

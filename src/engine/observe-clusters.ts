@@ -4,6 +4,7 @@ import { guestKey, type PlanScope } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
 import { GuestNotFoundError } from '../core/port-errors.js';
 import { Semaphore } from '../util/semaphore.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** Options of {@link observeClusters}. */
 export interface ObserveOptions {
@@ -14,10 +15,6 @@ export interface ObserveOptions {
   concurrency?: number;
   /** Called as guests are read, for progress output. */
   onProgress?: (event: { cluster: string; read: number; total: number }) => void;
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -67,7 +64,7 @@ export async function observeClusters(
       try {
         cluster = { name, nodes: [], listing: await reader.listGuests(), guests: {}, readErrors: {} };
       } catch (err) {
-        state.errors![name] = errorText(err);
+        state.errors![name] = errorMessage(err);
         return;
       }
       // Guests in scope that do not exist yet will be created on their spec's node: the node list
@@ -124,7 +121,7 @@ export async function observeClusters(
             try {
               cluster.unlisted![vmid] = await reader.vmidExists(vmid);
             } catch (err) {
-              cluster.readErrors![vmid] = `could not ask Proxmox whether VMID ${vmid} exists: ${errorText(err)}`;
+              cluster.readErrors![vmid] = `could not ask Proxmox whether VMID ${vmid} exists: ${errorMessage(err)}`;
             }
           }),
         ),
@@ -134,7 +131,7 @@ export async function observeClusters(
         try {
           cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, needsLiveStatus(listed), relist, cluster);
         } catch (err) {
-          cluster.readErrors![listed.vmid] = errorText(err);
+          cluster.readErrors![listed.vmid] = errorMessage(err);
         }
         read += 1;
         options.onProgress?.({ cluster: name, read, total: wanted.length });

@@ -18,6 +18,7 @@ import { createRedactor, type Redactor } from './redact.js';
 import { Envelope } from './schema.js';
 import { sleep } from '../util/sleep.js';
 import { createConnector, TLS_VERIFY_CODES, TlsPinMismatch, type TlsPolicy } from './tls.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** The subset of a pino logger the client uses. */
 export interface PveLogger {
@@ -271,7 +272,7 @@ export class PveTransport {
       return new PveTlsError(this.#redact(err.message), { ...init, expected: err.expected, presented: err.presented });
     }
     const code = errorCode(err);
-    const detail = this.#redact(err instanceof Error ? err.message : String(err));
+    const detail = this.#redact(errorMessage(err));
     if (code !== undefined && TLS_VERIFY_CODES.has(code)) {
       return new PveTlsError(`TLS verification of ${this.url} failed: ${detail} (${code})`, init);
     }

@@ -7,6 +7,7 @@ import { parentPort } from 'node:worker_threads';
 import type { SpecFile } from '../core/spec/load-specs.js';
 import type { SpecSet } from '../core/model.js';
 import { createSpecParseCache, loadSpecFiles } from './load-spec-files.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** Files to load; `id` identifies the request in the reply. */
 export interface LoadRequest {
@@ -39,7 +40,6 @@ port.on('message', (request: LoadRequest) => {
       const errors = loaded.errors.map(({ file, line, col, message }) => ({ file, line, col, message }));
       port.postMessage({ id: request.id, specs: loaded.specs, errors } satisfies LoadReply);
     },
-    (error: unknown) =>
-      port.postMessage({ id: request.id, failed: error instanceof Error ? error.message : String(error) } satisfies LoadReply),
+    (error: unknown) => port.postMessage({ id: request.id, failed: errorMessage(error) } satisfies LoadReply),
   );
 });

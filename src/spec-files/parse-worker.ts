@@ -7,6 +7,7 @@ import { parentPort } from 'node:worker_threads';
 import { parseWithLibrary } from '../core/spec/parse-spec-file.js';
 import type { ParsedSpecText } from '../core/spec/parsed-spec.js';
 import type { SpecLimits } from '../core/spec/spec-limits.js';
+import { errorMessage } from '../util/error-message.js';
 
 /** A batch of texts to parse under `limits`; `batch` identifies it in the reply. */
 export interface ParseRequest {
@@ -33,6 +34,6 @@ port.on('message', (request: ParseRequest) => {
     } satisfies ParseReply);
   } catch (error) {
     // Also a value that cannot be cloned (DataCloneError): the main thread parses this batch.
-    port.postMessage({ batch: request.batch, failed: error instanceof Error ? error.message : String(error) } satisfies ParseReply);
+    port.postMessage({ batch: request.batch, failed: errorMessage(error) } satisfies ParseReply);
   }
 });

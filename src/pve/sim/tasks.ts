@@ -5,6 +5,7 @@
  * then it runs at once, as a forked Proxmox worker does (it takes the config lock before the UPID
  * is answered), waits out the time itself (`elapsed`), and the task ends when the worker returns.
  */
+import { errorMessage } from '../../util/error-message.js';
 
 /** A failure inside a worker: becomes `TASK ERROR: <text>` (newlines turned into spaces). */
 export class TaskFailure extends Error {
@@ -120,7 +121,7 @@ export class TaskRegistry {
       }
       if (error !== undefined) {
         // `chomp $err; $err =~ s/\n/ /mg`: one trailing newline goes, any other becomes a space.
-        const text = (error instanceof Error ? error.message : String(error)).replace(/\n$/, '').replace(/\n/g, ' ');
+        const text = errorMessage(error).replace(/\n$/, '').replace(/\n/g, ' ');
         task.exitstatus = text;
         task.lines.push(`TASK ERROR: ${text}`);
       } else if (task.warnings > 0) {
