@@ -204,7 +204,10 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
   const append = async (): Promise<ApplyRun> => {
     if (run.trigger === 'merge') run.order = await mergeOrder(deps, octokit, run, run.guests, log);
     const created = await deps.store.createRun(run, guests);
-    await deps.store.appendTickets(created, (key) => queued(plans.get(key) as GuestPlan));
+    // A run stored by an earlier attempt keeps its own guests' plans: the tickets are made from those.
+    const planOf = async (key: string): Promise<GuestPlan> => plans.get(key) ?? (await deps.store.guestPlan(created.id, key));
+    const tickets = new Map(await Promise.all(created.guests.map(async (key) => [key, queued(await planOf(key))] as const)));
+    await deps.store.appendTickets(created, (key) => tickets.get(key) as GuestProgress);
     return created;
   };
   const created =
@@ -237,7 +240,7 @@ async function alreadyCarriedOut(deps: ApplyRunDeps, repo: RepoRef, cause: Apply
  * attempt posted was never reviewed.
  */
 async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean, log: Logger): Promise<void> {
-  const cause: ApplyCause = { merge: data.mergeSha };
+  const cause: ApplyCause = { merge: data.mergeSha, pr: data.pr };
   const decided = await deps.store.carriedOut(data.repo.id, cause);
   const noticeLeft = retried && decided === 'no-plan';
   if (decided !== undefined && !noticeLeft) {

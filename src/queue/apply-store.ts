@@ -151,12 +151,26 @@ export interface ApplyInProgress {
 /** How long a finished run is kept (its comment and check run hold the result after that). */
 export const RUN_TTL_SECONDS = 30 * 24 * 3600;
 
-/** What an apply is started by, and carried out once: a merge (its commit) or a `/pve apply` comment (its id). */
-export type ApplyCause = { merge: string } | { comment: number };
+/**
+ * What an apply is started by, and carried out once: a merge (its pull request and commit) or a
+ * `/pve apply` comment (its id). The pull request is part of a merge's key: one commit can close
+ * two pull requests (a push of a head they share), and each is its own merge.
+ */
+export type ApplyCause = { merge: string; pr: number } | { comment: number };
 
 function causeKey(cause: ApplyCause): string {
-  return 'merge' in cause ? `merge:${cause.merge}` : `comment:${cause.comment}`;
+  return 'merge' in cause ? `merge:${cause.pr}:${cause.merge}` : `comment:${cause.comment}`;
 }
+
+/**
+ * Stores a run and its guests' plans only if the run is not stored yet, in one step: a retried
+ * merge job finds the run its first attempt stored and keeps it whole, never the first run's
+ * guest list with a later re-plan's plans.
+ */
+const CREATE_RUN_LUA = `if redis.call('hexists', KEYS[1], 'run') == 1 then return 0 end
+if #ARGV > 1 then redis.call('hset', KEYS[2], unpack(ARGV, 2)) end
+redis.call('hset', KEYS[1], 'run', ARGV[1])
+return 1`;
 
 const FINAL_LUA = `local FINAL = { applied = true, unchanged = true, conflict = true, failed = true, skipped = true }
 local function isFinal(json)
@@ -308,11 +322,15 @@ export class ApplyStore {
    * merge job) keeps the first. Resolves with the run as stored.
    */
   async createRun(run: ApplyRun, plans: readonly GuestPlan[]): Promise<ApplyRun> {
-    const key = this.runKey(run.id);
     const fields = plans.flatMap((plan) => [`${plan.cluster}/${plan.vmid}`, JSON.stringify(plan)]);
-    // The plans first: a run is visible only once everything it needs is there.
-    if (fields.length > 0) await this.redis.hset(this.plansKey(run.id), ...fields);
-    await this.redis.hsetnx(key, 'run', JSON.stringify(ApplyRunSchema.parse(run)));
+    await this.redis.eval(
+      CREATE_RUN_LUA,
+      2,
+      this.runKey(run.id),
+      this.plansKey(run.id),
+      JSON.stringify(ApplyRunSchema.parse(run)),
+      ...fields,
+    );
     const stored = await this.getRun(run.id);
     if (!stored) throw new Error(`apply run ${run.id} could not be stored`);
     return stored.run;

@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { type ApplyRun, ApplyStore, type GuestProgress } from '../../src/queue/apply-store.js';
 import { acquireLock } from '../../src/queue/redis-lock.js';
 import { RedisSlots } from '../../src/queue/redis-slots.js';
+import { makeGuestPlan } from '../helpers/factories.js';
 
 const connections: Redis[] = [];
 let prefix: string;
@@ -101,6 +102,27 @@ describe('the FIFO of a guest', () => {
     const found = await store.inProgress([GUEST, 'lab/100102', 'lab/100103']);
     expect([...found.keys()]).toEqual([GUEST, 'lab/100102']);
     expect(found.get(GUEST)?.map((a) => a.runId)).toEqual(['a', 'b']);
+  });
+});
+
+describe('a run and what carried it out', () => {
+  it('is stored once with its own plans: a retried start after a re-plan keeps the first guest list and its plans', async () => {
+    const store = new ApplyStore(connect(), prefix);
+    const plan = (vmid: number, memory: string) => makeGuestPlan({ cluster: 'lab', vmid, name: `app-${vmid}`, warnings: [memory] });
+    const first = await store.createRun(run('r1', 10, ['lab/100101']), [plan(100101, '4096')]);
+    // The job runs again after the merged head was planned anew: another guest list, other plans.
+    const again = await store.createRun(run('r1', 10, ['lab/100101', 'lab/100102']), [plan(100101, '8192'), plan(100102, '1024')]);
+    expect(again.guests).toEqual(first.guests);
+    expect(await store.guestPlan('r1', 'lab/100101')).toMatchObject({ warnings: ['4096'] });
+    await expect(store.guestPlan('r1', 'lab/100102')).rejects.toThrow();
+  });
+
+  it('keys a merge on its pull request too: one commit closing two pull requests is two merges', async () => {
+    const store = new ApplyStore(connect(), prefix);
+    const sha = 'c'.repeat(40);
+    await store.markCarriedOut(7, { merge: sha, pr: 1 }, 'm-7-1');
+    expect(await store.carriedOut(7, { merge: sha, pr: 1 })).toBe('m-7-1');
+    expect(await store.carriedOut(7, { merge: sha, pr: 2 })).toBeUndefined();
   });
 });
 
