@@ -58,7 +58,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: 'serve',
-    summary: 'run the GitHub App: webhooks and plan workers (--role web or worker runs one of them)',
+    summary: 'run the GitHub App: webhooks and the workers that plan, apply and report drift (--role web or worker runs one of them)',
     load: async () => (await import('./commands/serve.js')).serveCommand,
   },
 ];

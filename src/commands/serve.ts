@@ -11,8 +11,8 @@ import type { Command } from './types.js';
 
 export const serveCommand: Command = {
   name: 'serve',
-  summary: 'run the GitHub App: webhooks and plan workers (--role web or worker runs one of them)',
-  usage: 'pve-gitops serve [--role all|web|worker]   (configuration from the environment: README "Running the App")',
+  summary: 'run the GitHub App: webhooks and the workers that plan, apply and report drift (--role web or worker runs one of them)',
+  usage: 'pve-gitops serve [--role all|web|worker]   (configuration from the environment: README, "The GitHub App", "Running it")',
   async run(args, io) {
     const flags = parseFlags(args, { role: { type: 'string', default: 'all' } });
     if (!(SERVER_ROLES as readonly string[]).includes(flags.role)) {
