@@ -10,7 +10,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { createNodeMiddleware, Probot } from 'probot';
-import createApp from '../github/app.js';
+import createApp from '../webhooks/app.js';
 import { createLogger } from '../logger.js';
 import { PlanQueueProducer } from '../queue/enqueue.js';
 import { statePrefix } from '../queue/keys.js';

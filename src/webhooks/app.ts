@@ -10,8 +10,8 @@ import type { ApplicationFunction, Context, Probot } from 'probot';
 import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift-schedule.js';
 import type { JobProducer } from '../queue/enqueue.js';
 import type { MergeJobData, PlanReason, RepoRef } from '../queue/schema.js';
-import { parseCommands } from './chat-ops.js';
-import { PLAN_CHECK_NAME } from './check-names.js';
+import { parseCommands } from '../github/chat-ops.js';
+import { PLAN_CHECK_NAME } from '../github/check-names.js';
 
 /** What the handlers need: the producer, and the App's own id to recognise its check runs. */
 export interface AppDeps {
