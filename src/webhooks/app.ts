@@ -12,6 +12,7 @@ import type { JobProducer } from '../queue/enqueue.js';
 import type { MergeJobData, PlanReason, RepoRef } from '../queue/schema.js';
 import { parseCommands } from '../github/chat-ops.js';
 import { PLAN_CHECK_NAME } from '../github/check-names.js';
+import { findCommand } from '../github/commands/registry.js';
 
 /** What the handlers need: the producer, and the App's own id to recognise its check runs. */
 export interface AppDeps {
@@ -108,11 +109,14 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
 async function onIssueComment(deps: AppDeps, context: Context<'issue_comment.created'>): Promise<void> {
   const { payload } = context;
   const installationId = payload.installation?.id;
-  // Comments by bots (the App's own replies included) are not commands; on issues only `/pve drift` is.
+  // Comments by bots (the App's own replies included) are not commands; on issues only those the registry allows there are.
   if (installationId === undefined) return;
   if (payload.comment.user?.type === 'Bot' || payload.sender.type === 'Bot') return;
   const [command] = parseCommands(payload.comment.body ?? '');
-  if (!command || (!payload.issue.pull_request && command.name !== 'drift')) return;
+  if (!command) return;
+  // On a pull request every command is enqueued (an unknown one is answered with the help); the
+  // worker, which reads GitHub's current state, tells open from merged.
+  if (!payload.issue.pull_request && !findCommand(command.name)?.where.includes('issue')) return;
   const jobId = await deps.producer.enqueue({
     kind: 'command',
     installationId,
