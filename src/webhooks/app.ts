@@ -2,12 +2,12 @@
  * The Probot app: thin webhook handlers that filter, record the pull request's newest head and
  * enqueue — in milliseconds, one or two Redis round trips. They never talk to Proxmox, never read
  * the specs and never write to GitHub; permission checks, planning and posting happen in the
- * worker (`src/queue/plan-worker.ts`). A handler that cannot enqueue throws: Probot answers 500
+ * worker (`src/queue/plan/plan-worker.ts`). A handler that cannot enqueue throws: Probot answers 500
  * and GitHub's redelivery can try again. Every other event the App receives is answered 200 and
  * ignored (Probot does that for events without a handler).
  */
 import type { ApplicationFunction, Context, Probot } from 'probot';
-import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift-schedule.js';
+import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift/drift-schedule.js';
 import type { JobProducer } from '../queue/enqueue.js';
 import type { MergeJobData, PlanReason, RepoRef } from '../queue/schema.js';
 import { parseCommands } from '../github/chat-ops.js';
@@ -20,7 +20,7 @@ export interface AppDeps {
   appId: number;
   /** The drift schedules, kept in line with the installations' repositories. */
   drift?: DriftProducer;
-  /** Merge-to-apply's producer: a merge into the default branch enqueues its apply (`src/queue/apply-run.ts`). */
+  /** Merge-to-apply's producer: a merge into the default branch enqueues its apply (`src/queue/apply/apply-run.ts`). */
   applies?: MergeProducer;
 }
 

@@ -8,17 +8,17 @@ import { type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { helpText } from '../github/chat-ops.js';
-import { completeCheckRun } from '../github/check-runs.js';
-import type { CommandSpec } from '../github/commands/command.js';
-import { findCommand, type ProvidedCommandName } from '../github/commands/registry.js';
-import { commandPermission } from '../github/permissions.js';
-import type { CommitSpecsCache } from './commit-specs.js';
-import { refreshJobId } from './enqueue.js';
-import type { NewestHeads } from './newest-head.js';
+import { helpText } from '../../github/chat-ops.js';
+import { completeCheckRun } from '../../github/check-runs.js';
+import type { CommandSpec } from '../../github/commands/command.js';
+import { findCommand, type ProvidedCommandName } from '../../github/commands/registry.js';
+import { commandPermission } from '../../github/permissions.js';
+import type { CommitSpecsCache } from '../commit-specs.js';
+import { refreshJobId } from '../enqueue.js';
+import type { NewestHeads } from '../newest-head.js';
 import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refreshComment } from './plan-pr.js';
 import type { PlanStore } from './plan-store.js';
-import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from './schema.js';
+import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from '../schema.js';
 
 /** What the plan worker needs; constructed by the composition root (`src/server/serve.ts`). */
 export interface PlanWorkerDeps {

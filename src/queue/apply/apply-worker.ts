@@ -13,7 +13,7 @@
  *    be — never apply the guest at once. A dead worker's lock expires after one lock duration.
  * 4. `applyGuest` (the engine) re-reads before every write and compares with the reviewed change.
  *    Before every step it takes a slot of the per-cluster and per-node limits shared by all
- *    workers (`redis-slots.ts`); a guest waiting out a Proxmox lock holds no slot and keeps its
+ *    workers (`src/queue/redis-slots.ts`); a guest waiting out a Proxmox lock holds no slot and keeps its
  *    place in the FIFO.
  * 5. Steps are recorded as they happen, and every write is recorded before its request is sent —
  *    fenced by the guest lock, so a job that lost the lock sends nothing. A run of the job after a
@@ -29,18 +29,18 @@
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { MissingConnectionError, RepositoryNotAllowedError } from '../connections/connect.js';
-import type { ApplyStatus, ApplyStep } from '../core/apply-result.js';
-import type { GuestPlan } from '../core/model.js';
-import type { ClusterWriter, WriteResult } from '../core/ports.js';
-import { type ApplyEvent, applyGuest } from '../engine/apply-guest.js';
+import { ClusterConfigError } from '../../connections/cluster-connections.js';
+import { MissingConnectionError, RepositoryNotAllowedError } from '../../connections/connect.js';
+import type { ApplyStatus, ApplyStep } from '../../core/apply-result.js';
+import type { GuestPlan } from '../../core/model.js';
+import type { ClusterWriter, WriteResult } from '../../core/ports.js';
+import { type ApplyEvent, applyGuest } from '../../engine/apply-guest.js';
 import type { ApplyJobs } from './apply-jobs.js';
 import { type ApplyStore, type Fence, GuestPlanMissingError, type GuestProgress, isFinal } from './apply-store.js';
-import { acquireLock, type HeldLock } from './redis-lock.js';
+import { acquireLock, type HeldLock } from '../redis-lock.js';
 import type { OpenWriter } from './cluster-writers.js';
-import type { RedisSlots } from './redis-slots.js';
-import { GuestJobData, type RepoRef } from './schema.js';
+import type { RedisSlots } from '../redis-slots.js';
+import { GuestJobData, type RepoRef } from '../schema.js';
 import { z } from 'zod';
 
 /** What the guest worker needs; constructed by the composition root (`src/server/serve.ts`). */
