@@ -80,6 +80,14 @@ const WEBHOOK_SIDE = (file: string): boolean => under(file, 'src/webhooks');
 /** Folders above the GitHub adapters: the queue and its workers use `src/github`, never the other way round. */
 const ABOVE_GITHUB = ['src/queue', 'src/webhooks', 'src/server', 'src/commands', 'src/cli'];
 const TALKS_TO_PROXMOX = ['src/pve', 'src/engine', 'src/connections'];
+/** The queue's feature folders and the features each builds on; the shared files at the top of `src/queue` import none. */
+const QUEUE_FEATURES: Readonly<Record<string, readonly string[]>> = { plan: [], apply: ['plan'], drift: [] };
+const queueFeature = (file: string): string | undefined => {
+  const [src, queue, feature, rest] = file.split('/');
+  return src === 'src' && queue === 'queue' && rest !== undefined && feature !== undefined && feature in QUEUE_FEATURES
+    ? feature
+    : undefined;
+};
 
 /** Every broken rule, as `file: why`. */
 function violations(graph: ImportGraph): string[] {
@@ -106,6 +114,14 @@ function violations(graph: ImportGraph): string[] {
       for (const f of files.filter((f) => ABOVE_GITHUB.some((dir) => under(f, dir))))
         found.push(`${file}: the GitHub adapters import nothing above them (an upward import), not ${f}`);
     }
+    if (under(file, 'src/queue')) {
+      const own = queueFeature(file);
+      for (const f of files) {
+        const other = queueFeature(f);
+        if (other === undefined || other === own || (own !== undefined && QUEUE_FEATURES[own]?.includes(other))) continue;
+        found.push(`${file}: the queue's shared pieces and features import only the features they build on, not ${f}`);
+      }
+    }
     if (WEBHOOK_SIDE(file)) {
       for (const f of reachable(graph, file)) {
         if (TALKS_TO_PROXMOX.some((dir) => under(f, dir))) found.push(`${file}: webhook handlers only enqueue, but reach ${f}`);
@@ -124,6 +140,7 @@ describe('import boundaries', () => {
     expect(graph.size).toBeGreaterThan(50);
     expect(graph.get('src/cli.ts')?.files.some((f) => under(f, 'src/commands'))).toBe(true);
     expect([...graph.keys()].some(WEBHOOK_SIDE)).toBe(true);
+    expect(Object.keys(QUEUE_FEATURES).every((feature) => [...graph.keys()].some((f) => queueFeature(f) === feature))).toBe(true);
   });
 
   it('holds for every source file', () => {
@@ -139,6 +156,18 @@ describe('import boundaries', () => {
     ['a webhook handler reaching Proxmox', 'src/webhooks/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'only enqueue'],
     ['a GitHub adapter importing the queue', 'src/github/x.ts', { files: ['src/queue/enqueue.ts'], packages: [] }, 'an upward import'],
     ['a GitHub adapter importing a handler', 'src/github/x.ts', { files: ['src/webhooks/app.ts'], packages: [] }, 'an upward import'],
+    [
+      "the queue's shared pieces importing a feature",
+      'src/queue/x.ts',
+      { files: ['src/queue/apply/apply-run.ts'], packages: [] },
+      'build on',
+    ],
+    [
+      'the drift feature importing the apply feature',
+      'src/queue/drift/x.ts',
+      { files: ['src/queue/apply/apply-store.ts'], packages: [] },
+      'build on',
+    ],
   ])('fails on a deliberate violation: %s', (_what, file, imports, message) => {
     const graph = readGraph();
     graph.set(file, imports);
