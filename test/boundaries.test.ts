@@ -76,8 +76,18 @@ const IO_MODULES = [
 ];
 const isIo = (pkg: string): boolean => IO_MODULES.includes(pkg.replace(/^node:/, '').split('/')[0] ?? '');
 const under = (file: string, dir: string): boolean => file.startsWith(`${dir}/`) || file === `${dir}.ts`;
-const WEBHOOK_SIDE = (file: string): boolean => file === 'src/github/app.ts' || under(file, 'src/github/handlers');
+const WEBHOOK_SIDE = (file: string): boolean => under(file, 'src/webhooks');
+/** Folders above the GitHub adapters: the queue and its workers use `src/github`, never the other way round. */
+const ABOVE_GITHUB = ['src/queue', 'src/webhooks', 'src/server', 'src/commands', 'src/cli'];
 const TALKS_TO_PROXMOX = ['src/pve', 'src/engine', 'src/connections'];
+/** The queue's feature folders and the features each builds on; the shared files at the top of `src/queue` import none. */
+const QUEUE_FEATURES: Readonly<Record<string, readonly string[]>> = { plan: [], apply: ['plan'], drift: [] };
+const queueFeature = (file: string): string | undefined => {
+  const [src, queue, feature, rest] = file.split('/');
+  return src === 'src' && queue === 'queue' && rest !== undefined && feature !== undefined && feature in QUEUE_FEATURES
+    ? feature
+    : undefined;
+};
 
 /** Every broken rule, as `file: why`. */
 function violations(graph: ImportGraph): string[] {
@@ -91,7 +101,7 @@ function violations(graph: ImportGraph): string[] {
     }
     if (under(file, 'src/pve')) {
       for (const f of files) {
-        for (const dir of ['src/engine', 'src/commands', 'src/cli', 'src/github', 'src/queue', 'src/server']) {
+        for (const dir of ['src/engine', 'src/commands', 'src/cli', 'src/github', 'src/queue', 'src/webhooks', 'src/server']) {
           if (under(f, dir)) found.push(`${file}: the Proxmox adapter must not import ${f}`);
         }
       }
@@ -101,6 +111,18 @@ function violations(graph: ImportGraph): string[] {
     }
     if (under(file, 'src/engine')) {
       for (const f of reachable(graph, file)) if (under(f, 'src/pve')) found.push(`${file}: the engine reaches ${f}; use the ports`);
+    }
+    if (under(file, 'src/github')) {
+      for (const f of files.filter((f) => ABOVE_GITHUB.some((dir) => under(f, dir))))
+        found.push(`${file}: the GitHub adapters import nothing above them (an upward import), not ${f}`);
+    }
+    if (under(file, 'src/queue')) {
+      const own = queueFeature(file);
+      for (const f of files) {
+        const other = queueFeature(f);
+        if (other === undefined || other === own || (own !== undefined && QUEUE_FEATURES[own]?.includes(other))) continue;
+        found.push(`${file}: the queue's shared pieces and features import only the features they build on, not ${f}`);
+      }
     }
     if (WEBHOOK_SIDE(file)) {
       for (const f of reachable(graph, file)) {
@@ -119,6 +141,8 @@ describe('import boundaries', () => {
     const graph = readGraph();
     expect(graph.size).toBeGreaterThan(50);
     expect(graph.get('src/cli.ts')?.files.some((f) => under(f, 'src/commands'))).toBe(true);
+    expect([...graph.keys()].some(WEBHOOK_SIDE)).toBe(true);
+    expect(Object.keys(QUEUE_FEATURES).every((feature) => [...graph.keys()].some((f) => queueFeature(f) === feature))).toBe(true);
   });
 
   it('holds for every source file', () => {
@@ -131,7 +155,21 @@ describe('import boundaries', () => {
     ['the adapter importing the engine', 'src/pve/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'adapter must not'],
     ['the queue importing a command', 'src/queue/x.ts', { files: ['src/commands/plan.ts'], packages: [] }, 'only the CLI entry'],
     ['the engine importing the client', 'src/engine/x.ts', { files: ['src/pve/client.ts'], packages: [] }, 'the engine reaches'],
-    ['a webhook handler reaching Proxmox', 'src/github/handlers/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'only enqueue'],
+    ['a webhook handler reaching Proxmox', 'src/webhooks/x.ts', { files: ['src/engine/run-plan.ts'], packages: [] }, 'only enqueue'],
+    ['a GitHub adapter importing the queue', 'src/github/x.ts', { files: ['src/queue/enqueue.ts'], packages: [] }, 'an upward import'],
+    ['a GitHub adapter importing a handler', 'src/github/x.ts', { files: ['src/webhooks/app.ts'], packages: [] }, 'an upward import'],
+    [
+      "the queue's shared pieces importing a feature",
+      'src/queue/x.ts',
+      { files: ['src/queue/apply/apply-run.ts'], packages: [] },
+      'build on',
+    ],
+    [
+      'the drift feature importing the apply feature',
+      'src/queue/drift/x.ts',
+      { files: ['src/queue/apply/apply-store.ts'], packages: [] },
+      'build on',
+    ],
     [
       'the flavour table importing the model',
       'src/core/guest-flavours.ts',

@@ -6,8 +6,9 @@
  * HTML elements (a `<details>` is folded), link titles and image descriptions. Where GitHub's
  * renderer ends such a construct depends on the markdown around it, so the parser does not guess:
  * it fails closed (docs/github-app.md, "Which comments hold commands"). Pure: the webhook handler
- * uses it to decide whether to enqueue.
+ * uses it to decide whether to enqueue. The commands themselves are in `commands/registry.ts`.
  */
+import { COMMANDS, DEFAULT_COMMAND } from './commands/registry.js';
 
 /** One command found in a comment. */
 export interface ChatCommand {
@@ -15,15 +16,6 @@ export interface ChatCommand {
   name: string;
   args: string[];
 }
-
-/** Commands the App understands, with their line in the help text; anything else is answered with the help. */
-export const COMMAND_HELP: Readonly<Record<string, string>> = {
-  plan: 'plan the pull request again, against the clusters as they are now',
-  drift: 'read every cluster against the default branch now and update the drift report issue (also on issues)',
-  apply:
-    'on a merged pull request: apply its latest plan again (after a conflict, re-plan with /pve plan first); open pull requests are applied when they merge',
-  help: 'this list',
-};
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const COMMAND = /^ {0,3}\/pve(?:[ \t]+(.*))?$/;
@@ -147,7 +139,7 @@ export function parseCommands(body: string): ChatCommand[] {
     const match = COMMAND.exec(line.trimEnd());
     if (!match) continue;
     const words = (match[1] ?? '').trim().split(/\s+/).filter(Boolean);
-    const [name = 'help', ...args] = words;
+    const [name = DEFAULT_COMMAND, ...args] = words;
     commands.push({ name: name.toLowerCase().slice(0, 40), args: args.slice(0, 10).map((arg) => arg.slice(0, 100)) });
   }
   return commands;
@@ -160,7 +152,7 @@ export function helpText(unknown?: string): string {
     unknown !== undefined ? `\`/pve ${unknown.replace(/[^\w-]/g, '')}\` is not a pve-gitops command.` : undefined,
     'pve-gitops commands (comment on the pull request, one per line; collaborators with write, maintain or admin permission):',
     '',
-    ...Object.entries(COMMAND_HELP).map(([name, what]) => `- \`/pve ${name}\` — ${what}`),
+    ...COMMANDS.map(({ name, help }) => `- \`/pve ${name}\` — ${help}`),
   ];
   return lines.filter((line) => line !== undefined).join('\n');
 }

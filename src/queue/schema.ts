@@ -14,7 +14,7 @@ export const QUEUE_NAMES = {
   drift: 'drift',
   /** Merge-to-apply, per run: a merge starting one, the reports of its progress to GitHub. */
   applyRun: 'apply-run',
-  /** Merge-to-apply, per guest: one job per guest of a run (`src/queue/apply-worker.ts`). */
+  /** Merge-to-apply, per guest: one job per guest of a run (`src/queue/apply/apply-worker.ts`). */
   applyGuest: 'apply-guest',
 } as const;
 

@@ -14,7 +14,7 @@ import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { statePrefix } from '../../src/queue/keys.js';
-import { PlanStore } from '../../src/queue/plan-store.js';
+import { PlanStore } from '../../src/queue/plan/plan-store.js';
 import { bodyHash } from '../../src/github/sticky-comment.js';
 import { QUEUE_NAMES } from '../../src/queue/schema.js';
 import { type CheckRunBody, expectArchive } from './plan-flow.js';

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { type ApplyRun, ApplyStore, type GuestProgress } from '../../src/queue/apply-store.js';
+import { type ApplyRun, ApplyStore, type GuestProgress } from '../../src/queue/apply/apply-store.js';
 import { acquireLock } from '../../src/queue/redis-lock.js';
 import { RedisSlots } from '../../src/queue/redis-slots.js';
 import { makeGuestPlan } from '../helpers/factories.js';

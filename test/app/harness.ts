@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { type Job, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createLogger } from '../../src/logger.js';
-import { DRIFT_JOB_OPTIONS } from '../../src/queue/drift-schedule.js';
+import { DRIFT_JOB_OPTIONS } from '../../src/queue/drift/drift-schedule.js';
 import { type DriftJobData, deliveryJobId, type PlanQueueJob, QUEUE_NAMES } from '../../src/queue/schema.js';
 import { loadServerConfig, type ServerConfig, type ServerRole } from '../../src/server/config.js';
 import { type RunningServer, type StartServerOptions, startServer } from '../../src/server/serve.js';

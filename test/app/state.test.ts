@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { makeGuestPlan, makePlan } from '../helpers/factories.js';
 import { NewestHeads } from '../../src/queue/newest-head.js';
-import { PlanStore } from '../../src/queue/plan-store.js';
+import { PlanStore } from '../../src/queue/plan/plan-store.js';
 import { acquireLock, withLock } from '../../src/queue/redis-lock.js';
 
 let redis: Redis;

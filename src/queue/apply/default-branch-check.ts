@@ -6,8 +6,8 @@
  * pull request's plan only where the default branch's head describes each of its guests (and
  * their Cluster documents) exactly as the pull request's head did.
  */
-import type { ClusterSpec, GuestSpec, SpecSet } from '../core/model.js';
-import type { StoredPlan } from './plan-store.js';
+import type { ClusterSpec, GuestSpec, SpecSet } from '../../core/model.js';
+import type { StoredPlan } from '../plan/plan-store.js';
 
 /** A value as canonical JSON: object keys sorted, positions in the files left out (moving a document changes nothing). */
 function canonical(value: unknown): string {

@@ -9,14 +9,14 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { ClusterConfigError } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, connectReadable } from '../connections/connect.js';
-import type { OpenClusters } from '../connections/open-clusters.js';
-import type { GuestSpec, Plan } from '../core/model.js';
-import { guestKey } from '../core/plan/plan-specs.js';
-import { runPlan } from '../engine/run-plan.js';
-import { PLAN_CHECK_NAME } from '../github/check-names.js';
-import { type CheckResult, type CheckTarget, completeCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
+import { ClusterConfigError } from '../../connections/cluster-connections.js';
+import { type ConnectOptions, clusterNames, connectReadable } from '../../connections/connect.js';
+import type { OpenClusters } from '../../connections/open-clusters.js';
+import type { GuestSpec, Plan } from '../../core/model.js';
+import { guestKey } from '../../core/plan/plan-specs.js';
+import { runPlan } from '../../engine/run-plan.js';
+import { PLAN_CHECK_NAME } from '../../github/check-names.js';
+import { type CheckResult, type CheckTarget, completeCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
 import {
   type ApplyingGuest,
   type Overlap,
@@ -28,19 +28,20 @@ import {
   renderPlanComment,
   renderProblemsComment,
   type SpecProblem,
-} from '../github/plan-comment.js';
-import { ArchiveError } from '../github/read-archive.js';
-import { RepoConfigError } from '../github/repo-config.js';
-import { repoFilePath } from '../github/spec-repo.js';
-import { type EnsuredComment, ensureComment } from '../github/sticky-comment.js';
-import { PLAN_MARKER } from '../core/render/render-markdown.js';
-import { withholdLiveValues } from '../core/render/withhold-live.js';
-import type { CommitSpecs, CommitSpecsCache } from './commit-specs.js';
-import type { NewestHeads } from './newest-head.js';
+} from '../../github/plan-comment.js';
+import { ArchiveError } from '../../github/read-archive.js';
+import { RepoConfigError } from '../../github/repo-config.js';
+import { repoFilePath } from '../../github/spec-repo.js';
+import { type EnsuredComment, ensureComment } from '../../github/sticky-comment.js';
+import { PLAN_MARKER } from '../../core/render/render-markdown.js';
+import { withholdLiveValues } from '../../core/render/withhold-live.js';
+import type { CommitSpecs, CommitSpecsCache } from '../commit-specs.js';
+import type { NewestHeads } from '../newest-head.js';
 import type { PlanStore, StoredPlan, TouchedGuest } from './plan-store.js';
-import { type HeldLock, withLock } from './redis-lock.js';
-import { SpecLoadTimeout } from '../spec-files/spec-load-thread.js';
-import type { PlanReason, RepoRef } from './schema.js';
+import { type HeldLock, withLock } from '../redis-lock.js';
+import { SpecLoadTimeout } from '../../spec-files/spec-load-thread.js';
+import type { PlanReason, RepoRef } from '../schema.js';
+import { errorMessage } from '../../util/error-message.js';
 
 /** What planning a pull request needs; built by the worker for each job. */
 export interface PlanContext {
@@ -501,7 +502,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
     });
   } catch (error) {
     // The check run must not stay "in progress" forever: a retry takes it over, the last attempt completes it.
-    const why = error instanceof Error ? error.message : String(error);
+    const why = errorMessage(error);
     if (attempt && !attempt.final) {
       await updateCheckRun(ctx.octokit, check, checkRunId, {
         title: 'Planning… (retrying)',

@@ -8,15 +8,17 @@ import { type Job, UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { helpText } from '../github/chat-ops.js';
-import { completeCheckRun } from '../github/check-runs.js';
-import { commandPermission } from '../github/permissions.js';
-import type { CommitSpecsCache } from './commit-specs.js';
-import { refreshJobId } from './enqueue.js';
-import type { NewestHeads } from './newest-head.js';
+import { helpText } from '../../github/chat-ops.js';
+import { completeCheckRun } from '../../github/check-runs.js';
+import type { CommandSpec } from '../../github/commands/command.js';
+import { findCommand, type ProvidedCommandName } from '../../github/commands/registry.js';
+import { commandPermission } from '../../github/permissions.js';
+import type { CommitSpecsCache } from '../commit-specs.js';
+import { refreshJobId } from '../enqueue.js';
+import type { NewestHeads } from '../newest-head.js';
 import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refreshComment } from './plan-pr.js';
 import type { PlanStore } from './plan-store.js';
-import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from './schema.js';
+import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from '../schema.js';
 
 /** What the plan worker needs; constructed by the composition root (`src/server/serve.ts`). */
 export interface PlanWorkerDeps {
@@ -31,10 +33,11 @@ export interface PlanWorkerDeps {
   /** Adds a job to the plan queue (refreshing other pull requests' comments); absent, nothing is refreshed. */
   enqueue?: (job: PlanQueueJob, options: { jobId: string }) => Promise<unknown>;
   /**
-   * `/pve` commands beyond `plan` and `help`, by name (merge-to-apply adds `apply`, the drift
-   * report `drift`). Called after the author's permission was checked and the comment reacted to.
+   * The handlers of the registry's `provided` commands, by name (merge-to-apply gives `apply`, the
+   * drift report `drift`; `src/github/commands/registry.ts`). Called after the author's permission
+   * was checked and the comment reacted to; a command without one is answered with the help.
    */
-  commands?: Readonly<Record<string, CommandHandler>>;
+  commands?: Readonly<Partial<Record<ProvidedCommandName, CommandHandler>>>;
   /** Applies queued or running per guest, so a plan can say an apply is in progress for a guest it touches. */
   applies?: PlanContext['applies'];
 }
@@ -91,26 +94,25 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
   const reply = async (body: string): Promise<void> => {
     await ctx.octokit.rest.issues.createComment({ owner: job.repo.owner, repo: job.repo.name, issue_number: job.pr, body });
   };
-  if (job.command === 'help') {
-    await reply(helpText());
-    return;
+  const command = findCommand(job.command);
+  if (command?.who !== 'anyone') {
+    const permission = await commandPermission(ctx.octokit, job.repo, job.author);
+    if (!permission.allowed) {
+      ctx.logger.info({ author: job.author, role: permission.role }, 'command refused: not a writer');
+      await reply(
+        `@${job.author} \`/pve ${job.command.replace(/[^\w-]/g, '')}\` was not run: pve-gitops commands need write, maintain or admin ` +
+          `permission on this repository, and GitHub reports **${permission.role}** for you.`,
+      );
+      return;
+    }
   }
-  const permission = await commandPermission(ctx.octokit, job.repo, job.author);
-  if (!permission.allowed) {
-    ctx.logger.info({ author: job.author, role: permission.role }, 'command refused: not a writer');
-    await reply(
-      `@${job.author} \`/pve ${job.command.replace(/[^\w-]/g, '')}\` was not run: pve-gitops commands need write, maintain or admin ` +
-        `permission on this repository, and GitHub reports **${permission.role}** for you.`,
-    );
-    return;
-  }
-  const extra = deps.commands?.[job.command];
-  if (job.command !== 'plan' && !extra) {
+  const handler = command && handlerOf(deps, command);
+  if (!command || !handler) {
     await reply(helpText(job.command));
     return;
   }
-  // Accepted: say so at once, before the work that may take a while.
-  await react(ctx.octokit, job, 'eyes');
+  // Accepted: say so at once, before the work that may take a while (a command for anyone is answered at once).
+  if (command.who !== 'anyone') await react(ctx.octokit, job, 'eyes');
   const commandContext: CommandContext = {
     ...ctx,
     reply,
@@ -119,8 +121,19 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
         await reply('This pull request is closed: it is not planned any more.');
     },
   };
-  if (extra) await extra(job, commandContext);
-  else await commandContext.replan('command');
+  await handler(job, commandContext);
+}
+
+/** How the worker runs a command of the registry; undefined when the composition root gave it no handler. */
+function handlerOf(deps: PlanWorkerDeps, command: CommandSpec): CommandHandler | undefined {
+  switch (command.handler) {
+    case 'help':
+      return (_job, ctx) => ctx.reply(helpText());
+    case 'replan':
+      return (_job, ctx) => ctx.replan('command');
+    case 'provided':
+      return deps.commands?.[command.name as ProvidedCommandName];
+  }
 }
 
 async function closed(ctx: PlanContext, job: ClosedJobData): Promise<void> {

@@ -12,8 +12,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { JobsOptions, Queue } from 'bullmq';
-import { KEEP_JOBS_SECONDS } from './enqueue.js';
-import type { GuestJobData, MergeJobData, ReportJobData } from './schema.js';
+import { KEEP_JOBS_SECONDS } from '../enqueue.js';
+import type { GuestJobData, MergeJobData, ReportJobData } from '../schema.js';
 
 /**
  * The id of the run a merge starts: named by the merge itself (repository id, pull request,

@@ -11,11 +11,11 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { ClusterSpec, GuestSpec, Plan } from '../core/model.js';
-import { parsePlanJson, renderPlanJson } from '../core/render/render-json.js';
-import { ClusterSpecSchema, GuestSpecSchema } from '../core/render/plan-schema.js';
-import type { KnownComment } from '../github/sticky-comment.js';
-import { CommitSha, RepoRef } from './schema.js';
+import type { ClusterSpec, GuestSpec, Plan } from '../../core/model.js';
+import { parsePlanJson, renderPlanJson } from '../../core/render/render-json.js';
+import { ClusterSpecSchema, GuestSpecSchema } from '../../core/render/plan-schema.js';
+import type { KnownComment } from '../../github/sticky-comment.js';
+import { CommitSha, RepoRef } from '../schema.js';
 
 /**
  * Version of the stored-plan envelope (the plan inside has its own version). Version 1 was stored

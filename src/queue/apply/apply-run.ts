@@ -20,16 +20,22 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { bodyHash, ensureComment } from '../github/sticky-comment.js';
-import type { GuestApplyResult } from '../core/apply-result.js';
-import type { GuestPlan } from '../core/model.js';
-import { planErrorLines, planHasErrors } from '../core/plan/plan-specs.js';
-import { formatSpecError } from '../core/spec/errors.js';
-import { validateStoredPlan } from '../core/spec/validate-stored-plan.js';
-import { APPLY_MARKER, type GuestInProgress } from '../core/render/render-apply.js';
-import { type ApplyNotice, type ApplyRunView, applyCheckResult, renderApplyComment, renderApplyNotice } from '../github/apply-comment.js';
-import { APPLY_CHECK_NAME } from '../github/check-names.js';
-import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../github/check-runs.js';
+import { bodyHash, ensureComment } from '../../github/sticky-comment.js';
+import type { GuestApplyResult } from '../../core/apply-result.js';
+import type { GuestPlan } from '../../core/model.js';
+import { planErrorLines, planHasErrors } from '../../core/plan/plan-specs.js';
+import { formatSpecError } from '../../core/spec/errors.js';
+import { validateStoredPlan } from '../../core/spec/validate-stored-plan.js';
+import { APPLY_MARKER, type GuestInProgress } from '../../core/render/render-apply.js';
+import {
+  type ApplyNotice,
+  type ApplyRunView,
+  applyCheckResult,
+  renderApplyComment,
+  renderApplyNotice,
+} from '../../github/apply-comment.js';
+import { APPLY_CHECK_NAME } from '../../github/check-names.js';
+import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
 import type { LostRuns } from './lost-runs.js';
@@ -43,11 +49,11 @@ import {
   type RunTrigger,
 } from './apply-store.js';
 import { finishLost, lostJobReason } from './apply-worker.js';
-import type { PlanTarget } from './plan-pr.js';
-import type { CommandHandler } from './plan-worker.js';
-import type { PlanStore, StoredPlan } from './plan-store.js';
-import { type HeldLock, withLock } from './redis-lock.js';
-import { ApplyRunJob, type MergeJobData, type RepoRef } from './schema.js';
+import type { PlanTarget } from '../plan/plan-pr.js';
+import type { CommandHandler } from '../plan/plan-worker.js';
+import type { PlanStore, StoredPlan } from '../plan/plan-store.js';
+import { type HeldLock, withLock } from '../redis-lock.js';
+import { ApplyRunJob, type MergeJobData, type RepoRef } from '../schema.js';
 
 /** What the run queue's worker needs; constructed by the composition root (`src/server/serve.ts`). */
 export interface ApplyRunDeps {

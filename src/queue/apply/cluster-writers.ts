@@ -5,11 +5,11 @@
  * keeps its connection pool (and TLS sessions) across the hundreds of guest jobs of a merge, and
  * its request limit (`concurrency` of the connection) bounds everything this process sends.
  */
-import { repositoryAllowed } from '../connections/cluster-connections.js';
-import { type ConnectOptions, connectClusters, RepositoryNotAllowedError } from '../connections/connect.js';
-import type { OpenClusters } from '../connections/open-clusters.js';
-import type { HostAccessRule } from '../core/key-rules.js';
-import type { ClusterWriter } from '../core/ports.js';
+import { repositoryAllowed } from '../../connections/cluster-connections.js';
+import { type ConnectOptions, connectClusters, RepositoryNotAllowedError } from '../../connections/connect.js';
+import type { OpenClusters } from '../../connections/open-clusters.js';
+import type { HostAccessRule } from '../../core/key-rules.js';
+import type { ClusterWriter } from '../../core/ports.js';
 
 /** A cluster's writer and what the server's policy lets it write. */
 export interface OpenWriter {

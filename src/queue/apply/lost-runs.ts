@@ -14,11 +14,11 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { type ApplyRunView, renderLostApply } from '../github/apply-comment.js';
-import { APPLY_CHECK_NAME } from '../github/check-names.js';
-import { type CheckTarget, completeCheckRun, createCompletedCheckRun } from '../github/check-runs.js';
-import { APPLY_MARKER } from '../core/render/render-apply.js';
-import { ensureComment, type KnownComment } from '../github/sticky-comment.js';
+import { type ApplyRunView, renderLostApply } from '../../github/apply-comment.js';
+import { APPLY_CHECK_NAME } from '../../github/check-names.js';
+import { type CheckTarget, completeCheckRun, createCompletedCheckRun } from '../../github/check-runs.js';
+import { APPLY_MARKER } from '../../core/render/render-apply.js';
+import { ensureComment, type KnownComment } from '../../github/sticky-comment.js';
 import type { ApplyRun, ApplyStore } from './apply-store.js';
 
 /** What this process last knew of a run it has not seen finish. */

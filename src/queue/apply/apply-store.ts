@@ -18,7 +18,7 @@
  *
  * The FIFO orders runs; it does not stop two instances of the *same* job (BullMQ runs a job again
  * when its worker looks dead — paused past its lock, cut off from Redis — though it may still be
- * running). That is the per-guest lock's work (`redis-lock.ts`: fencing token, expiry, renewal):
+ * running). That is the per-guest lock's work (`src/queue/redis-lock.ts`: fencing token, expiry, renewal):
  * a job writes its progress and result only while its token is the lock's value, checked inside
  * the same Lua script that writes, and checks it again before every Proxmox write step.
  *
@@ -27,11 +27,11 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { APPLY_STATUSES, type ApplyStatus, type GuestApplyResult } from '../core/apply-result.js';
-import type { GuestPlan } from '../core/model.js';
-import { GuestPlanSchema } from '../core/render/plan-schema.js';
-import type { KnownComment } from '../github/sticky-comment.js';
-import { CommitSha, RepoRef } from './schema.js';
+import { APPLY_STATUSES, type ApplyStatus, type GuestApplyResult } from '../../core/apply-result.js';
+import type { GuestPlan } from '../../core/model.js';
+import { GuestPlanSchema } from '../../core/render/plan-schema.js';
+import type { KnownComment } from '../../github/sticky-comment.js';
+import { CommitSha, RepoRef } from '../schema.js';
 
 /** A guest's state in a run: not finished yet (`queued`, `waiting`, `running`) or its result. */
 export type GuestRunStatus = 'queued' | 'waiting' | 'running' | ApplyStatus;
@@ -276,7 +276,7 @@ export class ApplyStore {
     return `${this.prefix}:apply:guest:${guest}:started`;
   }
 
-  /** The per-guest lock (see `redis-lock.ts`). */
+  /** The per-guest lock (see `src/queue/redis-lock.ts`). */
   guestLockKey(guest: string): string {
     return `${this.prefix}:apply:guest:${guest}:lock`;
   }

@@ -8,7 +8,7 @@
  *   the figure does not depend on which worker ran the report.
  */
 import type { Redis } from 'ioredis';
-import type { KnownDriftIssue } from '../github/drift-issue.js';
+import type { KnownDriftIssue } from '../../github/drift-issue.js';
 
 /** Drift state under the App's state prefix (see `statePrefix`). */
 export class DriftStore {

@@ -13,27 +13,27 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { ClusterConfigError, envPrefix } from '../connections/cluster-connections.js';
-import { type ConnectOptions, clusterNames, configuredConnections, connectReadable } from '../connections/connect.js';
-import type { OpenClusters } from '../connections/open-clusters.js';
+import { ClusterConfigError, envPrefix } from '../../connections/cluster-connections.js';
+import { type ConnectOptions, clusterNames, configuredConnections, connectReadable } from '../../connections/connect.js';
+import type { OpenClusters } from '../../connections/open-clusters.js';
 import {
   buildDriftReport,
   type DriftReport,
   driftedGuestsByCluster,
   driftReportHasFindings,
   problemReport,
-} from '../core/drift/drift-report.js';
-import { driftMarker, renderDriftClosing, renderDriftReport } from '../core/render/render-drift.js';
-import { observeDrift } from '../engine/run-plan.js';
-import { driftContentHash, ensureDriftIssue } from '../github/drift-issue.js';
-import { ArchiveError } from '../github/read-archive.js';
-import { RepoConfigError } from '../github/repo-config.js';
-import { repoFilePath } from '../github/spec-repo.js';
-import type { CommitSpecs, CommitSpecsCache } from './commit-specs.js';
+} from '../../core/drift/drift-report.js';
+import { driftMarker, renderDriftClosing, renderDriftReport } from '../../core/render/render-drift.js';
+import { observeDrift } from '../../engine/run-plan.js';
+import { driftContentHash, ensureDriftIssue } from '../../github/drift-issue.js';
+import { ArchiveError } from '../../github/read-archive.js';
+import { RepoConfigError } from '../../github/repo-config.js';
+import { repoFilePath } from '../../github/spec-repo.js';
+import type { CommitSpecs, CommitSpecsCache } from '../commit-specs.js';
 import type { DriftScheduler, InstalledRepo } from './drift-schedule.js';
 import type { DriftStore } from './drift-store.js';
-import { acquireLock, type HeldLock } from './redis-lock.js';
-import { type DriftJobData, DriftQueueJob } from './schema.js';
+import { acquireLock, type HeldLock } from '../redis-lock.js';
+import { type DriftJobData, DriftQueueJob } from '../schema.js';
 
 /** What the drift worker needs; constructed by the composition root (`src/server/serve.ts`). */
 export interface DriftWorkerDeps {

@@ -2,16 +2,17 @@
  * The Probot app: thin webhook handlers that filter, record the pull request's newest head and
  * enqueue — in milliseconds, one or two Redis round trips. They never talk to Proxmox, never read
  * the specs and never write to GitHub; permission checks, planning and posting happen in the
- * worker (`src/queue/plan-worker.ts`). A handler that cannot enqueue throws: Probot answers 500
+ * worker (`src/queue/plan/plan-worker.ts`). A handler that cannot enqueue throws: Probot answers 500
  * and GitHub's redelivery can try again. Every other event the App receives is answered 200 and
  * ignored (Probot does that for events without a handler).
  */
 import type { ApplicationFunction, Context, Probot } from 'probot';
-import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift-schedule.js';
+import { type DriftProducer, type InstalledRepo, repoFromFullName } from '../queue/drift/drift-schedule.js';
 import type { JobProducer } from '../queue/enqueue.js';
 import type { MergeJobData, PlanReason, RepoRef } from '../queue/schema.js';
-import { parseCommands } from './chat-ops.js';
-import { PLAN_CHECK_NAME } from './check-names.js';
+import { parseCommands } from '../github/chat-ops.js';
+import { PLAN_CHECK_NAME } from '../github/check-names.js';
+import { findCommand } from '../github/commands/registry.js';
 
 /** What the handlers need: the producer, and the App's own id to recognise its check runs. */
 export interface AppDeps {
@@ -19,7 +20,7 @@ export interface AppDeps {
   appId: number;
   /** The drift schedules, kept in line with the installations' repositories. */
   drift?: DriftProducer;
-  /** Merge-to-apply's producer: a merge into the default branch enqueues its apply (`src/queue/apply-run.ts`). */
+  /** Merge-to-apply's producer: a merge into the default branch enqueues its apply (`src/queue/apply/apply-run.ts`). */
   applies?: MergeProducer;
 }
 
@@ -108,11 +109,14 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
 async function onIssueComment(deps: AppDeps, context: Context<'issue_comment.created'>): Promise<void> {
   const { payload } = context;
   const installationId = payload.installation?.id;
-  // Comments by bots (the App's own replies included) are not commands; on issues only `/pve drift` is.
+  // Comments by bots (the App's own replies included) are not commands; on issues only those the registry allows there are.
   if (installationId === undefined) return;
   if (payload.comment.user?.type === 'Bot' || payload.sender.type === 'Bot') return;
   const [command] = parseCommands(payload.comment.body ?? '');
-  if (!command || (!payload.issue.pull_request && command.name !== 'drift')) return;
+  if (!command) return;
+  // On a pull request every command is enqueued (an unknown one is answered with the help); the
+  // worker, which reads GitHub's current state, tells open from merged.
+  if (!payload.issue.pull_request && !findCommand(command.name)?.where.includes('issue')) return;
   const jobId = await deps.producer.enqueue({
     kind: 'command',
     installationId,

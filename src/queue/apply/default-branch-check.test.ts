@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { GuestSpec } from '../core/model.js';
-import { makeClusterSpec, makeGuestPlan, makePlan, makeVmSpec } from '../../test/helpers/factories.js';
+import type { GuestSpec } from '../../core/model.js';
+import { makeClusterSpec, makeGuestPlan, makePlan, makeVmSpec } from '../../../test/helpers/factories.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
 
 const APPLIED = new Set(['create', 'update', 'destroy']);

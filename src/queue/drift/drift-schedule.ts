@@ -10,8 +10,8 @@
  * at once, so a repository gets its first report soon after the App is installed on it.
  */
 import type { JobsOptions, Queue } from 'bullmq';
-import { KEEP_JOBS_SECONDS } from './enqueue.js';
-import type { DriftJobData, DriftQueueJob, RepoRef } from './schema.js';
+import { KEEP_JOBS_SECONDS } from '../enqueue.js';
+import type { DriftJobData, DriftQueueJob, RepoRef } from '../schema.js';
 
 /** A repository the App is installed on, as the schedules need it. */
 export interface InstalledRepo {

@@ -1,0 +1,536 @@
+/**
+ * The guest job: applies one guest of an apply run, in merge order, alone.
+ *
+ * 1. A guest that already has its result (the job ran to its end before, then its worker died)
+ *    only makes sure the next run in line is woken.
+ * 2. The job runs only while its run's ticket heads the guest's FIFO (`apply-store.ts`). Otherwise
+ *    it parks: BullMQ's `moveToDelayed` + `DelayedError`, so a waiting guest holds no worker
+ *    concurrency. The head wakes the next ticket's job (`promote`) when it finishes; the delay is
+ *    only the fallback for a head whose worker died before waking anyone. A head whose job failed
+ *    for good or vanished is taken out of the FIFO by the first waiter that finds it.
+ * 3. It takes the guest's Redis lock (fencing token, expiry, renewed while held): two instances of
+ *    one job — BullMQ runs a job again when its worker looks dead, which a paused worker may not
+ *    be — never apply the guest at once. A dead worker's lock expires after one lock duration.
+ * 4. `applyGuest` (the engine) re-reads before every write and compares with the reviewed change.
+ *    Before every step it takes a slot of the per-cluster and per-node limits shared by all
+ *    workers (`src/queue/redis-slots.ts`); a guest waiting out a Proxmox lock holds no slot and keeps its
+ *    place in the FIFO.
+ * 5. Steps are recorded as they happen, and every write is recorded before its request is sent —
+ *    fenced by the guest lock, so a job that lost the lock sends nothing. A run of the job after a
+ *    crash thus reports the writes of the one before (the engine finds them done: `unchanged`
+ *    becomes `applied`). The result is recorded, the ticket removed and the next run woken in one
+ *    fenced step.
+ *
+ * Failures: a result marked `retryable` (the cluster unreachable, a timeout) is thrown so BullMQ
+ * runs the job again with backoff, keeping its ticket (so later merges still wait); on the last
+ * attempt it is recorded as failed, saying `/pve apply` runs it again. Conflicts, refusals,
+ * permission and validation errors are results, recorded at once and never retried.
+ */
+import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { ClusterConfigError } from '../../connections/cluster-connections.js';
+import { MissingConnectionError, RepositoryNotAllowedError } from '../../connections/connect.js';
+import { type ApplyStatus, type ApplyStep, isWritingStep } from '../../core/apply-result.js';
+import type { GuestPlan } from '../../core/model.js';
+import type { ClusterWriter, WriteResult } from '../../core/ports.js';
+import { type ApplyEvent, applyGuest } from '../../engine/apply-guest.js';
+import type { ApplyJobs } from './apply-jobs.js';
+import { type ApplyStore, type Fence, GuestPlanMissingError, type GuestProgress, isFinal } from './apply-store.js';
+import { acquireLock, type HeldLock } from '../redis-lock.js';
+import type { OpenWriter } from './cluster-writers.js';
+import type { RedisSlots } from '../redis-slots.js';
+import { GuestJobData, type RepoRef } from '../schema.js';
+import { z } from 'zod';
+import { errorMessage } from '../../util/error-message.js';
+
+/** What the guest worker needs; constructed by the composition root (`src/server/serve.ts`). */
+export interface GuestWorkerDeps {
+  logger: Logger;
+  redis: Redis;
+  store: ApplyStore;
+  jobs: ApplyJobs;
+  slots: RedisSlots;
+  /** The writing client of a cluster and the server's host-access policy for it (`ClusterWriters.get`). */
+  /** The writer of a cluster for the specs of a repository (`owner/name`; the server may not let it use the cluster). */
+  writer: (cluster: string, repository: string) => Promise<OpenWriter>;
+  settings: {
+    /** Expiry of the guest lock (renewed while held), and how long a parked job waits for a missed wake-up. */
+    lockMs: number;
+    /** How long a Proxmox lock is waited out before the guest is reported. */
+    lockWaitMs: number;
+    /** First pause while a Proxmox lock is waited out (the engine doubles it up to 15 s). */
+    lockPollMs?: number;
+  };
+  /** Aborted when the worker process stops: running applies hand their jobs back to the queue. */
+  stopping?: AbortSignal;
+  /** Told every guest result this process records (the applies metric). */
+  onResult?: (status: ApplyStatus) => void;
+}
+
+/** Whether steps of an earlier run of the job changed the guest (a task, or a write that did not fail). */
+function wrote(steps: readonly ApplyStep[]): boolean {
+  return steps.some((s) => isWritingStep(s) && (s.upid !== undefined || !s.detail?.endsWith(': failed')));
+}
+
+/** The worker process is stopping: the job goes back to the queue for another worker. */
+class StoppingError extends Error {
+  override name = 'StoppingError';
+}
+
+/** A job that started applying too late to be allowed in: a newer holder has the guest's lock. */
+class LockLostError extends Error {
+  override name = 'LockLostError';
+}
+
+/** A head whose merge job may still be adding its guest jobs is left alone this long. */
+const STARTING_GRACE_MS = 10 * 60_000;
+
+/**
+ * Why a guest's job can no longer finish it — failed for good (its worker died on the last
+ * attempt, say) or gone — or undefined while it still can (waiting, parked, running, retrying).
+ * A job not found right after its run was created may still be on its way: its merge job adds
+ * the guest jobs after the tickets.
+ */
+export async function lostJobReason(store: ApplyStore, jobs: ApplyJobs, runId: string, guest: string): Promise<string | undefined> {
+  const job = await jobs.guestJob(runId, guest);
+  if (!job) {
+    const record = await store.getRun(runId);
+    if (record && !record.queued && Date.now() - Date.parse(record.run.createdAt) < STARTING_GRACE_MS) return undefined;
+    return 'its job is gone';
+  }
+  const state = await job.getState();
+  if (state === 'failed') return `its job failed: ${job.failedReason}`;
+  if (state === 'completed' || state === 'unknown') return 'its job ended without recording a result';
+  return undefined;
+}
+
+/**
+ * Records a guest whose job can no longer finish it as failed (`/pve apply` runs it again), takes
+ * its ticket out of the FIFO and wakes the next run in line. False when nothing was done (with
+ * `onlyIfHead`, the run was not the head any more).
+ */
+export async function finishLost(
+  store: ApplyStore,
+  jobs: ApplyJobs,
+  runId: string,
+  guest: string,
+  why: string,
+  options: { onlyIfHead?: boolean } = {},
+): Promise<boolean> {
+  const before = await store.result(runId, guest);
+  if (!before || isFinal(before.status)) return false;
+  const outcome = await store.finish(
+    runId,
+    guest,
+    {
+      ...before,
+      status: 'failed',
+      retryable: true,
+      error: `the apply of this guest could not finish (${why}); /pve apply runs it again`,
+      finishedAt: new Date().toISOString(),
+    },
+    options,
+  );
+  if (outcome.state === 'not-head') return false;
+  const next = outcome.next ? await jobs.guestJob(outcome.next, guest) : undefined;
+  await next?.promote().catch(() => {});
+  await jobs.report(runId);
+  return true;
+}
+
+/**
+ * The cluster's writer, with `before(op)` awaited before every write request: the job records
+ * the write it is about to send — fenced by the guest lock, so a job that lost the lock throws
+ * here and sends nothing.
+ */
+function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<void>): ClusterWriter {
+  const write =
+    <A extends unknown[]>(op: string, send: (...args: A) => Promise<WriteResult>) =>
+    async (...args: A): Promise<WriteResult> => {
+      await before(op);
+      return send(...args);
+    };
+  return {
+    cluster: writer.cluster,
+    listGuests: () => writer.listGuests(),
+    listNodes: () => writer.listNodes(),
+    readGuest: (listed, options) => writer.readGuest(listed, options),
+    vmidExists: (vmid) => writer.vmidExists(vmid),
+    readGuestForApply: (ref) => writer.readGuestForApply(ref),
+    activeTasks: (ref) => writer.activeTasks(ref),
+    create: write('create', (ref, params, context) => writer.create(ref, params, context)),
+    updateConfig: write('config', (ref, set, remove, digest, context) => writer.updateConfig(ref, set, remove, digest, context)),
+    resize: write('resize', (ref, disk, size, digest, context) => writer.resize(ref, disk, size, digest, context)),
+    moveDisk: write('move-disk', (ref, disk, storage, digest, context) => writer.moveDisk(ref, disk, storage, digest, context)),
+    start: write('start', (ref, context) => writer.start(ref, context)),
+    shutdown: write('shutdown', (ref, context) => writer.shutdown(ref, context)),
+    stop: write('stop', (ref, context) => writer.stop(ref, context)),
+    destroy: write('destroy', (ref, context) => writer.destroy(ref, context)),
+  };
+}
+
+/** One guest job as it runs: what every step of the processor below needs. */
+interface GuestJobRun {
+  deps: GuestWorkerDeps;
+  job: Job;
+  token: string | undefined;
+  runId: string;
+  guest: string;
+  log: Logger;
+}
+
+/** The processor BullMQ calls for each guest job: the steps of the opening comment, in order. */
+export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: string) => Promise<string> {
+  return async (job, token) => {
+    const { runId, guest } = GuestJobData.parse(job.data);
+    if (deps.stopping?.aborted) return handBack(job, token);
+    const run: GuestJobRun = { deps, job, token, runId, guest, log: deps.logger.child({ job: job.id, run: runId, guest }) };
+    const { repo, previous } = await readGuestOfRun(run);
+    if (isFinal(previous.status)) return wakeNextAfterFinished(run, previous);
+    await takeTicket(run, previous);
+    const lock = await takeLock(run);
+    try {
+      return await applyUnderLock(run, previous, lock, repo);
+    } finally {
+      await lock.release().catch(() => {});
+    }
+  };
+}
+
+/** The run's repository and what the run recorded for the guest so far; a run or guest gone is unrecoverable. */
+async function readGuestOfRun({ deps, runId, guest }: GuestJobRun): Promise<{ repo: RepoRef; previous: GuestProgress }> {
+  const record = await deps.store.getRun(runId);
+  if (!record) throw new UnrecoverableError(`apply run ${runId} is gone (expired or never created)`);
+  const previous = await deps.store.result(runId, guest);
+  if (!previous) throw new UnrecoverableError(`apply run ${runId} has no place for guest ${guest}`);
+  return { repo: record.run.repo, previous };
+}
+
+/** Step 1: a guest finished before only makes sure its ticket is out and the next run is woken. */
+async function wakeNextAfterFinished(run: GuestJobRun, previous: GuestProgress): Promise<string> {
+  // Taking the ticket out again is a no-op unless the worker died right after.
+  const outcome = await run.deps.store.finish(run.runId, run.guest, previous);
+  await wake(run.deps.jobs, run.guest, outcome.next);
+  return previous.status;
+}
+
+/** Wakes the job of the run now heading the guest's FIFO (it is parked as delayed). */
+async function wake(jobs: ApplyJobs, guest: string, next: string | undefined): Promise<void> {
+  if (!next) return;
+  const job = await jobs.guestJob(next, guest);
+  // Not delayed (already woken, running, retrying with backoff): nothing to do.
+  await job?.promote().catch(() => {});
+}
+
+/**
+ * Step 2: returns once the run's ticket heads the guest's FIFO; otherwise parks the job (throws).
+ * A ticket gone from the FIFO fails the guest for good; a stale head is removed once.
+ */
+async function takeTicket(run: GuestJobRun, previous: GuestProgress): Promise<void> {
+  const { store, jobs } = run.deps;
+  for (let look = 0; ; look++) {
+    const claim = await store.claim(run.guest, run.runId);
+    if (claim.state === 'head') return;
+    if (claim.state === 'gone') {
+      const failed: GuestProgress = {
+        ...previous,
+        status: 'failed',
+        retryable: true,
+        error: "this apply lost its place in the guest's queue; /pve apply runs it again",
+        finishedAt: new Date().toISOString(),
+      };
+      await store.finish(run.runId, run.guest, failed);
+      await jobs.report(run.runId);
+      throw new UnrecoverableError(failed.error);
+    }
+    if (look === 0 && claim.head && (await removeIfStale(run, claim.head))) continue;
+    await noteBehind(run, claim.head, previous);
+    run.log.debug({ head: claim.head }, 'behind another apply of this guest: parked');
+    await park(run);
+  }
+}
+
+/** Parks the job until the head wakes it, or a lock duration passed. */
+async function park({ deps, job, token, guest, runId }: GuestJobRun): Promise<never> {
+  await job.moveToDelayed(Date.now() + deps.settings.lockMs, token);
+  // The head may have finished between our look and the move, when there was no delayed job to
+  // wake: look again now that the job can be woken.
+  if ((await deps.store.head(guest)) === runId) await job.promote().catch(() => {});
+  throw new DelayedError();
+}
+
+/** Takes a head out of the FIFO when its job can no longer finish it. True when it was removed. */
+async function removeIfStale({ deps, guest, log }: GuestJobRun, head: string): Promise<boolean> {
+  const why = await lostJobReason(deps.store, deps.jobs, head, guest);
+  if (why === undefined) return false;
+  if (!(await finishLost(deps.store, deps.jobs, head, guest, why, { onlyIfHead: true }))) return false;
+  log.warn({ head, why }, 'removed a stale apply from the head of the guest queue');
+  return true;
+}
+
+/** Records the guest as waiting behind `head` (once: an unchanged note writes nothing). */
+async function noteBehind({ deps, runId, guest }: GuestJobRun, head: string | undefined, previous: GuestProgress): Promise<void> {
+  const { store, jobs } = deps;
+  const other = head ? await store.getRun(head) : undefined;
+  const record = await store.getRun(runId);
+  const who =
+    other && record
+      ? other.run.repo.id === record.run.repo.id
+        ? `#${other.run.pr}`
+        : `${other.run.repo.owner}/${other.run.repo.name}#${other.run.pr}`
+      : 'another pull request';
+  const waiting = `waiting for the apply of ${who} to finish with this guest (merged earlier)`;
+  if (previous.status === 'waiting' && previous.waiting === waiting) return;
+  if ((await store.setProgress(runId, guest, { ...previous, status: 'waiting', waiting })) === 'written') await jobs.report(runId);
+}
+
+/** Hands the job back to the queue at once (the process stops): no attempt is used up. */
+async function handBack(job: Job, token: string | undefined): Promise<never> {
+  await job.moveToDelayed(Date.now(), token);
+  throw new DelayedError();
+}
+
+/** Step 3: the guest's Redis lock; held by another instance of this very job (or a dead one, until it expires), the job parks. */
+async function takeLock(run: GuestJobRun): Promise<HeldLock> {
+  const { deps } = run;
+  const lock = await acquireLock(deps.redis, deps.store.guestLockKey(run.guest), {
+    ttlMs: deps.settings.lockMs,
+    waitMs: deps.settings.lockMs,
+  });
+  if (lock) return lock;
+  run.log.info('the guest lock is held by another run of this job: parked');
+  return park(run);
+}
+
+/** Steps 4 and 5, under the guest lock: open the writer, apply, record the result, report it and wake the next run. */
+async function applyUnderLock(run: GuestJobRun, previous: GuestProgress, lock: HeldLock, repo: RepoRef): Promise<string> {
+  const fence: Fence = { key: lock.key, token: lock.token };
+  const attempts = (previous.attempts ?? 0) + 1;
+  const priorSteps = stepsOfEarlierRuns(previous);
+  const { plan, writer } = await openWriter(run, previous, attempts, fence, repo);
+  const stop = stopWhenLockLostOrStopping(run, lock);
+  const recorder = recordProgress(run, { ...previous, status: 'running', attempts }, priorSteps, fence, stop.controller);
+  let result: Awaited<ReturnType<typeof applyGuest>>;
+  try {
+    result = await applyPlanOfGuest(run, plan, writer, recorder, stop.controller, `${run.job.id}#${lock.token}`);
+  } finally {
+    // Also when applyGuest throws: the worker-wide signal must not collect one listener per job.
+    stop.detach();
+  }
+  await recorder.settled();
+  if (stop.controller.signal.aborted) return handOverInterrupted(run, stop.controller.signal.reason, result);
+  const merged = resultOfAttempt(result, priorSteps, attempts);
+  if (result.retryable) await retryOrGiveUp(run, merged, result, attempts, fence);
+  return recordAndReport(run, merged, fence);
+}
+
+/**
+ * The steps recorded so far, and a write the run before sent without living to see it confirmed:
+ * what this run finds done may be its work, so it counts as written.
+ */
+function stepsOfEarlierRuns(previous: GuestProgress): ApplyStep[] {
+  return previous.inFlight !== undefined
+    ? [...previous.steps, { op: previous.inFlight, detail: 'sent by an earlier run of this job, which stopped before it was confirmed' }]
+    : previous.steps;
+}
+
+/** The guest's stored plan and its cluster's writer; a wrong configuration or stored run fails the guest for good. */
+async function openWriter(
+  { deps, runId, guest }: GuestJobRun,
+  previous: GuestProgress,
+  attempts: number,
+  fence: Fence,
+  repo: RepoRef,
+): Promise<{ plan: GuestPlan; writer: OpenWriter }> {
+  try {
+    const plan = await deps.store.guestPlan(runId, guest);
+    const writer = await deps.writer(plan.cluster, `${repo.owner}/${repo.name}`);
+    return { plan, writer };
+  } catch (error) {
+    const permanent =
+      error instanceof MissingConnectionError ||
+      error instanceof RepositoryNotAllowedError ||
+      error instanceof ClusterConfigError ||
+      error instanceof SyntaxError ||
+      error instanceof z.ZodError ||
+      error instanceof GuestPlanMissingError;
+    if (!permanent) throw error;
+    // Not worth a retry: the server's configuration or the stored run is wrong.
+    const failed: GuestProgress = {
+      ...previous,
+      status: 'failed',
+      attempts,
+      error: errorMessage(error),
+      finishedAt: new Date().toISOString(),
+    };
+    await deps.store.finish(runId, guest, failed, { fence });
+    await deps.jobs.report(runId);
+    throw new UnrecoverableError(failed.error);
+  }
+}
+
+/** Stops the engine when the lock is lost (found on renewal or before a step), Redis fails, or the worker stops. */
+function stopWhenLockLostOrStopping({ deps }: GuestJobRun, lock: HeldLock): { controller: AbortController; detach: () => void } {
+  const controller = new AbortController();
+  lock.lost.addEventListener('abort', () => controller.abort(new LockLostError(`guest lock lost: ${errorMessage(lock.lost.reason)}`)), {
+    once: true,
+  });
+  const onStopping = (): void => controller.abort(new StoppingError('the worker is stopping'));
+  if (deps.stopping?.aborted) onStopping();
+  deps.stopping?.addEventListener('abort', onStopping, { once: true });
+  return { controller, detach: () => deps.stopping?.removeEventListener('abort', onStopping) };
+}
+
+/** Records the guest's progress in order, fenced by the guest lock. */
+interface ProgressRecorder {
+  /** Told every event of the engine: steps and waits are recorded as they happen. */
+  onEvent(event: ApplyEvent): void;
+  /** Awaited before every write request: the write is recorded before it is sent, or refused. */
+  beforeWrite(op: string): Promise<void>;
+  /** Resolves when everything recorded so far is written. */
+  settled(): Promise<unknown>;
+}
+
+function recordProgress(
+  { deps, runId, guest, log }: GuestJobRun,
+  running: GuestProgress,
+  priorSteps: readonly ApplyStep[],
+  fence: Fence,
+  stop: AbortController,
+): ProgressRecorder {
+  const { store, jobs } = deps;
+  let progress: GuestProgress = { ...running };
+  delete progress.waiting;
+  delete progress.inFlight;
+  const steps: ApplyStep[] = [...priorSteps];
+  let saving: Promise<unknown> = store.setProgress(runId, guest, { ...progress, steps }, fence).catch(() => undefined);
+  const save = (next: GuestProgress, report: boolean): void => {
+    progress = next;
+    const snapshot = { ...next, steps: [...steps] };
+    saving = saving
+      .then(() => store.setProgress(runId, guest, snapshot, fence))
+      .then((outcome) => (report && outcome === 'written' ? jobs.report(runId) : undefined))
+      .catch((error: unknown) => log.warn({ err: error }, 'recording apply progress failed'));
+  };
+  return {
+    onEvent: (event) => {
+      if (event.type === 'step') {
+        steps.push(event.step);
+        const { waiting: _waiting, inFlight: _inFlight, ...rest } = progress;
+        save({ ...rest, status: 'running' }, false);
+        log.info({ op: event.step.op, detail: event.step.detail, upid: event.step.upid }, 'apply step');
+      } else if (event.type === 'waiting') {
+        if (progress.status !== 'waiting' || progress.waiting !== event.reason)
+          save({ ...progress, status: 'waiting', waiting: event.reason }, true);
+      }
+    },
+    beforeWrite: async (op) => {
+      progress = { ...progress, inFlight: op };
+      const snapshot = { ...progress, steps: [...steps] };
+      // In order after the progress saved so far; refused (0) only when the lock is no longer ours.
+      const attempt = saving.then(() => store.setProgress(runId, guest, snapshot, fence));
+      saving = attempt.catch(() => undefined);
+      let refusal: Error;
+      try {
+        if ((await attempt) !== 'refused') return;
+        refusal = new LockLostError('guest lock lost: another run of this job holds it now; nothing was sent');
+      } catch (error) {
+        // Redis trouble: interrupt (a retry) rather than send a write this job could not record.
+        refusal = error instanceof Error ? error : new Error(errorMessage(error));
+      }
+      if (!stop.signal.aborted) stop.abort(refusal);
+      throw refusal;
+    },
+    settled: () => saving,
+  };
+}
+
+/** The engine applies the guest's plan through the fenced writer, taking a shared slot before every step. */
+function applyPlanOfGuest(
+  { deps }: GuestJobRun,
+  plan: GuestPlan,
+  writer: OpenWriter,
+  recorder: ProgressRecorder,
+  stop: AbortController,
+  holder: string,
+): ReturnType<typeof applyGuest> {
+  return applyGuest(plan, fencedWriter(writer.writer, recorder.beforeWrite), {
+    signal: stop.signal,
+    lockWaitMs: deps.settings.lockWaitMs,
+    // The server's policy as it is now, whatever it was when the plan was made.
+    allowHostAccess: writer.allowHostAccess,
+    ...(deps.settings.lockPollMs !== undefined ? { lockPollMs: deps.settings.lockPollMs } : {}),
+    onEvent: recorder.onEvent,
+    acquireSlot: async (node) => {
+      try {
+        // No lock check here: the write itself is fenced (above), and a lost lock aborts the wait.
+        return await deps.slots.acquire(plan.cluster, node, holder, stop.signal);
+      } catch (error) {
+        // Interrupts the engine (a retryable result) instead of failing the guest for good.
+        if (!stop.signal.aborted) stop.abort(error);
+        throw error;
+      }
+    },
+  });
+}
+
+/** An interrupted apply keeps its ticket: handed back when the worker stops, else thrown to be run again. */
+async function handOverInterrupted(run: GuestJobRun, reason: unknown, result: Awaited<ReturnType<typeof applyGuest>>): Promise<never> {
+  if (reason instanceof StoppingError) {
+    // Another worker takes the job now and re-reads before anything else.
+    run.log.info({ steps: result.steps.length }, 'worker stopping: apply handed back');
+    return handBack(run.job, run.token);
+  }
+  run.log.warn({ err: reason, steps: result.steps.length }, 'apply interrupted: run again');
+  // The next run of the job re-reads and carries on.
+  throw reason instanceof Error ? reason : new Error(errorMessage(reason));
+}
+
+/** The guest's result: this attempt's steps after the earlier ones; unchanged after an earlier run wrote counts as applied. */
+function resultOfAttempt(
+  result: Awaited<ReturnType<typeof applyGuest>>,
+  priorSteps: readonly ApplyStep[],
+  attempts: number,
+): GuestProgress {
+  return {
+    ...result,
+    steps: [...priorSteps, ...result.steps],
+    attempts,
+    finishedAt: new Date().toISOString(),
+    status: result.status === 'unchanged' && wrote(priorSteps) ? 'applied' : result.status,
+  };
+}
+
+/** A transient failure: noted and thrown for BullMQ's backoff, or — on the last attempt — given up in `merged`'s error. */
+async function retryOrGiveUp(
+  { deps, job, runId, guest, log }: GuestJobRun,
+  merged: GuestProgress,
+  result: Awaited<ReturnType<typeof applyGuest>>,
+  attempts: number,
+  fence: Fence,
+): Promise<void> {
+  const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  if (!last) {
+    const note: GuestProgress = { ...merged, status: 'waiting', waiting: `retrying after: ${result.error ?? 'a transient failure'}` };
+    if ((await deps.store.setProgress(runId, guest, note, fence)) === 'written') await deps.jobs.report(runId);
+    log.warn({ error: result.error, attempt: attempts }, 'transient failure: retried with backoff');
+    throw new Error(result.error ?? 'transient failure');
+  }
+  merged.error = `${result.error ?? 'transient failure'} — gave up after ${attempts} attempts; comment /pve apply to run it again`;
+}
+
+/** Records the result, takes the ticket out and wakes the next run in one fenced step, then reports the run. */
+async function recordAndReport({ deps, runId, guest, log }: GuestJobRun, merged: GuestProgress, fence: Fence): Promise<string> {
+  const outcome = await deps.store.finish(runId, guest, merged, { fence });
+  if (outcome.state === 'lost') {
+    // Another run of this job holds the guest now; it reports the result.
+    log.warn({ status: merged.status }, 'guest lock lost before the result was recorded: result dropped');
+    throw new LockLostError('guest lock lost before the result was recorded');
+  }
+  log.info({ status: merged.status, error: merged.error }, 'guest applied');
+  if (outcome.state === 'done' && isFinal(merged.status)) deps.onResult?.(merged.status);
+  await wake(deps.jobs, guest, outcome.next);
+  await deps.jobs.report(runId);
+  return merged.status;
+}
