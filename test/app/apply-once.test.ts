@@ -16,7 +16,7 @@ import {
   mergeEvent,
   pullAnswer,
 } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
+import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent } from './deliveries.js';
 import { expectAcceptedCommand } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
@@ -27,13 +27,7 @@ let world: ApplyWorld | undefined;
 let queues: ApplyQueues | undefined;
 
 afterEach(async (context) => {
-  if (context.task.result?.state === 'fail' && world) {
-    const lines = world.app
-      .logs()
-      .split('\n')
-      .filter((line) => /"level":(40|50|60)/.test(line));
-    console.error(lines.slice(-40).join('\n'));
-  }
+  showAppWarningsOnFailure(context, world);
   await queues?.close();
   queues = undefined;
   await world?.close();

@@ -6,6 +6,7 @@
  * prefix, repository and installation (Probot's throttling groups requests by installation across
  * the process), so tests stand alone.
  */
+import type { TestContext } from 'vitest';
 import type { SimFixture } from '../../src/pve/sim/index.js';
 import type { ServerRole } from '../../src/server/config.js';
 import { mergeEvent, storePlan } from './apply-flow.js';
@@ -72,4 +73,18 @@ export async function startApplyWorld(options: {
     storePlan: (plan) => storePlan({ redisUrl: options.redisUrl, prefix: app.prefix, sims: clusters.sims, repo, ...plan }),
     merge: (merge) => app.deliver({ event: 'pull_request', payload: mergeEvent({ installationId, repo, ...merge }) }),
   };
+}
+
+/**
+ * For `afterEach`: when the test failed, prints the last 40 lines the world's App logged at warn
+ * and above, the why of most failures.
+ */
+export function showAppWarningsOnFailure(context: TestContext, world: World | undefined): void {
+  if (context.task.result?.state === 'fail' && world) {
+    const lines = world.app
+      .logs()
+      .split('\n')
+      .filter((line) => /"level":(40|50|60)/.test(line));
+    console.error(lines.slice(-40).join('\n'));
+  }
 }

@@ -9,7 +9,7 @@ import {
   finishedComment,
   pullAnswer,
 } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
+import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { lockGuest, rawConfig, watchWrites } from './sim-writes.js';
@@ -19,14 +19,7 @@ import { at } from './world.js';
 let world: ApplyWorld | undefined;
 
 afterEach(async (context) => {
-  // A failing test shows what the App logged at warn and above: the why of most failures.
-  if (context.task.result?.state === 'fail' && world) {
-    const lines = world.app
-      .logs()
-      .split('\n')
-      .filter((line) => /"level":(40|50|60)/.test(line));
-    console.error(lines.slice(-40).join('\n'));
-  }
+  showAppWarningsOnFailure(context, world);
   await world?.close();
   world = undefined;
 });

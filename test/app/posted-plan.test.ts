@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { EXAMPLE_DEFAULT_BRANCH, expectApplyCheckRun, expectApplyComment, expectDefaultBranch, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
+import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectArchive, expectCheckRun, expectCommentEdit, expectNewComment, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
@@ -16,13 +16,7 @@ import { at } from './world.js';
 let world: ApplyWorld | undefined;
 
 afterEach(async (context) => {
-  if (context.task.result?.state === 'fail' && world) {
-    const lines = world.app
-      .logs()
-      .split('\n')
-      .filter((line) => /"level":(40|50|60)/.test(line));
-    console.error(lines.slice(-40).join('\n'));
-  }
+  showAppWarningsOnFailure(context, world);
   await world?.close();
   world = undefined;
 });

@@ -1,28 +1,22 @@
 import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
-import { api, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { api, CT_CONFIG, waitTask, WEB_CONFIG, startGuestSimulator, WEB_GUEST } from './helpers.js';
 
 let sim: RunningSimulator;
 
 beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 5,
-    fixture: {
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
-        {
-          vmid: 101,
-          type: 'qemu',
-          node: 'pve-01',
-          running: false,
-          config: WEB_CONFIG.replace('web-01', 'web-02').replaceAll('vm-100-', 'vm-101-'),
-        },
-        { vmid: 200, type: 'lxc', node: 'pve-02', running: true, config: CT_CONFIG },
-      ],
+  sim = await startGuestSimulator([
+    WEB_GUEST,
+    {
+      vmid: 101,
+      type: 'qemu',
+      node: 'pve-01',
+      running: false,
+      config: WEB_CONFIG.replace('web-01', 'web-02').replaceAll('vm-100-', 'vm-101-'),
     },
-  });
+    { vmid: 200, type: 'lxc', node: 'pve-02', running: true, config: CT_CONFIG },
+  ]);
 });
 afterEach(() => sim.close());
 

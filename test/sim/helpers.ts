@@ -1,5 +1,5 @@
 import { request, type Dispatcher } from 'undici';
-import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { startSimulator, type RunningSimulator, type SimFixture } from '../../src/pve/sim/index.js';
 
 /** One API answer: status line parts, headers and the parsed JSON body (undefined when empty). */
 export interface ApiAnswer {
@@ -74,3 +74,11 @@ export const CT_CONFIG = [
   'swap: 512',
   '',
 ].join('\n');
+
+/** The running VM 100 on pve-01 with {@link WEB_CONFIG}: the first guest of most simulator tests. */
+export const WEB_GUEST = { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG } as const;
+
+/** A simulator on a free port whose fixture holds `guests`, its tasks `taskMs` long. */
+export function startGuestSimulator(guests: SimFixture['guests'], taskMs = 5): Promise<RunningSimulator> {
+  return startSimulator({ port: 0, taskMs, fixture: { guests } });
+}

@@ -1,21 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { UPID_RE } from '../../src/pve/sim/tasks.js';
-import { api, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
+import { api, CT_CONFIG, waitTask, startGuestSimulator, WEB_GUEST } from './helpers.js';
 
 let sim: RunningSimulator;
 
 beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 5,
-    fixture: {
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
-        { vmid: 200, type: 'lxc', node: 'pve-02', running: false, config: CT_CONFIG },
-      ],
-    },
-  });
+  sim = await startGuestSimulator([WEB_GUEST, { vmid: 200, type: 'lxc', node: 'pve-02', running: false, config: CT_CONFIG }]);
 });
 afterEach(() => sim.close());
 

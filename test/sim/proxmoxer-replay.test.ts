@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
-import { api, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { api, CT_CONFIG, waitTask, startGuestSimulator, WEB_GUEST } from './helpers.js';
 
 /**
  * The requests proxmoxer 1.2.0 (Debian's python3-proxmoxer, the client of Ansible's Proxmox
@@ -11,16 +11,7 @@ import { api, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
  */
 let sim: RunningSimulator;
 beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 5,
-    fixture: {
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
-        { vmid: 200, type: 'lxc', node: 'pve-01', running: true, config: CT_CONFIG },
-      ],
-    },
-  });
+  sim = await startGuestSimulator([WEB_GUEST, { vmid: 200, type: 'lxc', node: 'pve-01', running: true, config: CT_CONFIG }]);
 });
 afterEach(() => sim.close());
 

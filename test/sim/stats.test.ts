@@ -1,21 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
-import { api, waitTask, WEB_CONFIG } from './helpers.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { api, waitTask, WEB_CONFIG, startGuestSimulator, WEB_GUEST } from './helpers.js';
 
 let sim: RunningSimulator;
 
 beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 200,
-    fixture: {
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
-        { vmid: 101, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
-      ],
-    },
-  });
+  sim = await startGuestSimulator([WEB_GUEST, { vmid: 101, type: 'qemu', node: 'pve-01', config: WEB_CONFIG }], 200);
 });
 afterEach(() => sim.close());
 

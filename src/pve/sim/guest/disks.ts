@@ -8,7 +8,7 @@ import type { RequestContext } from '../context.js';
 import { DieError, ParamError } from '../errors.js';
 import type { Guest } from './guest.js';
 import { formatSize, isCdrom, optionFormat, parseOption, parseSize, parseVolumeId, printPropertyString } from '../property-format.js';
-import { TaskFailure } from '../tasks.js';
+import { TaskFailure, type TaskContext } from '../tasks.js';
 import { flavourOf } from './flavours.js';
 
 /** A volume option of the guest, parsed, with the format to print it back. */
@@ -39,13 +39,26 @@ export function resizeLogLine(volid: string, current: number, target: number): s
   return `  Size of logical volume pve/${parseVolumeId(volid)?.volname ?? volid} changed from ${formatSize(current)} to ${formatSize(target)}.`;
 }
 
+/** The size of a drive's volume as `resize` and a move read it: the storage's, else the `size` property. */
+export function volumeSize(ctx: RequestContext, volid: string, drive: DriveParts): number {
+  return ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
+}
+
+/** The end of a grow: the volume gets its new size, and the drive's `size` says so in the config. */
+export function growVolume(ctx: RequestContext, guest: Guest, key: string, drive: DriveParts, volid: string, target: number): void {
+  ctx.sim.volumes.setSize(volid, target);
+  drive.data.size = formatSize(target);
+  guest.main.set(key, printPropertyString(drive.format, drive.data));
+  guest.commit();
+}
+
 /** Moves a volume to another storage at task end; the old one becomes `unusedN` unless deleted. */
 export function moveVolume(ctx: RequestContext, guest: Guest, key: string, storage: string, remove: boolean): void {
   const drive = driveParts(guest, key);
   if (!drive) throw new TaskFailure(`disk '${key}' does not exist`);
   const volumeKey = flavourOf(guest.type).volumeProperty;
   const oldVolid = drive.data[volumeKey] ?? '';
-  const bytes = ctx.sim.volumes.size(oldVolid) ?? parseSize(drive.data.size ?? '0') ?? 0;
+  const bytes = volumeSize(ctx, oldVolid, drive);
   drive.data[volumeKey] = ctx.sim.volumes.allocate(storage, guest.vmid, bytes);
   guest.main.set(key, printPropertyString(drive.format, drive.data));
   if (remove) {
@@ -74,6 +87,11 @@ export function targetStorage(ctx: RequestContext): string | undefined {
   else if (!targetVmid && !storage) both = "both 'storage' and 'target-vmid' missing, either needs to be set";
   if (both !== undefined) throw new ParamError({ 'target-vmid': both, storage: both });
   return targetVmid ? undefined : storage;
+}
+
+/** The lines a destroy task logs for the volumes it frees. */
+export function logRemovedVolumes(log: TaskContext, guest: Guest): void {
+  for (const volid of volumesOf(guest)) log.log(`  Logical volume "${parseVolumeId(volid)?.volname ?? volid}" successfully removed.`);
 }
 
 /** Volume ids referenced by the main section: what a destroy frees. */

@@ -65,6 +65,8 @@ export interface GuestFlavour {
   reportsMemhost: boolean;
   /** The start task warns about NIC MTUs qemu ignores (`print_netdevice_full`). */
   startWarnsIgnoredMtu: boolean;
+  /** qemu's create task logs `Execute autostart` before it forks the start task; pve-container's logs nothing. */
+  createLogsAutostart: boolean;
 }
 
 const QEMU_SUBDIRS = [
@@ -151,6 +153,7 @@ export const GUEST_FLAVOURS: Readonly<Record<GuestType, GuestFlavour>> = {
     bootDiskCandidates: qemuBootDiskCandidates,
     reportsMemhost: true,
     startWarnsIgnoredMtu: true,
+    createLogsAutostart: true,
   },
   lxc: {
     type: 'lxc',
@@ -178,6 +181,7 @@ export const GUEST_FLAVOURS: Readonly<Record<GuestType, GuestFlavour>> = {
     bootDiskCandidates: () => ['rootfs'],
     reportsMemhost: false,
     startWarnsIgnoredMtu: false,
+    createLogsAutostart: false,
   },
 };
 

@@ -13,6 +13,7 @@ import { applyAllPending } from '../config-update/apply-all-pending.js';
 import type { GuestFlavour } from './flavours.js';
 import { warnIgnoredMtu } from './ignored-mtu.js';
 import { guestHere } from './path-guest.js';
+import { guestTask, missingConfig } from './task.js';
 
 /** The power actions that share one handler; reboot is each kind's own. */
 export type PowerAction = 'start' | 'stop' | 'shutdown';
@@ -47,9 +48,7 @@ export function power(flavour: GuestFlavour, action: PowerAction) {
       if (action === 'start' && running) throw new DieError(`${flavour.label} ${vmid} already running\n`);
       if (action !== 'start' && !running) throw new DieError(`${flavour.label} ${vmid} not running\n`);
     }
-    const worker = underConfigLock(ctx.sim.configLocks, flavour.type, vmid, whenElapsed(powerWorker(ctx, flavour, action, node, vmid)));
-    const task = ctx.startTask(node, `${flavour.taskPrefix}${action}`, String(vmid), worker, { atStart: true });
-    return { data: task.upid };
+    return guestTask(ctx, flavour, node, vmid, `${flavour.taskPrefix}${action}`, powerWorker(ctx, flavour, action, node, vmid));
   };
 }
 
@@ -71,9 +70,7 @@ function powerWorker(
   return (log) => {
     // The worker loads the config: a missing guest fails in the task.
     const guest = guestHere(ctx, type, node, vmid);
-    if (!guest) {
-      throw new TaskFailure(`Configuration file 'nodes/${node}/${flavour.configDir}/${vmid}.conf' does not exist`);
-    }
+    if (!guest) throw missingConfig(flavour, node, vmid);
     if (action === 'start') {
       // Template first, then the lock (a suspended VM or a mounted CT may start), then running.
       if (perlTrue(guest.main.get('template'))) throw new TaskFailure(`you can't start a ${flavour.templateWord} if it's a template`);

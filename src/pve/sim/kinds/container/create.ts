@@ -8,16 +8,13 @@
  */
 import { normaliseTags } from '../../../../core/property-string.js';
 import { hasPrivilege } from '../../auth.js';
-import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError, PermissionError } from '../../errors.js';
-import { Guest, perlTrue } from '../../guest/guest.js';
-import { holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
+import { perlTrue } from '../../guest/guest.js';
+import { createTask, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
-import { startTaskOf } from '../../guest/power.js';
 import { checkLxcOptionPermissions, requireAnyPrivilege, requirePrivilege } from '../../permissions.js';
 import { formatSize, isLxcMount, optionFormat, parseOption, parseVolumeId, printPropertyString } from '../../property-format.js';
-import { TaskFailure } from '../../tasks.js';
 import { assertLxcWritable, normaliseLxcList, printLxcNet } from '../../config-update/container.js';
 
 /** Parameters of the create call that are not config options. */
@@ -114,59 +111,27 @@ export function createContainer(ctx: RequestContext): HandlerResult {
   if (!values.has('arch')) values.set('arch', 'amd64');
   if (!values.has('ostype')) values.set('ostype', ostypeFromTemplate(template));
   if (!values.has('rootfs')) values.set('rootfs', `${storage}:4`);
-  const guest = new Guest(vmid, 'lxc', node, 'lock: create\n', false);
-  ctx.sim.insertGuest(guest);
-  const start = flag(ctx, 'start');
-  const task = ctx.startTask(
-    node,
-    'vzcreate',
-    String(vmid),
-    underConfigLock(
-      ctx.sim.configLocks,
-      'lxc',
-      vmid,
-      whenElapsed((log, unlock) => {
-        const created: string[] = [];
-        try {
-          for (const [key, value] of values) {
-            if (!isLxcMount(key)) continue;
-            const format = optionFormat('lxc', key);
-            const mp = parseOption('lxc', key, value);
-            const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(mp?.volume ?? '');
-            if (!format || !mp || !alloc) continue;
-            const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
-            mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
-            created.push(mp.volume);
-            mp.size = formatSize(bytes);
-            values.set(key, printPropertyString(format, mp));
-          }
-          const path = ctx.sim.volumes.filePath(template);
-          if (!ctx.sim.volumes.fileExists(template)) throw new Error(`failed to open '${path}': No such file or directory`);
-          log.log(`extracting archive '${path}'`);
-          log.log('Total bytes read: 523182080 (499MiB, 1.2GiB/s)');
-          // The defaults `create_vm` fills in once the archive is extracted.
-          if (!values.get('hostname')) values.set('hostname', `CT${vmid}`);
-          if (!perlTrue(values.get('memory'))) values.set('memory', '512');
-          if (!values.has('swap')) values.set('swap', '512');
-          assertLxcWritable([values]);
-        } catch (err) {
-          for (const volid of created) ctx.sim.volumes.free(volid);
-          ctx.sim.deleteGuest(vmid);
-          throw new TaskFailure(`unable to create CT ${vmid} - ${(err as Error).message}`);
-        }
-        guest.main.clear();
-        for (const [k, v] of values) guest.main.set(k, v);
-        guest.commit();
-        if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
-        // Once the lock is released, `PVE::API2::LXC::Status->vm_start`, without a log line: a
-        // `vzstart` task of its own.
-        if (start) {
-          unlock();
-          startTaskOf(ctx, GUEST_FLAVOURS.lxc, node, vmid);
-        }
-      }),
-    ),
-    { atStart: true },
-  );
-  return { data: task.upid };
+  return createTask(ctx, GUEST_FLAVOURS.lxc, node, vmid, values, (_guest, log, created) => {
+    for (const [key, value] of values) {
+      if (!isLxcMount(key)) continue;
+      const format = optionFormat('lxc', key);
+      const mp = parseOption('lxc', key, value);
+      const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(mp?.volume ?? '');
+      if (!format || !mp || !alloc) continue;
+      const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
+      mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
+      created.push(mp.volume);
+      mp.size = formatSize(bytes);
+      values.set(key, printPropertyString(format, mp));
+    }
+    const path = ctx.sim.volumes.filePath(template);
+    if (!ctx.sim.volumes.fileExists(template)) throw new Error(`failed to open '${path}': No such file or directory`);
+    log.log(`extracting archive '${path}'`);
+    log.log('Total bytes read: 523182080 (499MiB, 1.2GiB/s)');
+    // The defaults `create_vm` fills in once the archive is extracted.
+    if (!values.get('hostname')) values.set('hostname', `CT${vmid}`);
+    if (!perlTrue(values.get('memory'))) values.set('memory', '512');
+    if (!values.has('swap')) values.set('swap', '512');
+    assertLxcWritable([values]);
+  });
 }

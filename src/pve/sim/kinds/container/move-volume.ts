@@ -3,11 +3,12 @@
  * container flavour's disk move. Its checks answer at once (a running container's volumes do not
  * move), and it sets `lock: disk` until the `move_volume` task ends.
  */
-import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError } from '../../errors.js';
 import { driveParts, moveVolume, targetStorage } from '../../guest/disks.js';
+import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { pathGuest } from '../../guest/path-guest.js';
+import { guestTask } from '../../guest/task.js';
 
 /** The handler. */
 export function moveContainerVolume(ctx: RequestContext): HandlerResult {
@@ -23,25 +24,13 @@ export function moveContainerVolume(ctx: RequestContext): HandlerResult {
   ctx.sim.volumes.checkStorage(storage);
   guest.main.set('lock', 'disk');
   guest.commit();
-  const task = ctx.startTask(
-    guest.node,
-    'move_volume',
-    String(guest.vmid),
-    underConfigLock(
-      ctx.sim.configLocks,
-      'lxc',
-      guest.vmid,
-      whenElapsed((log) => {
-        try {
-          log.log(`moving volume '${volume}' to storage '${storage}'`);
-          moveVolume(ctx, guest, volume, storage, flag(ctx, 'delete'));
-        } finally {
-          if (guest.lock === 'disk') guest.main.delete('lock');
-          guest.commit();
-        }
-      }),
-    ),
-    { atStart: true },
-  );
-  return { data: task.upid };
+  return guestTask(ctx, GUEST_FLAVOURS.lxc, guest.node, guest.vmid, 'move_volume', (log) => {
+    try {
+      log.log(`moving volume '${volume}' to storage '${storage}'`);
+      moveVolume(ctx, guest, volume, storage, flag(ctx, 'delete'));
+    } finally {
+      if (guest.lock === 'disk') guest.main.delete('lock');
+      guest.commit();
+    }
+  });
 }

@@ -6,16 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { normaliseTags } from '../../../../core/property-string.js';
-import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, PermissionError } from '../../errors.js';
-import { Guest } from '../../guest/guest.js';
-import { allocationStorages, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
+import { allocationStorages, createTask, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
-import { startTaskOf } from '../../guest/power.js';
 import { checkQemuCreateDevices, checkQemuOptionPermissions, requirePrivilege } from '../../permissions.js';
 import { isCdrom, isQemuDrive, parseOption } from '../../property-format.js';
-import { TaskFailure } from '../../tasks.js';
 import { assertQemuWritable, createQemuDisk, printQemuNet } from '../../config-update/vm.js';
 
 /** Parameters of the create call that are not config options. */
@@ -94,57 +90,25 @@ export function createVm(ctx: RequestContext): HandlerResult {
     }
     values.set(key, value);
   }
-  const guest = new Guest(vmid, 'qemu', node, 'lock: create\n', false);
-  ctx.sim.insertGuest(guest);
-  const start = flag(ctx, 'start');
-  const task = ctx.startTask(
-    node,
-    'qmcreate',
-    String(vmid),
-    underConfigLock(
-      ctx.sim.configLocks,
-      'qemu',
-      vmid,
-      whenElapsed((log, unlock) => {
-        const created: string[] = [];
-        try {
-          for (const [key, value] of values) {
-            if (!isQemuDrive(key)) continue;
-            const disk = createQemuDisk(ctx.sim, guest, key, value);
-            const file = parseOption('qemu', key, disk)?.file;
-            if (disk !== value && !/media=cdrom/.test(disk)) {
-              log.log(`${key}: successfully created disk '${disk}'`);
-              if (file) created.push(file);
-            }
-            values.set(key, disk);
-          }
-          if (!values.has('boot')) {
-            const boot = defaultBootOrder(values);
-            if (boot) values.set('boot', boot);
-          }
-          if (!values.has('smbios1')) values.set('smbios1', `uuid=${randomUUID()}`);
-          if (!values.has('vmgenid') || values.get('vmgenid') === '1') values.set('vmgenid', randomUUID());
-          values.set('meta', `creation-qemu=10.1.2,ctime=${Math.floor(Date.now() / 1000)}`);
-          // `write_vm_config` checks every value it writes.
-          for (const [key, value] of values) assertQemuWritable(key, value);
-        } catch (err) {
-          for (const volid of created) ctx.sim.volumes.free(volid);
-          ctx.sim.deleteGuest(vmid);
-          throw new TaskFailure(`unable to create VM ${vmid} - ${(err as Error).message}`);
-        }
-        guest.main.clear();
-        for (const [k, v] of values) guest.main.set(k, v);
-        guest.commit();
-        if (pool !== undefined) ctx.sim.addToPool(pool, vmid);
-        if (start) {
-          // After `lock_config_full` returned, `PVE::API2::Qemu->vm_start` forks a start task of its own.
-          unlock();
-          log.log('Execute autostart');
-          startTaskOf(ctx, GUEST_FLAVOURS.qemu, node, vmid);
-        }
-      }),
-    ),
-    { atStart: true },
-  );
-  return { data: task.upid };
+  return createTask(ctx, GUEST_FLAVOURS.qemu, node, vmid, values, (guest, log, created) => {
+    for (const [key, value] of values) {
+      if (!isQemuDrive(key)) continue;
+      const disk = createQemuDisk(ctx.sim, guest, key, value);
+      const file = parseOption('qemu', key, disk)?.file;
+      if (disk !== value && !/media=cdrom/.test(disk)) {
+        log.log(`${key}: successfully created disk '${disk}'`);
+        if (file) created.push(file);
+      }
+      values.set(key, disk);
+    }
+    if (!values.has('boot')) {
+      const boot = defaultBootOrder(values);
+      if (boot) values.set('boot', boot);
+    }
+    if (!values.has('smbios1')) values.set('smbios1', `uuid=${randomUUID()}`);
+    if (!values.has('vmgenid') || values.get('vmgenid') === '1') values.set('vmgenid', randomUUID());
+    values.set('meta', `creation-qemu=10.1.2,ctime=${Math.floor(Date.now() / 1000)}`);
+    // `write_vm_config` checks every value it writes.
+    for (const [key, value] of values) assertQemuWritable(key, value);
+  });
 }

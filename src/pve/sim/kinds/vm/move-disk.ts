@@ -3,12 +3,13 @@
  * early checks answer at once, and the `qmmove` task runs them again under the config lock before
  * it copies, since the config may have changed in between.
  */
-import { underConfigLock, whenElapsed } from '../../config-lock.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError } from '../../errors.js';
 import type { Guest } from '../../guest/guest.js';
 import { driveParts, moveVolume, targetStorage } from '../../guest/disks.js';
+import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { pathGuest } from '../../guest/path-guest.js';
+import { guestTask } from '../../guest/task.js';
 import { isCdrom, parseVolumeId } from '../../property-format.js';
 import { TaskFailure } from '../../tasks.js';
 
@@ -32,26 +33,14 @@ export function moveVmDisk(ctx: RequestContext): HandlerResult {
   };
   const guest = pathGuest(ctx, 'qemu');
   check(guest);
-  const task = ctx.startTask(
-    guest.node,
-    'qmmove',
-    String(guest.vmid),
-    underConfigLock(
-      ctx.sim.configLocks,
-      'qemu',
-      guest.vmid,
-      whenElapsed((log) => {
-        try {
-          check(guest);
-        } catch (err) {
-          throw new TaskFailure((err as Error).message);
-        }
-        log.log(`create full clone of drive ${disk} (${guest.main.get(disk) ?? ''})`);
-        moveVolume(ctx, guest, disk, storage, remove);
-        guest.commit();
-      }),
-    ),
-    { atStart: true },
-  );
-  return { data: task.upid };
+  return guestTask(ctx, GUEST_FLAVOURS.qemu, guest.node, guest.vmid, 'qmmove', (log) => {
+    try {
+      check(guest);
+    } catch (err) {
+      throw new TaskFailure((err as Error).message);
+    }
+    log.log(`create full clone of drive ${disk} (${guest.main.get(disk) ?? ''})`);
+    moveVolume(ctx, guest, disk, storage, remove);
+    guest.commit();
+  });
 }
