@@ -160,7 +160,16 @@ export function renderLostApply(view: ApplyRunView): { body: string; check: Chec
 
 /** Why a merge (or `/pve apply`) applied nothing. */
 export type ApplyNotice =
-  | { kind: 'no-plan'; pr: number; headSha: string; mergeSha: string; plannedOn?: string; mergedInto?: string }
+  | {
+      kind: 'no-plan';
+      pr: number;
+      headSha: string;
+      mergeSha: string;
+      plannedOn?: string;
+      mergedInto?: string;
+      /** A plan of the merged head was posted, but only after the merge (or in its second). */
+      shownAfterMerge?: boolean;
+    }
   | { kind: 'plan-errors'; pr: number; headSha: string; mergeSha: string; errors: string[] }
   | { kind: 'invalid-specs'; pr: number; headSha: string; mergeSha: string; errors: string[] }
   | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string };
@@ -176,7 +185,9 @@ export function renderApplyNotice(notice: ApplyNotice): { body: string; check: C
       lines.push(
         notice.plannedOn !== undefined && notice.mergedInto !== undefined
           ? `**Nothing was applied:** the plan reviewed for ${head} was made against ${codeSpan(notice.plannedOn)}, but this pull request was merged into ${codeSpan(notice.mergedInto)} (as ${merge}); what that branch brings was never shown.`
-          : `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
+          : notice.shownAfterMerge === true
+            ? `**Nothing was applied:** the plan of ${head} was posted only when (or after) this pull request was merged (as ${merge}), so no one had seen it when they merged.`
+            : `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
         '',
         'It was planned now — see the plan comment. Review that plan, then comment `/pve apply` to apply it.',
       );

@@ -241,6 +241,18 @@ async function alreadyCarriedOut(deps: ApplyRunDeps, repo: RepoRef, cause: Apply
 }
 
 /**
+ * Whether a plan's comment showed it before the merge, by GitHub's clock. `merged_at` has whole
+ * seconds, so a comment written in the merge's second may have come after it: that is not before
+ * (the safe side — the merge applies nothing, `/pve apply` after review does). Not known: not before.
+ */
+export function shownBeforeMerge(shownAt: string | undefined, mergedAt: string): boolean {
+  if (shownAt === undefined) return false;
+  const shown = Math.floor(Date.parse(shownAt) / 1000);
+  const merged = Math.floor(Date.parse(mergedAt) / 1000);
+  return shown < merged;
+}
+
+/**
  * `retried`: this job ran before (a failed attempt, or a worker that died). A merge marked
  * `no-plan` by it is finished here — planned and told — and never applied: the plan its first
  * attempt posted was never reviewed.
@@ -257,13 +269,17 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean,
   const octokit = await deps.github(data.installationId);
   const posted = noticeLeft ? undefined : await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
   // Planned against another branch (retargeted since), it does not show what this merge brings.
-  const stored = posted && posted.baseRef === data.baseRef ? posted : undefined;
+  const onBase = posted && posted.baseRef === data.baseRef ? posted : undefined;
+  // Shown only after the merge (a plan job for the merged head that posted late, a merge pressed
+  // while the comment showed no plan yet): nobody saw it when they merged.
+  const shownLate = onBase !== undefined && !shownBeforeMerge(onBase.shownAt, data.mergedAt);
+  const stored = shownLate ? undefined : onBase;
   if (!stored) {
     // Decided before anything is planned: a retry (the notice refused, a worker killed) finding
     // the plan made just now must not apply it unreviewed, nor must a replay.
     await deps.store.markCarriedOut(data.repo.id, cause, 'no-plan');
     log.info(
-      { head: data.headSha, plannedOn: posted?.baseRef },
+      { head: data.headSha, plannedOn: posted?.baseRef, shownAt: posted?.shownAt, mergedAt: data.mergedAt },
       'no posted plan for the merged head and base: planning it now, applying nothing',
     );
     const target: PlanTarget = {
@@ -280,8 +296,9 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean,
     await deps.plans.removeTouched(data.repo.id, data.pr);
     const about = { pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha };
     const otherBase =
-      posted && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
-    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase }, log);
+      posted && !onBase && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
+    const late = shownLate ? { shownAfterMerge: true } : {};
+    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase, ...late }, log);
     return;
   }
   const outcome = await startRun(
