@@ -378,6 +378,36 @@ describe('conflicts and /pve apply', () => {
     }
   }, 60_000);
 
+  it("/pve apply when the posted plan is an earlier head's applies nothing and says to plan the merged head first", async () => {
+    const X = 100341;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01'), ownedGuest(X + 1, 'db-01')] });
+    const w = world;
+    const { github, app, repo, installationId } = w;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X), 'vms/db.yaml': vmDoc('db-01', X + 1) };
+    const first: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+    // Posted: head1's plan (app-01). The pull request was merged with head2, which also changes
+    // db-01; head2's plan was never posted (its comment refused, the merge's job gave up), so
+    // head1's plan, which the default branch agrees with for app-01, would leave db-01 out.
+    const [baseSha, head1, head2, mergeSha] = [newSha(), newSha(), newSha(), newSha()];
+    await w.storePlan({ pr: 334, headSha: head1, baseSha, head: first, base });
+    expectAcceptedCommand(github, repo, 'alice', 33401);
+    github.expect(pullAnswer(repo, 334, { headSha: head2, baseSha, mergeSha }));
+    const reply = expectReply(github, repo, 334, /nothing is applied/);
+    const apply = await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: 334, body: '/pve apply', author: 'alice', commentId: 33401 }),
+    });
+    await app.jobDone('command', apply.deliveryId);
+    // Nothing else was asked of GitHub (no default branch read, no apply check run): the reply came.
+    github.verify();
+    expect(await reply.body()).toBe(
+      `@alice the plan posted here is for \`${head1.slice(0, 7)}\`, not \`${head2.slice(0, 7)}\`, the head this pull request was merged with: ` +
+        'nothing is applied, since that plan would leave out what the later commits change. Comment `/pve plan`, review the plan, then `/pve apply`.',
+    );
+    expect(sim.sim.stats().writes.total).toBe(0);
+  });
+
   it('/pve apply on an open pull request says applies happen on merge, and applies nothing', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });
     const w = world;

@@ -377,6 +377,15 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       );
       return;
     }
+    // The plan of an earlier push (a re-plan's comment refused, the merge's job given up) would
+    // leave out what the merged head changed since: only the merged head's own plan is applied.
+    if (posted && posted.headSha !== pr.head.sha) {
+      await answered(
+        `${who} the plan posted here is for \`${posted.headSha.slice(0, 7)}\`, not \`${pr.head.sha.slice(0, 7)}\`, the head this pull request was merged with: ` +
+          'nothing is applied, since that plan would leave out what the later commits change. Comment `/pve plan`, review the plan, then `/pve apply`.',
+      );
+      return;
+    }
     const stored = posted;
     if (!stored) {
       await answered(`${who} no plan is stored for this pull request: comment \`/pve plan\`, review the plan, then \`/pve apply\`.`);
