@@ -172,7 +172,9 @@ export type ApplyNotice =
     }
   | { kind: 'plan-errors'; pr: number; headSha: string; mergeSha: string; errors: string[] }
   | { kind: 'invalid-specs'; pr: number; headSha: string; mergeSha: string; errors: string[] }
-  | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string };
+  | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string }
+  /** The merge's job failed for good before any guest was queued. */
+  | { kind: 'not-started'; pr: number; headSha: string; mergeSha: string; why: string };
 
 /** The apply comment and check run for a merge that applies nothing. */
 export function renderApplyNotice(notice: ApplyNotice): { body: string; check: CheckResult } {
@@ -195,6 +197,18 @@ export function renderApplyNotice(notice: ApplyNotice): { body: string; check: C
         conclusion: 'neutral',
         title: 'Not applied: no reviewed plan',
         summary: `No plan was stored for ${head}: it was planned now and posted on #${notice.pr}. Comment \`/pve apply\` there after review.`,
+      };
+      break;
+    case 'not-started':
+      lines.push(
+        `**Nothing was applied:** the apply of this merge (as ${merge}, head ${head}) did not start: ${escapeText(notice.why, 500)}.`,
+        '',
+        'Check the plan comment, then comment `/pve apply` to start it.',
+      );
+      check = {
+        conclusion: 'failure',
+        title: 'Not applied: the apply did not start',
+        summary: `The apply of ${merge} did not start: ${escapeText(notice.why, 500)}. Comment \`/pve apply\` on #${notice.pr} to start it.`,
       };
       break;
     case 'plan-errors': {

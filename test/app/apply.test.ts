@@ -203,6 +203,52 @@ describe('merges in the same second', () => {
   }, 60_000);
 });
 
+describe('a merge whose job gives up', () => {
+  it('before any guest was queued (GitHub failing the compare every time) tells the pull request that its apply did not start and that /pve apply starts it', async () => {
+    const X = 100241;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, repo } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const headA: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 3072 }) };
+    const headB: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 3072, cores: 4 }) };
+    const [baseSha, shaA, shaB, mergeA, mergeB] = [newSha(), newSha(), newSha(), newSha(), newSha()];
+    const [A, B] = [241, 242];
+    await world.storePlan({ baseSha, base, pr: A, headSha: shaA, head: headA });
+    await world.storePlan({ baseSha, base, pr: B, headSha: shaB, head: headB });
+    // Merged in one second: B asks GitHub which came first, and GitHub fails every time.
+    const compare = github.expect({
+      method: 'GET',
+      path: new RegExp(`^/repos/${repo.owner}/${repo.name}/compare/${mergeA}\\.\\.\\.${mergeB}$`),
+      times: 'any',
+      reply: { status: 502, json: { message: 'Server Error' } },
+    });
+    const backup = lockGuest(sim, X);
+    const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 8241 });
+    const commentA = expectApplyComment(github, repo, { pr: A, id: 9241 });
+    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 8242 });
+    const commentB = expectApplyComment(github, repo, { pr: B, id: 9242 });
+    await world.merge({ number: A, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(2) });
+    await commentA.until((body) => body.includes('locked (backup)'));
+    await world.merge({ number: B, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) });
+
+    // Every attempt of B's merge job failed: nothing was queued, and the pull request hears why.
+    expect(await checkB.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the apply did not start' } });
+    const notice = await commentB.until(() => true);
+    expect(notice).toContain('did not start');
+    expect(notice).toContain('after 5 attempts');
+    expect(notice).toContain('comment `/pve apply` to start it');
+    expect(compare.requests.length).toBeGreaterThanOrEqual(5);
+
+    backup.release();
+    expect(await checkA.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    await commentA.until(finishedComment);
+    expect(rawConfig(sim, X)).toContain('memory: 3072');
+    expect(rawConfig(sim, X)).not.toContain('cores: 4');
+    github.verify();
+  }, 240_000);
+});
+
 describe('plans while an apply runs', () => {
   it("another pull request's plan that touches a guest with an apply in progress says so", async () => {
     const X = 100251;

@@ -317,6 +317,31 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean,
   await deps.store.markCarriedOut(data.repo.id, cause, outcome === 'started' ? runId : outcome);
 }
 
+/**
+ * A merge job that failed for good (its last attempt, or stalled too often) before its run was
+ * started — GitHub failing the compare of `mergeOrder`, say — applied nothing and marked nothing:
+ * the pull request is told that the apply did not start, why, and that `/pve apply` starts it.
+ * The merge is then marked carried out, so a delivery of it replayed later starts nothing beside
+ * that `/pve apply`. A job with attempts left is retried and says nothing.
+ */
+export async function noticeFailedMerge(deps: ApplyRunDeps, job: Job, error: Error): Promise<void> {
+  const parsed = ApplyRunJob.safeParse(job.data);
+  if (!parsed.success || parsed.data.kind !== 'merge') return;
+  if (job.attemptsMade < (job.opts.attempts ?? 1) && !/stalled/i.test(error.message)) return;
+  const data = parsed.data;
+  const cause: ApplyCause = { merge: data.mergeSha, pr: data.pr };
+  const runId = mergeRunId(data.repo.id, data.pr, data.mergeSha);
+  const decided = await deps.store.carriedOut(data.repo.id, cause);
+  // Started after all (only its mark failed), or decided with its notice posted: said already.
+  if ((await deps.store.getRun(runId))?.queued || (decided !== undefined && decided !== 'no-plan')) return;
+  const log = deps.logger.child({ job: job.id, repo: `${data.repo.owner}/${data.repo.name}`, pr: data.pr });
+  const octokit = await deps.github(data.installationId);
+  const about = { pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha };
+  const why = `${error.message} (after ${job.attemptsMade} attempts)`;
+  await postNotice(deps, octokit, data.repo, { kind: 'not-started', ...about, why }, log);
+  await deps.store.markCarriedOut(data.repo.id, cause, 'notice');
+}
+
 /** The reply to a `/pve apply` that would apply something the default branch no longer says (or cannot be read). */
 function rollbackRefusal(who: string, branch: string, tip: string, changed: readonly string[] | undefined): string {
   const at = `\`${branch}\` (now at \`${tip.slice(0, 7)}\`)`;
