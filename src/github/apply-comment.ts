@@ -160,10 +160,21 @@ export function renderLostApply(view: ApplyRunView): { body: string; check: Chec
 
 /** Why a merge (or `/pve apply`) applied nothing. */
 export type ApplyNotice =
-  | { kind: 'no-plan'; pr: number; headSha: string; mergeSha: string; plannedOn?: string; mergedInto?: string }
+  | {
+      kind: 'no-plan';
+      pr: number;
+      headSha: string;
+      mergeSha: string;
+      plannedOn?: string;
+      mergedInto?: string;
+      /** A plan of the merged head was posted, but only after the merge (or in its second). */
+      shownAfterMerge?: boolean;
+    }
   | { kind: 'plan-errors'; pr: number; headSha: string; mergeSha: string; errors: string[] }
   | { kind: 'invalid-specs'; pr: number; headSha: string; mergeSha: string; errors: string[] }
-  | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string };
+  | { kind: 'no-changes'; pr: number; headSha: string; mergeSha: string }
+  /** The merge's job failed for good before any guest was queued. */
+  | { kind: 'not-started'; pr: number; headSha: string; mergeSha: string; why: string };
 
 /** The apply comment and check run for a merge that applies nothing. */
 export function renderApplyNotice(notice: ApplyNotice): { body: string; check: CheckResult } {
@@ -176,7 +187,9 @@ export function renderApplyNotice(notice: ApplyNotice): { body: string; check: C
       lines.push(
         notice.plannedOn !== undefined && notice.mergedInto !== undefined
           ? `**Nothing was applied:** the plan reviewed for ${head} was made against ${codeSpan(notice.plannedOn)}, but this pull request was merged into ${codeSpan(notice.mergedInto)} (as ${merge}); what that branch brings was never shown.`
-          : `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
+          : notice.shownAfterMerge === true
+            ? `**Nothing was applied:** the plan of ${head} was posted only when (or after) this pull request was merged (as ${merge}), so no one had seen it when they merged.`
+            : `**Nothing was applied:** no reviewed plan was stored for ${head}, the head this pull request was merged with (as ${merge}).`,
         '',
         'It was planned now — see the plan comment. Review that plan, then comment `/pve apply` to apply it.',
       );
@@ -184,6 +197,18 @@ export function renderApplyNotice(notice: ApplyNotice): { body: string; check: C
         conclusion: 'neutral',
         title: 'Not applied: no reviewed plan',
         summary: `No plan was stored for ${head}: it was planned now and posted on #${notice.pr}. Comment \`/pve apply\` there after review.`,
+      };
+      break;
+    case 'not-started':
+      lines.push(
+        `**Nothing was applied:** the apply of this merge (as ${merge}, head ${head}) did not start: ${escapeText(notice.why, 500)}.`,
+        '',
+        'Check the plan comment, then comment `/pve apply` to start it.',
+      );
+      check = {
+        conclusion: 'failure',
+        title: 'Not applied: the apply did not start',
+        summary: `The apply of ${merge} did not start: ${escapeText(notice.why, 500)}. Comment \`/pve apply\` on #${notice.pr} to start it.`,
       };
       break;
     case 'plan-errors': {

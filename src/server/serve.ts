@@ -18,7 +18,7 @@ import { NewestHeads } from '../queue/newest-head.js';
 import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { ApplyJobs, enqueueMerge } from '../queue/apply/apply-jobs.js';
 import { LostRuns } from '../queue/apply/lost-runs.js';
-import { applyCommand, createRunProcessor } from '../queue/apply/apply-run.js';
+import { applyCommand, createRunProcessor, noticeFailedMerge } from '../queue/apply/apply-run.js';
 import { ApplyStore } from '../queue/apply/apply-store.js';
 import { createGuestProcessor } from '../queue/apply/apply-worker.js';
 import { ClusterWriters } from '../queue/apply/cluster-writers.js';
@@ -368,6 +368,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         // (every step re-reads), so a job may stall twice before it counts as failed.
         { connection: workerRedis, prefix, concurrency: config.apply.concurrency, maxStalledCount: 2, ...stall },
       );
+      // A merge whose job gave up before its run started applied nothing: the pull request hears why.
+      runWorker.on('failed', (job, error) => {
+        if (job)
+          noticeFailedMerge(runDeps, job, error).catch((err: unknown) =>
+            logger.warn({ err, job: job.id }, 'could not tell the pull request that a merge was not applied'),
+          );
+      });
       for (const w of [runWorker, guestWorker]) {
         w.on('failed', (job, error) => logger.error({ err: error, job: job?.id, attempts: job?.attemptsMade }, 'job failed'));
         w.on('error', (error) => logger.error({ err: error }, 'worker error'));

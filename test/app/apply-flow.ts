@@ -156,6 +156,8 @@ export async function storePlan(options: {
   head: RepoFiles;
   base: RepoFiles;
   baseRef?: string;
+  /** When its comment showed it, by GitHub's clock (default: before every merge a test makes). */
+  shownAt?: string;
 }): Promise<void> {
   const head = specSet(options.head);
   const base = specSet(options.base);
@@ -176,6 +178,7 @@ export async function storePlan(options: {
         baseRef: options.baseRef ?? EXAMPLE_DEFAULT_BRANCH,
         specRoot: '',
         draft: false,
+        shownAt: options.shownAt ?? '2020-01-01T00:00:00Z',
         plan,
         specs: { clusters: head.clusters, guests: head.guests.filter((g) => planned.has(`${g.cluster}/${g.vmid}`)) },
       },

@@ -196,6 +196,52 @@ describe('merges in the same second', () => {
   }, 60_000);
 });
 
+describe('a merge whose job gives up', () => {
+  it('before any guest was queued (GitHub failing the compare every time) tells the pull request that its apply did not start and that /pve apply starts it', async () => {
+    const X = 100241;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    const { github, repo } = world;
+    const sim = world.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
+    const headA: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 3072 }) };
+    const headB: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 3072, cores: 4 }) };
+    const [baseSha, shaA, shaB, mergeA, mergeB] = [newSha(), newSha(), newSha(), newSha(), newSha()];
+    const [A, B] = [241, 242];
+    await world.storePlan({ baseSha, base, pr: A, headSha: shaA, head: headA });
+    await world.storePlan({ baseSha, base, pr: B, headSha: shaB, head: headB });
+    // Merged in one second: B asks GitHub which came first, and GitHub fails every time.
+    const compare = github.expect({
+      method: 'GET',
+      path: new RegExp(`^/repos/${repo.owner}/${repo.name}/compare/${mergeA}\\.\\.\\.${mergeB}$`),
+      times: 'any',
+      reply: { status: 502, json: { message: 'Server Error' } },
+    });
+    const backup = lockGuest(sim, X);
+    const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 8241 });
+    const commentA = expectApplyComment(github, repo, { pr: A, id: 9241 });
+    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 8242 });
+    const commentB = expectApplyComment(github, repo, { pr: B, id: 9242 });
+    await world.merge({ number: A, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(2) });
+    await commentA.until((body) => body.includes('locked (backup)'));
+    await world.merge({ number: B, headSha: shaB, baseSha, mergeSha: mergeB, mergedAt: at(2) });
+
+    // Every attempt of B's merge job failed: nothing was queued, and the pull request hears why.
+    expect(await checkB.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the apply did not start' } });
+    const notice = await commentB.until(() => true);
+    expect(notice).toContain('did not start');
+    expect(notice).toContain('after 5 attempts');
+    expect(notice).toContain('comment `/pve apply` to start it');
+    expect(compare.requests.length).toBeGreaterThanOrEqual(5);
+
+    backup.release();
+    expect(await checkA.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    await commentA.until(finishedComment);
+    expect(rawConfig(sim, X)).toContain('memory: 3072');
+    expect(rawConfig(sim, X)).not.toContain('cores: 4');
+    github.verify();
+  }, 240_000);
+});
+
 describe('plans while an apply runs', () => {
   it("another pull request's plan that touches a guest with an apply in progress says so", async () => {
     const X = 100251;
@@ -370,6 +416,36 @@ describe('conflicts and /pve apply', () => {
       await queues.close();
     }
   }, 60_000);
+
+  it("/pve apply when the posted plan is an earlier head's applies nothing and says to plan the merged head first", async () => {
+    const X = 100341;
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01'), ownedGuest(X + 1, 'db-01')] });
+    const w = world;
+    const { github, app, repo, installationId } = w;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X), 'vms/db.yaml': vmDoc('db-01', X + 1) };
+    const first: RepoFiles = { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 4096 }) };
+    // Posted: head1's plan (app-01). The pull request was merged with head2, which also changes
+    // db-01; head2's plan was never posted (its comment refused, the merge's job gave up), so
+    // head1's plan, which the default branch agrees with for app-01, would leave db-01 out.
+    const [baseSha, head1, head2, mergeSha] = [newSha(), newSha(), newSha(), newSha()];
+    await w.storePlan({ pr: 334, headSha: head1, baseSha, head: first, base });
+    expectAcceptedCommand(github, repo, 'alice', 33401);
+    github.expect(pullAnswer(repo, 334, { headSha: head2, baseSha, mergeSha }));
+    const reply = expectReply(github, repo, 334, /nothing is applied/);
+    const apply = await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: 334, body: '/pve apply', author: 'alice', commentId: 33401 }),
+    });
+    await app.jobDone('command', apply.deliveryId);
+    // Nothing else was asked of GitHub (no default branch read, no apply check run): the reply came.
+    github.verify();
+    expect(await reply.body()).toBe(
+      `@alice the plan posted here is for \`${head1.slice(0, 7)}\`, not \`${head2.slice(0, 7)}\`, the head this pull request was merged with: ` +
+        'nothing is applied, since that plan would leave out what the later commits change. Comment `/pve plan`, review the plan, then `/pve apply`.',
+    );
+    expect(sim.sim.stats().writes.total).toBe(0);
+  });
 
   it('/pve apply on an open pull request says applies happen on merge, and applies nothing', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [] });

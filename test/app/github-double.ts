@@ -14,6 +14,10 @@
  * not cover (by default those of app.yml) is answered 403, and text over GitHub's limits (a check
  * run summary over 65,535 UTF-8 bytes, a comment over 65,536 characters) 422. Both also fail the
  * test at `verify()` (docs/github-app.md has the limits and permissions and their sources).
+ *
+ * Like GitHub, its answer to a comment created or edited carries the comment's `created_at` and
+ * `updated_at` (unless the test's reply names them): the double's clock, {@link GitHubDouble.commentsWrittenAt},
+ * which a test sets — by default a time before every merge a test makes.
  */
 import { createVerify, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -214,6 +218,11 @@ export class GitHubDouble {
   /** The grants that allowed each permission-checked request, in order (see {@link requiredGrants}). */
   readonly checked: { method: string; path: string; anyOf: readonly Grant[] }[] = [];
   private readonly expectations: Pending[] = [];
+  /**
+   * GitHub's clock for comment writes: the `created_at`/`updated_at` of every comment the double
+   * answers a create or an edit of. A test sets it to place a comment after a merge.
+   */
+  commentsWrittenAt = '2020-01-01T00:00:00Z';
 
   private constructor(
     private readonly server: Server,
@@ -326,7 +335,7 @@ export class GitHubDouble {
       : typeof expectation.reply === 'function'
         ? await expectation.reply(request)
         : expectation.reply;
-    this.send(res, reply);
+    this.send(res, this.withCommentTime(request, reply));
     expectation.answered += 1;
     if (expectation.answered === (expectation.times ?? 1)) expectation.resolve([...expectation.used]);
   }
@@ -411,6 +420,18 @@ export class GitHubDouble {
     if (token === undefined || !this.tokens.has(token)) {
       this.authProblems.push(`${request.method} ${request.path} without an installation token the double issued`);
     }
+  }
+
+  /** A successful comment create or edit answered as GitHub does: with the comment's times. */
+  private withCommentTime(request: RecordedRequest, reply: Reply): Reply {
+    const write =
+      (request.method === 'POST' && /\/issues\/\d+\/comments$/.test(request.path)) ||
+      (request.method === 'PATCH' && /\/issues\/comments\/\d+$/.test(request.path));
+    const status = reply.status ?? 200;
+    if (!write || status >= 300 || typeof reply.json !== 'object' || reply.json === null || Array.isArray(reply.json)) return reply;
+    const at = this.commentsWrittenAt;
+    const json = reply.json as Record<string, unknown>;
+    return { ...reply, json: { created_at: at, ...json, updated_at: json.updated_at ?? at } };
   }
 
   private send(res: ServerResponse, reply: Reply): void {

@@ -173,6 +173,55 @@ describe('only a posted plan is applied', () => {
   }, 60_000);
 });
 
+describe('a plan posted after the merge', () => {
+  // `merged_at` has whole seconds: a comment of the merge's second may have come after it.
+  it.each([
+    ['after the merge', at(6)],
+    ["in the merge's second", at(5)],
+  ])(
+    'is not applied by the merge when its comment was written %s: nothing is applied until /pve apply after review',
+    async (_when, writtenAt) => {
+      const w = (world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] }));
+      const sim = w.clusters.sims.lab!;
+      const pr = 106;
+      const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+      // The plan job of the merged head posts late (a push racing the merge): GitHub's clock says when.
+      w.github.commentsWrittenAt = writtenAt;
+      await expectArchive(w.github, w.repo, baseSha, base);
+      await expectArchive(w.github, w.repo, headSha, withMemory(4096));
+      expectCheckRun(w.github, w.repo, { headSha, pr, id: 1061 });
+      const comment = expectNewComment(w.github, w.repo, pr, 1161);
+      await w.app.jobDone('plan', await push(w, pr, headSha, baseSha, 1));
+      expect(await comment.body()).toContain('| `memory` | `2048` | `4096` | live |');
+      w.github.verify();
+
+      // Merged at second 5: the plan shown from `writtenAt` is not what was seen when merging.
+      const planCheck = expectCheckRun(w.github, w.repo, { headSha, pr, id: 1062 });
+      const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1063 });
+      const notice = expectApplyComment(w.github, w.repo, { pr, id: 1162 });
+      const merged = await w.merge({ number: pr, headSha, baseSha, mergeSha, mergedAt: at(5) });
+      await w.app.jobDone('closed', merged.deliveryId);
+      expect(await check.completed).toMatchObject({ conclusion: 'neutral', output: { title: 'Not applied: no reviewed plan' } });
+      expect(await notice.until(() => true)).toContain('was posted only when (or after) this pull request was merged');
+      expect((await planCheck.result()).conclusion).toBe('success');
+      expect(sim.sim.stats().writes.total).toBe(0);
+      w.github.verify();
+
+      // Reviewed now, `/pve apply` applies it: the posted plan of the merged head, as the default branch says.
+      expectPull(w, pr, { headSha, baseSha, mergeSha });
+      await expectDefaultBranch(w.github, w.repo, mergeSha, withMemory(4096));
+      const applyCheck = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1064 });
+      await w.app.jobDone('command', await command(w, pr, '/pve apply', 10601));
+      expect(await applyCheck.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+      const reviewed = `applying the plan reviewed for \`${headSha.slice(0, 7)}\``;
+      expect(await notice.until((body) => body.includes(reviewed) && finishedComment(body))).toContain('**1 applied**');
+      expect(rawConfig(sim, X)).toContain('memory: 4096');
+      w.github.verify();
+    },
+    60_000,
+  );
+});
+
 describe('a retargeted pull request', () => {
   /** A pull request event of `pr` whose base is `baseRef` at `baseSha`. */
   function onBase(

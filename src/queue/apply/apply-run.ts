@@ -241,6 +241,18 @@ async function alreadyCarriedOut(deps: ApplyRunDeps, repo: RepoRef, cause: Apply
 }
 
 /**
+ * Whether a plan's comment showed it before the merge, by GitHub's clock. `merged_at` has whole
+ * seconds, so a comment written in the merge's second may have come after it: that is not before
+ * (the safe side — the merge applies nothing, `/pve apply` after review does). Not known: not before.
+ */
+export function shownBeforeMerge(shownAt: string | undefined, mergedAt: string): boolean {
+  if (shownAt === undefined) return false;
+  const shown = Math.floor(Date.parse(shownAt) / 1000);
+  const merged = Math.floor(Date.parse(mergedAt) / 1000);
+  return shown < merged;
+}
+
+/**
  * `retried`: this job ran before (a failed attempt, or a worker that died). A merge marked
  * `no-plan` by it is finished here — planned and told — and never applied: the plan its first
  * attempt posted was never reviewed.
@@ -257,13 +269,17 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean,
   const octokit = await deps.github(data.installationId);
   const posted = noticeLeft ? undefined : await deps.plans.getPostedPlan(data.repo.id, data.pr, data.headSha);
   // Planned against another branch (retargeted since), it does not show what this merge brings.
-  const stored = posted && posted.baseRef === data.baseRef ? posted : undefined;
+  const onBase = posted && posted.baseRef === data.baseRef ? posted : undefined;
+  // Shown only after the merge (a plan job for the merged head that posted late, a merge pressed
+  // while the comment showed no plan yet): nobody saw it when they merged.
+  const shownLate = onBase !== undefined && !shownBeforeMerge(onBase.shownAt, data.mergedAt);
+  const stored = shownLate ? undefined : onBase;
   if (!stored) {
     // Decided before anything is planned: a retry (the notice refused, a worker killed) finding
     // the plan made just now must not apply it unreviewed, nor must a replay.
     await deps.store.markCarriedOut(data.repo.id, cause, 'no-plan');
     log.info(
-      { head: data.headSha, plannedOn: posted?.baseRef },
+      { head: data.headSha, plannedOn: posted?.baseRef, shownAt: posted?.shownAt, mergedAt: data.mergedAt },
       'no posted plan for the merged head and base: planning it now, applying nothing',
     );
     const target: PlanTarget = {
@@ -280,8 +296,9 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean,
     await deps.plans.removeTouched(data.repo.id, data.pr);
     const about = { pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha };
     const otherBase =
-      posted && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
-    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase }, log);
+      posted && !onBase && data.baseRef !== undefined ? { plannedOn: posted.baseRef ?? 'another branch', mergedInto: data.baseRef } : {};
+    const late = shownLate ? { shownAfterMerge: true } : {};
+    await postNotice(deps, octokit, data.repo, { kind: 'no-plan', ...about, ...otherBase, ...late }, log);
     return;
   }
   const outcome = await startRun(
@@ -298,6 +315,31 @@ async function onMerge(deps: ApplyRunDeps, data: MergeJobData, retried: boolean,
     log,
   );
   await deps.store.markCarriedOut(data.repo.id, cause, outcome === 'started' ? runId : outcome);
+}
+
+/**
+ * A merge job that failed for good (its last attempt, or stalled too often) before its run was
+ * started — GitHub failing the compare of `mergeOrder`, say — applied nothing and marked nothing:
+ * the pull request is told that the apply did not start, why, and that `/pve apply` starts it.
+ * The merge is then marked carried out, so a delivery of it replayed later starts nothing beside
+ * that `/pve apply`. A job with attempts left is retried and says nothing.
+ */
+export async function noticeFailedMerge(deps: ApplyRunDeps, job: Job, error: Error): Promise<void> {
+  const parsed = ApplyRunJob.safeParse(job.data);
+  if (!parsed.success || parsed.data.kind !== 'merge') return;
+  if (job.attemptsMade < (job.opts.attempts ?? 1) && !/stalled/i.test(error.message)) return;
+  const data = parsed.data;
+  const cause: ApplyCause = { merge: data.mergeSha, pr: data.pr };
+  const runId = mergeRunId(data.repo.id, data.pr, data.mergeSha);
+  const decided = await deps.store.carriedOut(data.repo.id, cause);
+  // Started after all (only its mark failed), or decided with its notice posted: said already.
+  if ((await deps.store.getRun(runId))?.queued || (decided !== undefined && decided !== 'no-plan')) return;
+  const log = deps.logger.child({ job: job.id, repo: `${data.repo.owner}/${data.repo.name}`, pr: data.pr });
+  const octokit = await deps.github(data.installationId);
+  const about = { pr: data.pr, headSha: data.headSha, mergeSha: data.mergeSha };
+  const why = `${error.message} (after ${job.attemptsMade} attempts)`;
+  await postNotice(deps, octokit, data.repo, { kind: 'not-started', ...about, why }, log);
+  await deps.store.markCarriedOut(data.repo.id, cause, 'notice');
 }
 
 /** The reply to a `/pve apply` that would apply something the default branch no longer says (or cannot be read). */
@@ -357,6 +399,15 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       await answered(
         `${who} the plan posted here was made against \`${posted.baseRef ?? 'another branch'}\`, not \`${pr.base.ref}\`, which this pull request was merged into: ` +
           'nothing is applied. Comment `/pve plan`, review the plan, then `/pve apply`.',
+      );
+      return;
+    }
+    // The plan of an earlier push (a re-plan's comment refused, the merge's job given up) would
+    // leave out what the merged head changed since: only the merged head's own plan is applied.
+    if (posted && posted.headSha !== pr.head.sha) {
+      await answered(
+        `${who} the plan posted here is for \`${posted.headSha.slice(0, 7)}\`, not \`${pr.head.sha.slice(0, 7)}\`, the head this pull request was merged with: ` +
+          'nothing is applied, since that plan would leave out what the later commits change. Comment `/pve plan`, review the plan, then `/pve apply`.',
       );
       return;
     }

@@ -333,8 +333,9 @@ async function repostUnchanged(ctx: PlanContext, target: PlanTarget, log: Logger
       known,
     });
     await stillPosting(lock);
+    // The same plan, shown since it was first posted: that time stands.
     if (comment.action !== 'unchanged' || stored.draft !== target.draft)
-      await ctx.store.savePostedPlan({ ...stored, draft: target.draft }, comment.bodyHash);
+      await ctx.store.savePostedPlan({ ...stored, draft: target.draft, shownAt: stored.shownAt ?? comment.writtenAt }, comment.bodyHash);
     await ctx.store.setComment(repo.id, pr, comment);
     log.info({ comment: comment.action }, 'this head is planned and posted against this base already: not planned again');
     return sameGuests(previous, touched) ? [] : racingPrs(before, overlaps);
@@ -492,7 +493,8 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
         throw error;
       }
       await stillPosting(lock);
-      if (posting) await ctx.store.savePostedPlan(posting, comment.bodyHash);
+      // Shown from the time GitHub says the comment got this body (an unchanged comment: its earlier write).
+      if (posting) await ctx.store.savePostedPlan({ ...posting, shownAt: comment.writtenAt }, comment.bodyHash);
       await ctx.store.setComment(repo.id, target.pr, comment);
       await complete(result);
       log.info({ comment: comment.action, commentId: comment.id, conclusion: result.conclusion }, 'plan posted');
@@ -552,7 +554,8 @@ export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; 
     });
     await stillPosting(lock);
     // The same plan, shown with other neighbours: still the posted one, under its new body.
-    if (comment.action !== 'unchanged') await ctx.store.savePostedPlan(stored, comment.bodyHash);
+    if (comment.action !== 'unchanged')
+      await ctx.store.savePostedPlan({ ...stored, shownAt: stored.shownAt ?? comment.writtenAt }, comment.bodyHash);
     await ctx.store.setComment(repo.id, pr, comment);
     return comment.action === 'unchanged' ? 'unchanged' : 'edited';
   });

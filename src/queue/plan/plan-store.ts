@@ -39,6 +39,11 @@ const StoredPlanEnvelope = z.strictObject({
   draft: z.boolean(),
   /** sha256 of the sticky comment body that showed this plan, as GitHub accepted it. */
   commentHash: z.string().regex(/^[0-9a-f]{64}$/),
+  /**
+   * When the comment first showed this plan, by GitHub's clock (the write's `updated_at`). Absent
+   * (stored before this was recorded): not known to have been shown before any merge.
+   */
+  shownAt: z.iso.datetime({ offset: true }).optional(),
   /** The plan, exactly as `renderPlanJson` wrote it. */
   plan: z.string(),
   /** The head's Cluster documents and the head specs of the guests the plan covers. */
@@ -55,6 +60,11 @@ export interface StoredPlan {
   baseRef?: string | undefined;
   specRoot: string;
   draft: boolean;
+  /**
+   * When the pull request's comment first showed this plan, by GitHub's clock (ISO 8601): a merge
+   * applies it only when that is before `merged_at`. Absent: not known.
+   */
+  shownAt?: string | undefined;
   plan: Plan;
   specs: { clusters: ClusterSpec[]; guests: GuestSpec[] };
 }
@@ -107,7 +117,8 @@ export class PlanStore {
 
   /**
    * Records `stored` as the plan the pull request's sticky comment shows, its comment having been
-   * written with the body hashed as `commentHash`. Only a posted plan is ever applied.
+   * written with the body hashed as `commentHash` (since `stored.shownAt`). Only a posted plan is
+   * ever applied.
    */
   async savePostedPlan(stored: StoredPlan, commentHash: string): Promise<void> {
     const envelope = StoredPlanEnvelope.parse({
@@ -120,6 +131,7 @@ export class PlanStore {
       specRoot: stored.specRoot,
       draft: stored.draft,
       commentHash,
+      ...(stored.shownAt !== undefined ? { shownAt: stored.shownAt } : {}),
       plan: renderPlanJson(stored.plan),
       specs: stored.specs,
     });
@@ -240,11 +252,16 @@ export class PlanStore {
   async getComment(repoId: number, pr: number): Promise<KnownComment | undefined> {
     const found = await this.redis.hgetall(this.commentKey(repoId, pr));
     const id = Number(found.id);
-    return Number.isInteger(id) && id > 0 && found.hash ? { id, bodyHash: found.hash } : undefined;
+    if (!Number.isInteger(id) || id <= 0 || !found.hash) return undefined;
+    return { id, bodyHash: found.hash, ...(found.at ? { writtenAt: found.at } : {}) };
   }
 
+  /** Remembers the comment as last written — and when GitHub says it got that body (kept while the body stays). */
   async setComment(repoId: number, pr: number, comment: KnownComment): Promise<void> {
     const key = this.commentKey(repoId, pr);
-    await this.redis.multi().hset(key, 'id', String(comment.id), 'hash', comment.bodyHash).expire(key, PLAN_TTL_SECONDS).exec();
+    const multi = this.redis.multi().hset(key, 'id', String(comment.id), 'hash', comment.bodyHash);
+    if (comment.writtenAt !== undefined) multi.hset(key, 'at', comment.writtenAt);
+    else multi.hdel(key, 'at');
+    await multi.expire(key, PLAN_TTL_SECONDS).exec();
   }
 }
