@@ -32,7 +32,7 @@ import {
 import { ArchiveError } from '../../github/read-archive.js';
 import { RepoConfigError } from '../../github/repo-config.js';
 import { repoFilePath } from '../../github/spec-repo.js';
-import { type EnsuredComment, ensureComment } from '../../github/sticky-comment.js';
+import { type EnsuredComment, ensureComment, type KnownComment } from '../../github/sticky-comment.js';
 import { PLAN_MARKER } from '../../core/render/render-markdown.js';
 import { withholdLiveValues } from '../../core/render/withhold-live.js';
 import type { CommitSpecs, CommitSpecsCache } from '../commit-specs.js';
@@ -302,6 +302,28 @@ function sameGuests(a: readonly TouchedGuest[], b: readonly TouchedGuest[]): boo
 }
 
 /**
+ * Writes the sticky comment of a plan posted before (its head unchanged, or the pull requests
+ * racing for its guests changed), rendered as every plan comment is: through
+ * `withholdLiveValues`, so a re-render cannot show a live value the first posting withheld.
+ */
+async function showPostedPlan(
+  ctx: PlanContext,
+  repo: RepoRef,
+  pr: number,
+  stored: StoredPlan,
+  shown: { touched: TouchedGuest[]; overlaps: Overlap[]; known: KnownComment | undefined },
+): Promise<EnsuredComment> {
+  const body = renderPlanComment(
+    withholdLiveValues(stored.plan),
+    { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
+    shown.overlaps,
+    (file) => repoFilePath(stored.specRoot, file),
+    await appliesInProgress(ctx, repo, shown.touched),
+  );
+  return ensureComment(ctx.octokit, { owner: repo.owner, repo: repo.name, issueNumber: pr, marker: PLAN_MARKER, body, known: shown.known });
+}
+
+/**
  * A head whose plan against this base is posted already: the comment is rendered again from the
  * posted plan (a draft marked ready, a reopened pull request racing again) and nothing is planned.
  * Resolves false when that is no longer so under the posting lock (it must be planned after all).
@@ -316,22 +338,8 @@ async function repostUnchanged(ctx: PlanContext, target: PlanTarget, log: Logger
     const before = await overlapsOf(ctx, repo.id, pr, previous);
     await ctx.store.setTouched(repo.id, pr, target.headSha, touched);
     const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
-    const body = renderPlanComment(
-      withholdLiveValues(stored.plan),
-      { headSha: stored.headSha, baseSha: stored.baseSha, draft: target.draft },
-      overlaps,
-      (file) => repoFilePath(stored.specRoot, file),
-      await appliesInProgress(ctx, repo, touched),
-    );
     const known = await ctx.store.getComment(repo.id, pr);
-    const comment = await ensureComment(ctx.octokit, {
-      owner: repo.owner,
-      repo: repo.name,
-      issueNumber: pr,
-      marker: PLAN_MARKER,
-      body,
-      known,
-    });
+    const comment = await showPostedPlan(ctx, repo, pr, { ...stored, draft: target.draft }, { touched, overlaps, known });
     await stillPosting(lock);
     // The same plan, shown since it was first posted: that time stands.
     if (comment.action !== 'unchanged' || stored.draft !== target.draft)
@@ -537,21 +545,7 @@ export async function refreshComment(ctx: PlanContext, target: { repo: RepoRef; 
     if (!stored || known === undefined || !(await ctx.heads.isNewest(repo.id, pr, stored.headSha))) return 'skipped';
     const touched = touchedGuests(stored.plan);
     const overlaps = await overlapsOf(ctx, repo.id, pr, touched);
-    const body = renderPlanComment(
-      withholdLiveValues(stored.plan),
-      { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
-      overlaps,
-      (file) => repoFilePath(stored.specRoot, file),
-      await appliesInProgress(ctx, repo, touched),
-    );
-    const comment = await ensureComment(ctx.octokit, {
-      owner: repo.owner,
-      repo: repo.name,
-      issueNumber: pr,
-      marker: PLAN_MARKER,
-      body,
-      known,
-    });
+    const comment = await showPostedPlan(ctx, repo, pr, stored, { touched, overlaps, known });
     await stillPosting(lock);
     // The same plan, shown with other neighbours: still the posted one, under its new body.
     if (comment.action !== 'unchanged')
