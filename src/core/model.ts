@@ -51,6 +51,11 @@ export interface GuestSpec {
   ignore: string[];
   config: Record<string, string>;
   /**
+   * Top-level keys that another kind adds to guest documents (a guest's `pool:`), by key, as
+   * written: that kind plans and applies them (`KindModule.guestKeys`). `null` means "none".
+   */
+  refs?: Record<string, string | null>;
+  /**
    * Parameters Proxmox takes only when creating the guest (a container's `ostemplate`, say): sent
    * with the create, never compared afterwards.
    */
@@ -60,10 +65,30 @@ export interface GuestSpec {
   keySources?: Record<string, SourceRef>;
 }
 
+/**
+ * A document of a kind other than the guest (a `kind: Pool`, say) after loading: the envelope
+ * every kind shares, and the kind's own fields, already checked by its schema. Its kind module
+ * (`core/kinds/`) is the only code that reads `fields`.
+ */
+export interface ObjectSpec {
+  /** The kind's registry name (`pool`), not the document name. */
+  kind: string;
+  /** The document name as written (`Pool`). */
+  document: string;
+  cluster: string;
+  /** The object's identifier within its kind on the cluster (a pool's id). */
+  id: string;
+  state: 'present' | 'absent';
+  fields: Record<string, unknown>;
+  source: SourceRef;
+}
+
 /** Every spec document of a repository at one revision, already validated. */
 export interface SpecSet {
   clusters: ClusterSpec[];
   guests: GuestSpec[];
+  /** Documents of the other kinds (core/kinds/registry.ts), in file order. Absent: none. */
+  objects?: ObjectSpec[];
 }
 
 /** One line of `GET /cluster/resources?type=vm`, the cheap cluster-wide listing. */
@@ -195,8 +220,51 @@ export interface PendingItem {
 
 export type GuestAction = 'create' | 'update' | 'destroy' | 'noop' | 'orphan' | 'error';
 
-/** The plan for one guest. */
-export interface GuestPlan {
+/**
+ * What every plan item says, whatever its kind (docs/adding-a-kind.md): renderers, the queue and
+ * the stored-plan check read only these fields; the rest of an item is its kind's payload.
+ */
+export interface ItemEnvelope<Op = unknown> {
+  /** The kind's registry name (`guest`, `pool`). */
+  kind: string;
+  /** The object's key as text (`core/kinds/resource-key.ts`): unique in a plan. */
+  key: string;
+  cluster: string;
+  /** What a person calls the object (a guest's name, a pool's id). */
+  name: string;
+  action: GuestAction;
+  changes: KeyChange[];
+  operations: Op[];
+  /** Changes made outside git that this item would revert. */
+  drift: DriftItem[];
+  errors: string[];
+  warnings: string[];
+  severity: Severity;
+  source?: SourceRef;
+}
+
+/** One step of an object of a kind other than the guest; the kind declares its `op` names. */
+export interface ObjectOperation {
+  op: string;
+  [field: string]: unknown;
+}
+
+/**
+ * The plan for one object of a kind other than the guest: the envelope around the kind's payload,
+ * which holds what its executor needs and nothing a renderer reads.
+ */
+export interface ObjectPlan extends ItemEnvelope<ObjectOperation> {
+  /** Keys of items that must have applied before this one (a pool member's guest). */
+  after?: string[];
+  payload: Record<string, unknown>;
+}
+
+/**
+ * The plan for one guest. Its envelope fields sit beside the guest's own: they predate the
+ * envelope, and every stored plan and renderer reads them there.
+ */
+export interface GuestPlan extends ItemEnvelope<Operation> {
+  kind: 'guest';
   cluster: string;
   name: string;
   vmid: number;
@@ -246,9 +314,12 @@ export interface PlanSummary {
   pending: number;
 }
 
-/** A plan is data: versioned JSON that can be stored and applied later. */
+/**
+ * A plan is data: versioned JSON that can be stored and applied later. Version 2 added the item
+ * envelope (`kind`, `key`) and `objects`; `core/plan/stored-plan.ts` says how an older one loads.
+ */
 export interface Plan {
-  version: 1;
+  version: 2;
   createdAt: string;
   /** Free-form label of what was planned: a git SHA, a directory. */
   ref?: string;
@@ -260,6 +331,8 @@ export interface Plan {
    */
   clusterSpecs?: ClusterSpec[];
   guests: GuestPlan[];
+  /** Items of the other kinds, in apply-phase order (core/kinds/registry.ts). */
+  objects: ObjectPlan[];
   /** Errors not tied to one guest (an empty listing, an unreachable cluster). */
   errors: { cluster?: string; message: string }[];
   /** Notes not tied to one guest that a reviewer should see (e.g. an empty listing on a new cluster). */

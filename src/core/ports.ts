@@ -24,6 +24,11 @@ export interface ClusterReader {
    * guest that is gone from a guest the token cannot see; see docs/identity-and-privileges.md.
    */
   vmidExists(vmid: number): Promise<boolean>;
+  /**
+   * The port of a kind other than the guest (core/kinds/kind.ts), or undefined when this cluster's
+   * backend has no adapter for it. A reader's port only reads; a writer's also writes.
+   */
+  kindPort?(kind: string): unknown;
 }
 
 /** The identity of a guest a write is aimed at. */

@@ -2,6 +2,7 @@
  * Builders for the core's data in tests: sensible defaults, overridden per test, so a test says
  * only what matters to it.
  */
+import { guestKeyText } from '../../src/core/kinds/resource-key.js';
 import type { ClusterSpec, GuestPlan, GuestSpec, ObservedGuest, Plan } from '../../src/core/model.js';
 import { summarise } from '../../src/core/plan/plan-specs.js';
 
@@ -75,7 +76,11 @@ export function makeObservedVm(
 
 /** A guest plan: an `update` of `lab/app-01` with nothing in it. */
 export function makeGuestPlan(overrides: Partial<GuestPlan> = {}): GuestPlan {
+  const cluster = overrides.cluster ?? 'lab';
+  const vmid = overrides.vmid ?? 100101;
   return {
+    kind: 'guest',
+    key: guestKeyText(cluster, vmid),
     cluster: 'lab',
     name: 'app-01',
     vmid: 100101,
@@ -99,10 +104,11 @@ export function makeGuestPlan(overrides: Partial<GuestPlan> = {}): GuestPlan {
 export function makePlan(guests: GuestPlan[], overrides: Partial<Plan> = {}): Plan {
   const summary = summarise(guests);
   return {
-    version: 1,
+    version: 2,
     createdAt: '2025-01-01T00:00:00.000Z',
     clusters: guests.length > 0 ? [...new Set(guests.map((g) => g.cluster))].sort() : ['lab'],
     guests,
+    objects: [],
     errors: [],
     warnings: [],
     summary,

@@ -1,3 +1,4 @@
+import { GUEST_KIND, guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf } from '../key-rules.js';
 import type {
@@ -63,6 +64,8 @@ interface Draft {
 function emptyPlan(input: GuestPlanInput, type: GuestType, name: string, node: string): GuestPlan {
   const spec = input.spec;
   const plan: GuestPlan = {
+    kind: GUEST_KIND,
+    key: guestKeyText(input.cluster, input.vmid),
     cluster: input.cluster,
     name,
     vmid: input.vmid,

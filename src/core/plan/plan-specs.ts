@@ -164,10 +164,11 @@ export function planSpecs(input: PlanInput): Plan {
   const { head, base, observed } = input;
   const scope = input.scope ?? planScope(head, base);
   const plan: Plan = {
-    version: 1,
+    version: 2,
     createdAt: (input.now ?? new Date()).toISOString(),
     clusters: [...scope.clusters].sort(),
     guests: [],
+    objects: [],
     errors: [],
     warnings: [],
     summary: summarise([]),

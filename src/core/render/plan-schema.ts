@@ -4,16 +4,17 @@
  * applied as reviewed: a field this build does not understand must not be silently dropped.
  * Records come out with sorted keys so the same plan always serialises to the same text.
  *
- * Fields added since the first version (`hostAccess`, a change's `severity`, the `host-access`
- * severity, `insecureConnections`) are optional, so every plan an older build stored still reads;
- * the version stays 1.
+ * Fields added within a version (`hostAccess`, a change's `severity`, the `host-access` severity,
+ * `insecureConnections`) are optional, so every plan an older build stored still reads. Version 2
+ * added the item envelope (`kind`, `key` on every item) and `objects`; how a version-1 plan is read
+ * is `render-json.ts`'s `upgradePlan` (docs/adding-a-kind.md, "Stored plans across versions").
  */
 import { z } from 'zod';
 import { HOST_ACCESS_RULES } from '../key-rules.js';
 import type { Plan } from '../model.js';
 
 /** The plan format version this build reads and writes. */
-export const PLAN_VERSION = 1;
+export const PLAN_VERSION = 2;
 
 /** Sorting record keys makes the JSON independent of the order a planner happened to insert them; the generic keeps values typed (strings, source refs). */
 function sortKeys<T>(record: Record<string, T>): Record<string, T> {
@@ -95,6 +96,7 @@ export const GuestSpecSchema = z.strictObject({
   createOptions: StringRecordSchema.optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
+  refs: z.record(z.string(), z.string().nullable()).transform(sortKeys).optional(),
 });
 
 export const DriftItemSchema = z.strictObject({
@@ -111,6 +113,8 @@ export const PendingItemSchema = z.strictObject({
 });
 
 export const GuestPlanSchema = z.strictObject({
+  kind: z.literal('guest'),
+  key: z.string().min(1),
   cluster: z.string().min(1),
   name: z.string().min(1),
   vmid: z.number().int().positive(),
@@ -132,6 +136,30 @@ export const GuestPlanSchema = z.strictObject({
   severity: SeveritySchema,
   source: SourceRefSchema.optional(),
   target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
+});
+
+/**
+ * An item of any other kind: the envelope checked here, its operations and payload by its kind's
+ * own schemas once the kind is known (`render-json.ts`), so nothing of it is read unchecked.
+ */
+export const ObjectPlanSchema = z.strictObject({
+  kind: z
+    .string()
+    .min(1)
+    .refine((kind) => kind !== 'guest', 'a guest is stored under guests'),
+  key: z.string().min(1),
+  cluster: z.string().min(1),
+  name: z.string().min(1),
+  action: GuestActionSchema,
+  changes: z.array(KeyChangeSchema),
+  operations: z.array(z.looseObject({ op: z.string().min(1) })),
+  drift: z.array(DriftItemSchema),
+  errors: z.array(z.string()),
+  warnings: z.array(z.string()),
+  severity: SeveritySchema,
+  source: SourceRefSchema.optional(),
+  after: z.array(z.string().min(1)).optional(),
+  payload: z.record(z.string(), z.unknown()),
 });
 
 const count = z.number().int().nonnegative();
@@ -162,6 +190,7 @@ export const PlanSchema = z.strictObject({
   warnings: z.array(PlanNoteSchema),
   insecureConnections: z.array(z.strictObject({ cluster: z.string().min(1), transport: z.enum(['http', 'tls-unverified']) })).optional(),
   guests: z.array(GuestPlanSchema),
+  objects: z.array(ObjectPlanSchema),
 });
 
 /** The parsed plan; identical to `model.ts`'s `Plan` (checked below at compile time). */

@@ -5,6 +5,8 @@ import { parsePlanJson, renderPlanJson } from './render-json.js';
 
 function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
   return {
+    kind: 'guest',
+    key: 'lab/100101',
     cluster: 'lab',
     name: 'app-01',
     vmid: 100101,
@@ -55,7 +57,7 @@ function guest(overrides: Partial<GuestPlan> = {}): GuestPlan {
 
 function plan(overrides: Partial<Plan> = {}): Plan {
   return {
-    version: 1,
+    version: 2,
     createdAt: '2025-01-01T00:00:00.000Z',
     ref: 'abc1234',
     clusters: ['lab'],
@@ -64,11 +66,13 @@ function plan(overrides: Partial<Plan> = {}): Plan {
       guest({
         name: 'app-02',
         vmid: 100102,
+        key: 'lab/100102',
         action: 'create',
         digest: undefined,
         operations: [{ op: 'create', node: 'pve-01', params: { memory: '1024' } }],
       }),
     ],
+    objects: [],
     errors: [{ cluster: 'lab', message: 'boom' }, { message: 'global' }],
     warnings: [{ message: 'careful' }],
     summary: { create: 1, update: 1, destroy: 0, noop: 0, orphan: 0, error: 2, drifted: 1, pending: 1 },
@@ -104,7 +108,7 @@ describe('renderPlanJson', () => {
 
   it('uses 2-space indent, starts with the version and ends with a newline', () => {
     const text = renderPlanJson(plan());
-    expect(text.startsWith('{\n  "version": 1,\n  "createdAt"')).toBe(true);
+    expect(text.startsWith('{\n  "version": 2,\n  "createdAt"')).toBe(true);
     expect(text.endsWith('}\n')).toBe(true);
     expect(text.endsWith('\n\n')).toBe(false);
   });
@@ -122,10 +126,10 @@ describe('renderPlanJson', () => {
 
 describe('parsePlanJson', () => {
   it.each([
-    [2, 'plan version 2 is not supported by this pve-gitops (expects 1)'],
-    [0, 'plan version 0 is not supported by this pve-gitops (expects 1)'],
-    ['1', 'plan version "1" is not supported by this pve-gitops (expects 1)'],
-    [null, 'plan version null is not supported by this pve-gitops (expects 1)'],
+    [3, 'plan version 3 is not supported by this pve-gitops (expects 2)'],
+    [0, 'plan version 0 is not supported by this pve-gitops (expects 2)'],
+    ['2', 'plan version "2" is not supported by this pve-gitops (expects 2)'],
+    [null, 'plan version null is not supported by this pve-gitops (expects 2)'],
   ])('rejects version %j', (version, message) => {
     const text = JSON.stringify({ ...plan(), version });
     expect(() => parsePlanJson(text)).toThrow(PlanVersionError);
@@ -134,7 +138,7 @@ describe('parsePlanJson', () => {
 
   it('checks the version before anything else', () => {
     // A future format may look nothing like this one; the version error is the useful one.
-    expect(() => parsePlanJson(JSON.stringify({ version: 2, guests: 'whatever' }))).toThrow(PlanVersionError);
+    expect(() => parsePlanJson(JSON.stringify({ version: 3, guests: 'whatever' }))).toThrow(PlanVersionError);
   });
 
   const valid = (): Record<string, unknown> => JSON.parse(renderPlanJson(plan())) as Record<string, unknown>;

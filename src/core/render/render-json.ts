@@ -4,6 +4,8 @@
  */
 import type { z } from 'zod';
 import type { Plan } from '../model.js';
+import { guestKeyText } from '../kinds/resource-key.js';
+import { objectKind } from '../kinds/registry.js';
 import { PlanFormatError, PlanVersionError } from './plan-errors.js';
 import { PLAN_VERSION, PlanSchema } from './plan-schema.js';
 
@@ -33,10 +35,56 @@ export function parsePlanJson(text: string): Plan {
   }
   // The version decides how everything else is read, so it is checked before the rest.
   if (!('version' in raw)) throw new PlanFormatError('plan is malformed at version: missing (not a pve-gitops plan?)', 'version');
-  if (raw.version !== PLAN_VERSION) throw new PlanVersionError(raw.version, PLAN_VERSION);
-  const result = PlanSchema.safeParse(raw);
+  const upgraded = raw.version === 1 ? upgradePlan(raw as Record<string, unknown>) : raw;
+  if (upgraded.version !== PLAN_VERSION) throw new PlanVersionError(upgraded.version, PLAN_VERSION);
+  const result = PlanSchema.safeParse(upgraded);
   if (!result.success) throw formatError('plan is malformed', result.error);
+  checkObjects(result.data);
   return result.data;
+}
+
+/**
+ * A guest item as version 1 stored it, read as version 2 (docs/adding-a-kind.md, "Stored plans
+ * across versions"): version 2 added only `kind` and `key`, both derived from what version 1 held
+ * (the guest kind, `cluster/vmid`). Anything else the item holds is left for the schema to judge,
+ * so a field this build does not know still refuses the plan. A version-2 item passes unchanged.
+ */
+export function upgradeGuestItem(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || 'kind' in raw) return raw;
+  const item = raw as Record<string, unknown>;
+  if (typeof item.cluster !== 'string' || typeof item.vmid !== 'number') return raw;
+  return { kind: 'guest', key: guestKeyText(item.cluster, item.vmid), ...item };
+}
+
+/** A version-1 plan as version 2: its guests upgraded one by one, no items of other kinds. */
+function upgradePlan(raw: Record<string, unknown>): Record<string, unknown> {
+  if ('objects' in raw) return raw;
+  const guests = Array.isArray(raw.guests) ? raw.guests.map(upgradeGuestItem) : raw.guests;
+  return { ...raw, version: PLAN_VERSION, guests, objects: [] };
+}
+
+/**
+ * Items of other kinds are read by their kind: a kind this build does not know (a plan from a newer
+ * build, a kind since removed) or an item its kind's check refuses is never applied as misread.
+ */
+function checkObjects(plan: Plan): void {
+  plan.objects.forEach((item, index) => {
+    const kind = objectKind(item.kind);
+    if (!kind) {
+      throw new PlanFormatError(
+        `plan is malformed at objects[${index}].kind: this pve-gitops does not know the kind '${item.kind}'; plan again with this version (comment /pve plan)`,
+        `objects[${index}].kind`,
+      );
+    }
+    try {
+      kind.checkStored(item);
+    } catch (err) {
+      throw new PlanFormatError(
+        `plan is malformed at objects[${index}] (${item.kind} ${item.name}): ${err instanceof Error ? err.message : String(err)}; plan again with this version (comment /pve plan)`,
+        `objects[${index}]`,
+      );
+    }
+  });
 }
 
 /** `['guests', 3, 'changes']` → `guests[3].changes`; odd keys are quoted so the path stays readable. */

@@ -139,6 +139,6 @@ describe('host access and insecure connections in the output', () => {
   it('reads a plan stored before these fields existed', () => {
     const old = JSON.parse(renderPlanJson(planOf([vm('web-01', 100101, {})], [running('web-01', 100101, {})]))) as Record<string, unknown>;
     expect(old.insecureConnections).toBeUndefined();
-    expect(parsePlanJson(JSON.stringify(old)).version).toBe(1);
+    expect(parsePlanJson(JSON.stringify(old)).version).toBe(2);
   });
 });

@@ -25,6 +25,7 @@
  * Everything here is a few keys per run and per guest under the App's state prefix; the scripts
  * touch several keys at once, so the App needs one Redis (not a Redis Cluster), as BullMQ does.
  */
+import { upgradeGuestItem } from '../../core/render/render-json.js';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { APPLY_STATUSES, type ApplyStatus, type GuestApplyResult } from '../../core/apply-result.js';
@@ -385,7 +386,8 @@ export class ApplyStore {
   async guestPlan(runId: string, guest: string): Promise<GuestPlan> {
     const text = await this.redis.hget(this.plansKey(runId), guest);
     if (text === null) throw new GuestPlanMissingError(`apply run ${runId} has no plan for guest ${guest}`);
-    return GuestPlanSchema.parse(JSON.parse(text));
+    // A run stored before the item envelope holds version-1 guest items: read them as version 2.
+    return GuestPlanSchema.parse(upgradeGuestItem(JSON.parse(text)));
   }
 
   /** Every guest's progress or result, by guest key. */
