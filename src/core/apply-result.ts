@@ -80,6 +80,22 @@ export interface ApplyResult {
   /** Free-form label of what was applied (the merged head SHA), when known. */
   ref?: string;
   guests: GuestApplyResult[];
+  /** Items of the other kinds (a pool, a guest's membership), in apply-phase order. Absent: none. */
+  objects?: ObjectApplyResult[];
+}
+
+/** The result for one item of a kind other than the guest: its envelope's identity and how it ended. */
+export interface ObjectApplyResult {
+  kind: string;
+  key: string;
+  cluster: string;
+  name: string;
+  status: ApplyStatus;
+  steps: ApplyStep[];
+  /** What moved between review and apply, one line each (status `conflict`). */
+  conflict?: string[];
+  error?: string;
+  retryable?: boolean;
 }
 
 /** How many guests ended in each status. */

@@ -1,10 +1,14 @@
-import type { ApplyResult, GuestApplyResult } from '../core/apply-result.js';
-import type { GuestPlan, ListedGuest, Plan } from '../core/model.js';
+import type { ApplyResult, ApplyStatus, GuestApplyResult, ObjectApplyResult } from '../core/apply-result.js';
+import type { ApplyPhase } from '../core/kinds/kind.js';
+import { phaseOf } from '../core/kinds/registry.js';
+import { guestKeyText } from '../core/kinds/resource-key.js';
+import type { GuestPlan, ListedGuest, ObjectPlan, Plan } from '../core/model.js';
 import type { HostAccessRule } from '../core/key-rules.js';
 import type { ClusterWriter } from '../core/ports.js';
 import { Semaphore } from '../util/semaphore.js';
 import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutApply } from './apply-guest.js';
 import { errorMessage } from '../util/error-message.js';
+import { applyObject, heldResult, resultOf } from './apply-object.js';
 
 export type { ApplyEvent, ApplyGuestOptions } from './apply-guest.js';
 
@@ -79,9 +83,44 @@ function localSlots(clusterConcurrency: number, nodeConcurrency: number): (node:
   };
 }
 
+/** Statuses after which an item that follows may go ahead. */
+const DONE: ReadonlySet<ApplyStatus> = new Set(['applied', 'unchanged']);
+
 /**
- * Carries out a stored plan (README "How apply decides"): {@link applyGuest} for every guest with
- * changes, guests of a cluster in parallel up to per-cluster and per-node limits. One listing per
+ * Applies the items of other kinds in one phase, per cluster up to the cluster's limit. An item
+ * whose `after` names an item that did not apply is held, never written.
+ */
+async function applyObjectPhase(
+  items: readonly ObjectPlan[],
+  writers: Readonly<Record<string, ClusterWriter>>,
+  outcomes: Map<string, ApplyStatus>,
+  clusterConcurrency: number,
+  signal: AbortSignal | undefined,
+): Promise<ObjectApplyResult[]> {
+  const limits = new Map<string, Semaphore>();
+  return Promise.all(
+    items.map(async (item) => {
+      const blocker = item.after?.find((key) => outcomes.has(key) && !DONE.has(outcomes.get(key) as ApplyStatus));
+      const writer = writers[item.cluster];
+      let result: ObjectApplyResult;
+      if (blocker !== undefined) result = heldResult(item, blocker, outcomes.get(blocker) as ApplyStatus);
+      else if (!writer) result = resultOf(item, 'failed', { error: `no connection configured for cluster '${item.cluster}'` });
+      else {
+        let limit = limits.get(item.cluster);
+        if (!limit) limits.set(item.cluster, (limit = new Semaphore(clusterConcurrency)));
+        result = await limit.run(() => applyObject(item, writer, signal ? { signal } : {}));
+      }
+      outcomes.set(item.key, result.status);
+      return result;
+    }),
+  );
+}
+
+/**
+ * Carries out a stored plan (README "How apply decides") in the phases of its kinds
+ * (core/kinds/kind.ts): items guests refer to first (a pool), then {@link applyGuest} for every
+ * guest with changes, then guests' parts (a guest's pool membership), each held when the guest it
+ * follows did not apply. Guests of a cluster run in parallel up to per-cluster and per-node limits. One listing per
  * cluster tells where each guest is; when it cannot be read, each guest is read where the plan
  * saw it, so one failed read never stops the whole apply. Guests without changes are not touched.
  */
@@ -93,10 +132,19 @@ export async function executePlan(
   const clock = options.now ?? (() => new Date());
   const startedAt = clock().toISOString();
   const results: GuestApplyResult[] = [];
+  const outcomes = new Map<string, ApplyStatus>();
+  const inPhase = (phase: ApplyPhase): ObjectPlan[] => plan.objects.filter((item) => phaseOf(item.kind) === phase);
+  const objectResults = await applyObjectPhase(
+    inPhase('referenced'),
+    writers,
+    outcomes,
+    options.clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY,
+    options.signal,
+  );
   const byCluster = new Map<string, GuestPlan[]>();
   for (const guest of plan.guests) {
     const untouched = resultWithoutApply(guest);
-    if (untouched && options.unread?.has(`${guest.cluster}/${guest.vmid}`)) {
+    if (untouched && options.unread?.has(guest.key)) {
       results.push({ ...untouched, status: 'failed', error: `not read at plan time: ${guest.errors.join('; ')}`, retryable: true });
     } else if (untouched) {
       results.push(untouched);
@@ -156,9 +204,21 @@ export async function executePlan(
     }),
   );
 
-  const order = new Map(plan.guests.map((g, i) => [`${g.cluster}/${g.vmid}`, i]));
-  results.sort((a, b) => (order.get(`${a.cluster}/${a.vmid}`) ?? 0) - (order.get(`${b.cluster}/${b.vmid}`) ?? 0));
+  const order = new Map(plan.guests.map((g, i) => [g.key, i]));
+  const keyOf = (r: GuestApplyResult): string => guestKeyText(r.cluster, r.vmid);
+  results.sort((a, b) => (order.get(keyOf(a)) ?? 0) - (order.get(keyOf(b)) ?? 0));
+  for (const r of results) outcomes.set(keyOf(r), r.status);
+  objectResults.push(
+    ...(await applyObjectPhase(
+      inPhase('guest-parts'),
+      writers,
+      outcomes,
+      options.clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY,
+      options.signal,
+    )),
+  );
   const result: ApplyResult = { version: 1, startedAt, finishedAt: clock().toISOString(), guests: results };
+  if (objectResults.length > 0) result.objects = objectResults;
   if (options.ref !== undefined) result.ref = options.ref;
   return result;
 }
