@@ -139,6 +139,10 @@ export interface ObservedCluster {
    * cannot see it. A VMID missing here was not asked about.
    */
   unlisted?: Record<number, boolean>;
+  /** What each kind other than the guest read for the plan, by kind name (`KindModule.observe`). */
+  objects?: Record<string, unknown>;
+  /** Kinds whose read failed, with the reason. */
+  objectErrors?: Record<string, string>;
 }
 
 export interface ObservedState {
