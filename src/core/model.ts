@@ -260,6 +260,11 @@ export interface ObjectOperation {
 export interface ObjectPlan extends ItemEnvelope<ObjectOperation> {
   /** Keys of items that must have applied before this one (a pool member's guest). */
   after?: string[];
+  /**
+   * Set on a pull request's plan when the item follows a guest whose live values are withheld
+   * (`GuestPlan.liveWithheld`): renderings for the pull request withhold its live values too.
+   */
+  liveWithheld?: boolean;
   payload: Record<string, unknown>;
 }
 

@@ -283,6 +283,11 @@ export function planSpecs(input: PlanInput): Plan {
     guestPlans: plan.guests,
   });
   plan.objects = objects.items;
+  if (input.withholdUnowned) {
+    // An item that follows a guest whose live values are withheld (its pool membership) is withheld too.
+    const withheld = new Set(plan.guests.filter((g) => g.liveWithheld === true).map((g) => g.key));
+    for (const item of plan.objects) if (item.after?.some((key) => withheld.has(key))) item.liveWithheld = true;
+  }
   for (const error of objects.errors) plan.errors.push(error);
   plan.summary = summarise(plan.guests, plan.objects);
   return plan;
