@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { ApplyResult } from '../core/apply-result.js';
-import { countApplyResult } from '../core/apply-result.js';
+import { allResults, countApplyResult } from '../core/apply-result.js';
 import type { Plan } from '../core/model.js';
 import { planErrorLines, planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderApplyMarkdown, renderApplyText } from '../core/render/render-apply.js';
@@ -166,7 +166,7 @@ export const applyCommand: Command = {
           ? `${renderApplyMarkdown(result)}\n`
           : renderApplyText(result, { color: useColor(io, flags.out !== undefined) });
     await emit(text, flags.out, io);
-    const counts = countApplyResult(result.guests);
+    const counts = countApplyResult(allResults(result));
     return counts.conflict + counts.failed > 0 ? 1 : 0;
   },
 };

@@ -5,6 +5,8 @@ import type { ClusterReader } from '../core/ports.js';
 import { GuestNotFoundError } from '../core/port-errors.js';
 import { Semaphore } from '../util/semaphore.js';
 import { errorMessage } from '../util/error-message.js';
+import { OBJECT_KINDS } from '../core/kinds/registry.js';
+import { kindConcerns } from '../core/plan/plan-objects.js';
 
 /** Options of {@link observeClusters}. */
 export interface ObserveOptions {
@@ -137,8 +139,45 @@ export async function observeClusters(
         options.onProgress?.({ cluster: name, read, total: wanted.length });
       };
       await Promise.all(wanted.map((listed) => bounded(() => readOne(listed))));
+      await observeObjects(reader, name, specs, cluster);
       state.clusters[name] = cluster;
     }),
   );
   return state;
+}
+
+/**
+ * Reads, for each kind other than the guest that has documents or guest keys on the cluster, what
+ * its plan needs, through the kind's port (core/kinds/kind.ts). A kind with nothing on the cluster
+ * costs no request; a failed read is recorded for the plan to report.
+ */
+async function observeObjects(
+  reader: ClusterReader,
+  cluster: string,
+  specs: { head: SpecSet; base?: SpecSet },
+  into: ObservedCluster,
+): Promise<void> {
+  const ofCluster = <T extends { cluster: string }>(list: readonly T[] | undefined): T[] =>
+    (list ?? []).filter((x) => x.cluster === cluster);
+  await Promise.all(
+    OBJECT_KINDS.filter((kind) => kindConcerns(kind, cluster, [specs.head, specs.base])).map(async (kind) => {
+      const port = reader.kindPort?.(kind.name);
+      if (port === undefined) {
+        (into.objectErrors ??= {})[kind.name] = `the connection has no ${kind.name} adapter`;
+        return;
+      }
+      try {
+        const observed = await kind.observe(port, {
+          cluster,
+          head: ofCluster(specs.head.objects).filter((o) => o.kind === kind.name),
+          base: ofCluster(specs.base?.objects).filter((o) => o.kind === kind.name),
+          headGuests: ofCluster(specs.head.guests),
+          baseGuests: ofCluster(specs.base?.guests),
+        });
+        (into.objects ??= {})[kind.name] = observed;
+      } catch (err) {
+        (into.objectErrors ??= {})[kind.name] = errorMessage(err);
+      }
+    }),
+  );
 }
