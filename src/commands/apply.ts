@@ -10,7 +10,8 @@ import { renderApplyMarkdown, renderApplyText } from '../core/render/render-appl
 import { parsePlanJson } from '../core/render/render-json.js';
 import { formatSpecError } from '../core/spec/errors.js';
 import { validateStoredPlan } from '../core/spec/validate-stored-plan.js';
-import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
+import type { ApplyEvent } from '../engine/apply-guest.js';
+import { executePlan } from '../engine/execute-plan.js';
 import { observePlan, unreadGuests } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
 import { emit, parseFormat, renderPlan, useColor } from './plan.js';
