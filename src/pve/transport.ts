@@ -3,7 +3,7 @@
  * deadline, bounded concurrency, retries for reads only, and the mapping of every failure to a
  * typed, redacted `PveError`.
  */
-import { Pool } from 'undici';
+import { Pool, poolRequest } from './undici-parts.js';
 import {
   PveError,
   PveReadOnlyError,
@@ -219,7 +219,7 @@ export class PveTransport {
     const slow = this.#watchSlow(method, path, started);
     let status = 0;
     try {
-      const response = await this.#pool.request({
+      const response = await poolRequest(this.#pool, {
         method,
         path: fullPath,
         headers,
