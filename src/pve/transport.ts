@@ -249,7 +249,8 @@ export class PveTransport {
       });
       const text = await response.body.text();
       status = response.statusCode;
-      this.#log.debug({ cluster: this.cluster, method, path, status, ms: Date.now() - started }, 'proxmox request');
+      if (this.#log !== NO_LOGGER)
+        this.#log.debug({ cluster: this.cluster, method, path, status, ms: Date.now() - started }, 'proxmox request');
       if (status >= 200 && status < 300) return this.#parseEnvelope(method, path, status, text);
       const error = parsePveError(status, method, path, this.#redact(response.statusText ?? ''), this.#redact(text), sent);
       error.cluster = this.cluster;
@@ -282,6 +283,8 @@ export class PveTransport {
     } catch {
       throw new PveError(`response is not JSON (HTTP ${status}, ${text.length} bytes)`, this.init(method, path, status));
     }
+    // Every answer comes here: one of the envelope's shape is used as parsed, without the schema's copy.
+    if (isEnvelope(body)) return body;
     const parsed = Envelope.safeParse(body);
     if (!parsed.success) throw new PveError('response has no data envelope', this.init(method, path, status));
     return parsed.data;
@@ -319,6 +322,13 @@ function isRetryableRead(err: unknown): boolean {
   if (err instanceof PveTlsError || !(err instanceof PveError)) return false;
   if (err.status === 500) return err.constructor === PveError && err.message === TRANSIENT_500_MESSAGE;
   return TRANSIENT_STATUSES.has(err.status);
+}
+
+/** An answer `Envelope` accepts as it is: an object with `data`, and a numeric `total` if any. */
+function isEnvelope(body: unknown): body is Envelope {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('data' in body)) return false;
+  const total = (body as { total?: unknown }).total;
+  return total === undefined || (typeof total === 'number' && Number.isFinite(total));
 }
 
 function errorCode(err: unknown): string | undefined {
