@@ -4,8 +4,9 @@
  * after the handshake and before undici gets the socket, so no request byte (and no token) ever
  * reaches a server that presented another certificate.
  */
-import type { TLSSocket } from 'node:tls';
-import { buildConnector } from 'undici';
+import { createSecureContext, type SecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+import type { buildConnector as BuildConnector } from 'undici';
+import { buildConnector } from './undici-parts.js';
 
 /** How to trust the server. At most one mode applies: fingerprint, then ca, then insecure. */
 export interface TlsPolicy {
@@ -59,21 +60,44 @@ export function normaliseFingerprint(fingerprint: string): string {
 }
 
 /** undici's connector type: `(options, callback) => socket`. */
-export type Connector = buildConnector.connector;
+export type Connector = BuildConnector.connector;
 
 /** Builds the undici connector for a policy; `timeoutMs` bounds TCP connect plus handshake. */
 export function createConnector(policy: TlsPolicy, timeoutMs: number): Connector {
   if (policy.fingerprint !== undefined) return pinnedConnector(normaliseFingerprint(policy.fingerprint), timeoutMs);
-  if (policy.ca !== undefined) return buildConnector({ ca: policy.ca, timeout: timeoutMs });
-  if (policy.insecure === true) return buildConnector({ rejectUnauthorized: false, timeout: timeoutMs });
-  return buildConnector({ timeout: timeoutMs });
+  if (policy.ca !== undefined) return sharedContextConnector({ ca: policy.ca }, { timeout: timeoutMs });
+  if (policy.insecure === true) return sharedContextConnector({}, { rejectUnauthorized: false, timeout: timeoutMs });
+  return sharedContextConnector({}, { timeout: timeoutMs });
+}
+
+/**
+ * A connector whose sockets share one TLS context, made on the first connection. Given TLS
+ * options instead, `tls.connect` makes a context per socket — with a CA, a certificate store of
+ * its own built each time — for every connection of the pool. A context that cannot be made (a
+ * CA that is not PEM) fails each connection as `tls.connect` would have.
+ */
+function sharedContextConnector(context: SecureContextOptions, options: BuildConnector.BuildOptions): Connector {
+  let shared: SecureContext | undefined;
+  let base: Connector | undefined;
+  return (connect, callback) => {
+    if (!base) {
+      try {
+        shared = createSecureContext(context);
+      } catch (error) {
+        callback(error instanceof Error ? error : new Error(String(error)), null);
+        return undefined as unknown as ReturnType<Connector>;
+      }
+      base = buildConnector({ ...options, secureContext: shared });
+    }
+    return base(connect, callback);
+  };
 }
 
 function pinnedConnector(expected: string, timeoutMs: number): Connector {
   // The chain and hostname are not verified here on purpose: a pin names exactly one
   // certificate, which is what Proxmox's self-signed node certificates need. Session reuse is
-  // off so every connection presents its certificate again.
-  const base = buildConnector({ rejectUnauthorized: false, maxCachedSessions: 0, timeout: timeoutMs });
+  // off so every connection presents its certificate again. One TLS context serves every socket.
+  const base = sharedContextConnector({}, { rejectUnauthorized: false, maxCachedSessions: 0, timeout: timeoutMs });
   return (options, callback) =>
     base(options, (err, socket) => {
       if (err !== null || socket === null) {

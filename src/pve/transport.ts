@@ -3,7 +3,8 @@
  * deadline, bounded concurrency, retries for reads only, and the mapping of every failure to a
  * typed, redacted `PveError`.
  */
-import { Pool } from 'undici';
+import { EventEmitter } from 'node:events';
+import { Pool, poolRequest } from './undici-parts.js';
 import {
   PveError,
   PveReadOnlyError,
@@ -102,6 +103,23 @@ class RequestTimeout extends Error {
   override name = 'RequestTimeout';
 }
 
+/**
+ * The deadline of one attempt, as the signal undici aborts the request by: undici takes an
+ * EventEmitter with `aborted` and `reason` as well as an AbortSignal, and an AbortController (an
+ * EventTarget) per request cost about a tenth of a drift's time in its transport.
+ */
+class Deadline extends EventEmitter {
+  aborted = false;
+  reason: unknown;
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+}
+
 /** Sends API requests to one cluster. */
 export class PveTransport {
   readonly cluster: string;
@@ -151,8 +169,11 @@ export class PveTransport {
     this.#pool = new Pool(origin.origin, {
       connections: concurrency,
       pipelining: 1,
-      headersTimeout: this.#timeoutMs,
-      bodyTimeout: this.#timeoutMs,
+      // Each attempt's own deadline (timeoutMs for the whole answer) is stricter than undici's
+      // timeouts for the headers and between body chunks, and starts earlier: they would only
+      // add two timers per request.
+      headersTimeout: 0,
+      bodyTimeout: 0,
       connect: createConnector({ ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure }, connectTimeoutMs),
     });
   }
@@ -213,29 +234,30 @@ export class PveTransport {
     if (!inQuery) headers['content-type'] = 'application/x-www-form-urlencoded';
     const fullPath = `/api2/json${path}${inQuery && encoded ? `?${encoded}` : ''}`;
 
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new RequestTimeout()), this.#timeoutMs);
+    const deadline = new Deadline();
+    const timer = setTimeout(() => deadline.abort(new RequestTimeout()), this.#timeoutMs);
     const started = Date.now();
     const slow = this.#watchSlow(method, path, started);
     let status = 0;
     try {
-      const response = await this.#pool.request({
+      const response = await poolRequest(this.#pool, {
         method,
         path: fullPath,
         headers,
         body: inQuery ? undefined : encoded,
-        signal: controller.signal,
+        signal: deadline,
       });
       const text = await response.body.text();
       status = response.statusCode;
-      this.#log.debug({ cluster: this.cluster, method, path, status, ms: Date.now() - started }, 'proxmox request');
+      if (this.#log !== NO_LOGGER)
+        this.#log.debug({ cluster: this.cluster, method, path, status, ms: Date.now() - started }, 'proxmox request');
       if (status >= 200 && status < 300) return this.#parseEnvelope(method, path, status, text);
       const error = parsePveError(status, method, path, this.#redact(response.statusText ?? ''), this.#redact(text), sent);
       error.cluster = this.cluster;
       throw error;
     } catch (err) {
       if (err instanceof PveError) throw err;
-      throw this.#transportError(err, method, path, controller.signal.reason instanceof RequestTimeout);
+      throw this.#transportError(err, method, path, deadline.reason instanceof RequestTimeout);
     } finally {
       clearTimeout(timer);
       if (slow) clearInterval(slow);
@@ -261,6 +283,8 @@ export class PveTransport {
     } catch {
       throw new PveError(`response is not JSON (HTTP ${status}, ${text.length} bytes)`, this.init(method, path, status));
     }
+    // Every answer comes here: one of the envelope's shape is used as parsed, without the schema's copy.
+    if (isEnvelope(body)) return body;
     const parsed = Envelope.safeParse(body);
     if (!parsed.success) throw new PveError('response has no data envelope', this.init(method, path, status));
     return parsed.data;
@@ -298,6 +322,13 @@ function isRetryableRead(err: unknown): boolean {
   if (err instanceof PveTlsError || !(err instanceof PveError)) return false;
   if (err.status === 500) return err.constructor === PveError && err.message === TRANSIENT_500_MESSAGE;
   return TRANSIENT_STATUSES.has(err.status);
+}
+
+/** An answer `Envelope` accepts as it is: an object with `data`, and a numeric `total` if any. */
+function isEnvelope(body: unknown): body is Envelope {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || !('data' in body)) return false;
+  const total = (body as { total?: unknown }).total;
+  return total === undefined || (typeof total === 'number' && Number.isFinite(total));
 }
 
 function errorCode(err: unknown): string | undefined {

@@ -4,9 +4,10 @@
  * handler fails, Probot answers 500, and GitHub's redelivery can try again — never a 2xx for a lost
  * job. The Redis connection behind it fails fast (no offline queue, few retries): see `src/server`.
  */
-import type { JobsOptions, Queue } from 'bullmq';
-import { deliveryJobId, type PlanQueueJob } from './schema.js';
-import type { NewestHeads } from './newest-head.js';
+import { Job, type JobsOptions, type Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { deliveryJobId, type PlanJobData, type PlanQueueJob } from './schema.js';
+import { NEWER_KNOWN, type NewestHeads, RECORDED } from './newest-head.js';
 
 /** Completed and failed jobs are kept this long, so a delivery sent again within it is recognised. */
 export const KEEP_JOBS_SECONDS = 24 * 3600;
@@ -32,6 +33,12 @@ export interface JobProducer {
   enqueue(job: PlanQueueJob, options?: { jobId?: string }): Promise<string>;
   /** Records a pull request's head (see `NewestHeads.record`); false when a newer one is known. */
   recordHead(repoId: number, pr: number, sha: string, updatedAt: string): Promise<boolean>;
+  /**
+   * Records the plan job's head as of `updatedAt` and adds the job — unless a newer head of the
+   * pull request is known: then resolves undefined and leaves no job of this delivery. Throws
+   * when Redis cannot take it.
+   */
+  enqueueIfNewest(job: PlanJobData, updatedAt: string): Promise<string | undefined>;
 }
 
 /**
@@ -59,5 +66,38 @@ export class PlanQueueProducer implements JobProducer {
 
   recordHead(repoId: number, pr: number, sha: string, updatedAt: string): Promise<boolean> {
     return this.heads.record(repoId, pr, sha, updatedAt);
+  }
+
+  /**
+   * One Redis round trip per delivery: the head's record and the job's add are sent together on
+   * the queue's connection, which Redis answers in order, where `recordHead` then `enqueue` waited
+   * for one answer before sending the next — under a burst of deliveries each round trip is one
+   * more turn of the event loop with the delivery's payload alive. (Not an ioredis pipeline: with
+   * BullMQ's scripts defined on the connection, making one costs more than the round trip it saves.)
+   * The add cannot depend on the record, so when a newer head is known (an older push delivered
+   * late: rare) the job the add just created is removed again before the delivery is answered; a
+   * worker that took it meanwhile drops it (not the newest head). A job of this delivery that was
+   * there before (GitHub sent it again) is left as it was.
+   */
+  async enqueueIfNewest(job: PlanJobData, updatedAt: string): Promise<string | undefined> {
+    const jobId = deliveryJobId(job.kind, job.deliveryId);
+    // The queue's own connection: Redis runs the record before the add, so the record's check of
+    // the job's key sees whether the job was there before the add.
+    const client = (await this.queue.getBackend().client) as unknown as Redis;
+    const recorded = this.heads.recordFor(
+      client,
+      { repoId: job.repo.id, pr: job.pr, sha: job.headSha, updatedAt },
+      this.queue.toKey(jobId),
+    );
+    const added = new Job(this.queue, job.kind, job, { ...this.queue.defaultJobOptions, ...PLAN_JOB_OPTIONS, jobId }, jobId);
+    // Both commands are written before either answer is awaited (addJob sends its script at once).
+    const [outcome] = await Promise.all([recorded, added.addJob(client as unknown as Parameters<Job['addJob']>[0])]);
+    if (outcome === RECORDED) {
+      // What `Queue.add` tells its listeners (the deliveries metric counts an enqueue by it).
+      this.queue.emit('waiting', added);
+      return jobId;
+    }
+    if (outcome === NEWER_KNOWN) await this.queue.remove(jobId);
+    return undefined;
   }
 }

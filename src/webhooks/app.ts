@@ -1,6 +1,6 @@
 /**
  * The Probot app: thin webhook handlers that filter, record the pull request's newest head and
- * enqueue — in milliseconds, one or two Redis round trips. They never talk to Proxmox, never read
+ * enqueue — in milliseconds, one Redis round trip. They never talk to Proxmox, never read
  * the specs and never write to GitHub; permission checks, planning and posting happen in the
  * worker (`src/queue/plan/plan-worker.ts`). A handler that cannot enqueue throws: Probot answers 500
  * and GitHub's redelivery can try again. Every other event the App receives is answered 200 and
@@ -50,27 +50,31 @@ async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS
   const installationId = payload.installation?.id;
   if (installationId === undefined) return;
   const pr = payload.pull_request;
-  const repo = repoRef(payload.repository);
-  const newest = await deps.producer.recordHead(repo.id, pr.number, pr.head.sha, pr.updated_at);
-  if (!newest) {
-    context.log.info({ pr: pr.number, head: pr.head.sha }, 'a newer head of this pull request is known: not planned');
+  const log = { pr: pr.number, head: pr.head.sha };
+  // One Redis round trip records the head and adds the job (skipped when a newer head is known);
+  // the job holds the few fields it needs, not the payload.
+  const jobId = await deps.producer.enqueueIfNewest(
+    {
+      kind: 'plan',
+      installationId,
+      repo: repoRef(payload.repository),
+      deliveryId: context.id,
+      pr: pr.number,
+      headSha: pr.head.sha,
+      baseSha: pr.base.sha,
+      baseRef: pr.base.ref,
+      draft: pr.draft === true,
+      reason: retargeted ? 'retargeted' : (payload.action as PlanReason),
+      // A deleted fork leaves `head.repo` null: still not this repository.
+      ...(pr.head.repo?.id !== payload.repository.id ? { fork: true } : {}),
+    },
+    pr.updated_at,
+  );
+  if (jobId === undefined) {
+    context.log.info(log, 'a newer head of this pull request is known: not planned');
     return;
   }
-  const jobId = await deps.producer.enqueue({
-    kind: 'plan',
-    installationId,
-    repo,
-    deliveryId: context.id,
-    pr: pr.number,
-    headSha: pr.head.sha,
-    baseSha: pr.base.sha,
-    baseRef: pr.base.ref,
-    draft: pr.draft === true,
-    reason: retargeted ? 'retargeted' : (payload.action as PlanReason),
-    // A deleted fork leaves `head.repo` null: still not this repository.
-    ...(pr.head.repo?.id !== payload.repository.id ? { fork: true } : {}),
-  });
-  context.log.info({ pr: pr.number, head: pr.head.sha, jobId }, 'plan enqueued');
+  context.log.info({ ...log, jobId }, 'plan enqueued');
 }
 
 async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request.closed'>): Promise<void> {

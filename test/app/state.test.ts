@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { makeGuestPlan, makePlan } from '../helpers/factories.js';
+import { PlanQueueProducer } from '../../src/queue/enqueue.js';
 import { NewestHeads } from '../../src/queue/newest-head.js';
+import type { PlanJobData } from '../../src/queue/schema.js';
 import { PlanStore } from '../../src/queue/plan/plan-store.js';
 import { acquireLock, withLock } from '../../src/queue/redis-lock.js';
 
@@ -33,6 +36,46 @@ describe('newest heads', () => {
     // Another pull request, another repository: their own heads.
     expect(await heads.get(1, 3)).toBeUndefined();
     expect(await heads.get(9, 2)).toBeUndefined();
+  });
+});
+
+describe('enqueueing a plan with its head', () => {
+  const planJob = (deliveryId: string, head: string): PlanJobData => ({
+    kind: 'plan',
+    installationId: 1,
+    repo: { id: 1, owner: 'acme', name: 'estate' },
+    deliveryId,
+    pr: 2,
+    headSha: sha(head),
+    baseSha: sha('f'),
+    baseRef: 'main',
+    draft: false,
+    reason: 'synchronize',
+  });
+
+  it('records the head and adds the job in one pipeline; an older head delivered late leaves no job, a job there before stays', async () => {
+    const queue = new Queue('plan', { connection: redis, prefix: `${prefix}:q` });
+    try {
+      const heads = new NewestHeads(redis, prefix);
+      const producer = new PlanQueueProducer(queue, heads);
+      let waiting = 0;
+      queue.on('waiting', () => (waiting += 1));
+      expect(await producer.enqueueIfNewest(planJob('d1', 'a'), '2030-01-01T00:00:01Z')).toBe('plan-d1');
+      expect(await heads.get(1, 2)).toBe(sha('a'));
+      expect(await producer.enqueueIfNewest(planJob('d2', 'b'), '2030-01-01T00:00:03Z')).toBe('plan-d2');
+      // Delivered late: an older push, and d1 sent again after the newer head was recorded.
+      expect(await producer.enqueueIfNewest(planJob('d3', 'c'), '2030-01-01T00:00:02Z')).toBeUndefined();
+      expect(await producer.enqueueIfNewest(planJob('d1', 'a'), '2030-01-01T00:00:01Z')).toBeUndefined();
+      expect(await heads.get(1, 2)).toBe(sha('b'));
+      expect((await queue.getJobs(['waiting'])).map((job) => job.id).sort()).toEqual(['plan-d1', 'plan-d2']);
+      expect((await queue.getJob('plan-d1'))?.data).toEqual(planJob('d1', 'a'));
+      expect((await queue.getJob('plan-d2'))?.opts).toMatchObject({ attempts: 3 });
+      expect(waiting).toBe(2);
+      await expect(producer.enqueueIfNewest(planJob('d4', 'd'), 'yesterday')).rejects.toThrow(/is not a time/);
+      expect(await queue.getJob('plan-d4')).toBeUndefined();
+    } finally {
+      await queue.close();
+    }
   });
 });
 

@@ -428,3 +428,24 @@ describe('close', () => {
     expect(server.requests).toHaveLength(1);
   });
 });
+
+describe('the answer envelope', () => {
+  it('takes `data` (and a numeric `total`) as answered, and refuses an answer without the envelope', async () => {
+    const answers: unknown[] = [
+      { data: [1, 2], total: 2, extra: 'kept' },
+      { data: null },
+      { total: 2 },
+      { data: 1, total: 'two' },
+      [1],
+      'text',
+    ];
+    const { client } = await setup((_req, res, _body, n) => sendJson(res, 200, answers[n]));
+    await expect(client.request('GET', '/a')).resolves.toEqual([1, 2]);
+    await expect(client.request('GET', '/a')).resolves.toBeNull();
+    for (let n = 2; n < answers.length; n++) {
+      const err = await client.request('GET', '/a').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PveError);
+      expect((err as PveError).message).toBe('response has no data envelope');
+    }
+  });
+});
