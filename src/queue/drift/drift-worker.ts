@@ -35,7 +35,7 @@ import type { DriftStore } from './drift-store.js';
 import { acquireLock, type HeldLock } from '../redis-lock.js';
 import { type DriftJobData, DriftQueueJob } from '../schema.js';
 
-/** What the drift worker needs; constructed by the composition root (`src/server/serve.ts`). */
+/** What the drift worker needs; constructed by the worker role (`src/server/worker-role.ts`). */
 export interface DriftWorkerDeps {
   logger: Logger;
   redis: Redis;

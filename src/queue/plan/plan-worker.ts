@@ -20,7 +20,7 @@ import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refre
 import type { PlanStore } from './plan-store.js';
 import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from '../schema.js';
 
-/** What the plan worker needs; constructed by the composition root (`src/server/serve.ts`). */
+/** What the plan worker needs; constructed by the worker role (`src/server/worker-role.ts`). */
 export interface PlanWorkerDeps {
   logger: Logger;
   redis: Redis;
