@@ -187,9 +187,6 @@ function parseHostAccess(value: string | undefined, what: string): HostAccessRul
   });
 }
 
-/** The environment-variable prefix of a cluster; the rule lives in the core, where spec validation uses it too. */
-export { envPrefix };
-
 async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, ClusterConnection>> {
   const full = resolve(cwd, path);
   let text: string;

@@ -1,6 +1,7 @@
 import type { PveLogger, PveResponseEvent } from '../pve/client.js';
 import type { SpecSet } from '../core/model.js';
-import { type ClusterConnection, envPrefix, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
+import { type ClusterConnection, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
+import { envPrefix } from '../core/cluster-name.js';
 import { type OpenClusters, openClusters } from './open-clusters.js';
 
 /** Clusters the specs name but the server has no connection for. */

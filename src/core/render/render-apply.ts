@@ -16,7 +16,8 @@ import {
 } from '../apply-result.js';
 import { assertMarker, codeSpan, escapeHtml, escapeText, markdownTable, resolveMaxChars, safeUrl, fitSection } from './markdown-format.js';
 import { compareByName, plural } from './plan-labels.js';
-import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
+import { SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { isSensitiveKey } from '../key-rules.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
 /** Options of {@link renderApplyMarkdown}. */

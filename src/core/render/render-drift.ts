@@ -9,7 +9,8 @@ import type { DriftFinding, DriftGuest, DriftReport, ExpiredAllow, GuestProblem,
 import type { SourceRef } from '../model.js';
 import { assertMarker, codeSpan, escapeText, fitList, fitSection, markdownTable, resolveMaxChars, shorten } from './markdown-format.js';
 import { plural } from './plan-labels.js';
-import { isSensitiveKey, SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { isSensitiveKey } from '../key-rules.js';
 
 /** Start of the hidden marker of the drift report issue; the content hash follows it. */
 export const DRIFT_MARKER_PREFIX = '<!-- pve-gitops:drift-report';

@@ -30,8 +30,8 @@ import {
   INSECURE_LABEL,
   plural,
 } from './plan-labels.js';
-import { isSensitiveKey } from './sensitive.js';
-import { LIVE_WITHHELD } from './withhold-live.js';
+import { isSensitiveKey } from '../key-rules.js';
+import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
 /** Options of {@link renderPlanMarkdown}. */
 export interface PlanMarkdownOptions {

@@ -1,8 +1,5 @@
 import { isSensitiveKey } from '../key-rules.js';
 
-/** Which keys are secrets is decided in the key-rules registry. */
-export { isSensitiveKey, SENSITIVE_KEY_RE } from '../key-rules.js';
-
 /** What the reader may see of `value`: `(sensitive)` for secrets; undefined stays undefined (unset). */
 export function visibleValue(key: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;

@@ -2,14 +2,12 @@
  * Which config keys a spec may set, per guest type, from Proxmox's own API schema
  * (`PUT /nodes/{node}/{qemu|lxc}/{vmid}/config`) plus what the product decides about them.
  */
-import { configEndpoint, defaultSubKey, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
+import { configEndpoint, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
 import { hostAccessOf } from '../key-rules.js';
 import type { GuestType } from '../guest-flavours.js';
 import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { NearestNames } from './nearest-name.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
-
-export { defaultSubKey, type OptionSchema };
 
 /** The config endpoint's parameters for a guest type. */
 export function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {

@@ -13,7 +13,8 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { ClusterConfigError, envPrefix } from '../../connections/cluster-connections.js';
+import { ClusterConfigError } from '../../connections/cluster-connections.js';
+import { envPrefix } from '../../core/cluster-name.js';
 import { type ConnectOptions, clusterNames, configuredConnections, connectReadable } from '../../connections/connect.js';
 import type { OpenClusters } from '../../connections/open-clusters.js';
 import {

@@ -7,7 +7,8 @@
 import type { RequestContext } from '../context.js';
 import { DieError, ParamError } from '../errors.js';
 import type { Guest } from './guest.js';
-import { formatSize, isCdrom, optionFormat, parseOption, parseSize, parseVolumeId, printPropertyString } from '../property-format.js';
+import { formatSize, optionFormat, parseOption, parseSize, parseVolumeId, printPropertyString } from '../property-format.js';
+import { isCdrom } from '../../../core/hotplug.js';
 import { TaskFailure, type TaskContext } from '../tasks.js';
 import { flavourOf } from './flavours.js';
 

@@ -8,7 +8,8 @@ import type { GuestType } from '../../../core/guest-flavours.js';
 import { paramSchema } from '../../../core/proxmox-params.js';
 import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from '../config-file.js';
 import { flavourOf } from './flavours.js';
-import { configEndpoint, parseSize, parseOption } from '../property-format.js';
+import { parseSize, parseOption } from '../property-format.js';
+import { configEndpoint } from '../../../core/config-options.js';
 
 /** A JSON value of a config view. */
 export type JsonConfigValue = string | number | [string, string][];
