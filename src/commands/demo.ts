@@ -30,18 +30,12 @@ function heading(io: CommandIO, step: number, title: string, explain: string): v
   io.stdout.write(`\n━━ ${step}. ${title}\n${explain}\n\n`);
 }
 
-/** What the demo started, so the caller (or a test) can look at the clusters. */
-export interface DemoClusters {
-  lab: RunningSimulator;
-  prod: RunningSimulator;
-}
-
 /**
  * The whole story on simulated clusters, nothing to set up: a lived-in estate, a plan of the
  * example specs, the apply, a second plan that is empty, an operator's change made outside git,
  * the drift report that finds it, and the plan that would revert it.
  */
-export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?: number; latencyMs?: number } = {}): Promise<number> {
+async function runDemo(io: CommandIO, options: { specs?: string; taskMs?: number; latencyMs?: number } = {}): Promise<number> {
   const specs = options.specs ?? bundledSpecs();
   const started: RunningSimulator[] = [];
   const work = await mkdtemp(join(tmpdir(), 'pve-gitops-demo-'));

@@ -11,7 +11,7 @@ import { parseFlags, UsageError } from './args.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
-export type Format = PlanFormat;
+type Format = PlanFormat;
 
 export function parseFormat(value: string): Format {
   const format = planFormat(value);

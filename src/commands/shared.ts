@@ -52,7 +52,7 @@ export function reportInvalidSpecs(io: CommandIO, errorLines: readonly string[],
  * The CLI's diagnostic log: JSON lines on stderr, silent unless PVE_GITOPS_LOG_LEVEL asks
  * (`debug` shows every Proxmox request with its status and time).
  */
-export async function commandLogger(io: CommandIO): Promise<Logger | undefined> {
+async function commandLogger(io: CommandIO): Promise<Logger | undefined> {
   const level = io.env.PVE_GITOPS_LOG_LEVEL;
   if (!level || level === 'silent') return undefined;
   const { createLogger } = await import('../logger.js');

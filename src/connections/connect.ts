@@ -31,7 +31,7 @@ export class RepositoryNotAllowedError extends Error {
  * Why `repository` may not use `cluster`: names the setting, never the repositories it allows
  * (another repository's name is not this one's business).
  */
-export function repositoryRefusal(cluster: string, repository: string): string {
+function repositoryRefusal(cluster: string, repository: string): string {
   return `repository ${repository} may not use cluster '${cluster}': the server's ${envPrefix(cluster)}REPOSITORIES (or repositories: in the connections file) does not name it`;
 }
 

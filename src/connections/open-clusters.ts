@@ -7,7 +7,7 @@ import { PveClusterAdapter } from '../pve/cluster-adapter.js';
  * Requests in flight per cluster unless configured: enough that a drift read of 1,000 guests at
  * 20 ms round trip takes about 1.3 s, few enough for pveproxy's small worker pool.
  */
-export const DEFAULT_CONCURRENCY = 16;
+const DEFAULT_CONCURRENCY = 16;
 
 /** Adapters for a set of clusters, closed together. */
 export interface OpenClusters {
@@ -22,7 +22,7 @@ export interface OpenClusters {
 }
 
 /** Options of {@link openClusters}. */
-export interface OpenClustersOptions {
+interface OpenClustersOptions {
   /** Gets every client's request log lines (each carries its `cluster`). */
   logger?: PveLogger;
   warn?: (message: string) => void;

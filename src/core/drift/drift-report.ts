@@ -27,7 +27,7 @@ export interface DriftAllow {
 }
 
 /** What kind of difference a finding is. */
-export type FindingKind = 'config' | 'power' | 'missing' | 'orphan' | 'unowned';
+type FindingKind = 'config' | 'power' | 'missing' | 'orphan' | 'unowned';
 
 /** One difference on one guest. */
 export interface DriftFinding {
@@ -79,7 +79,7 @@ export interface GuestProblem {
 }
 
 /** Per cluster: whether it was read, and what was found there. */
-export interface ClusterStatus {
+interface ClusterStatus {
   name: string;
   /** Why the cluster could not be read; undefined when it was. */
   unreadable?: string;
@@ -125,7 +125,7 @@ export interface DriftReport {
 }
 
 /** Inputs of {@link buildDriftReport}. */
-export interface DriftReportInput {
+interface DriftReportInput {
   /** The drift plan: every owned guest of every cluster planned with the specs as their own base. */
   plan: Plan;
   /** What the plan was made from (the listings hold the unowned guests). */
@@ -139,7 +139,7 @@ export interface DriftReportInput {
 }
 
 /** The id of a finding: stable across runs for the same guest and key. */
-export function findingId(cluster: string, vmid: number, key: string): string {
+function findingId(cluster: string, vmid: number, key: string): string {
   return `${guestKey(cluster, vmid)}#${key}`;
 }
 
@@ -149,7 +149,7 @@ function day(now: Date): string {
 }
 
 /** True when the entry's last day is before today (UTC). */
-export function allowExpired(entry: DriftAllow, now: Date): boolean {
+function allowExpired(entry: DriftAllow, now: Date): boolean {
   return entry.expires !== undefined && entry.expires < day(now);
 }
 

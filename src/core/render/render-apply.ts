@@ -21,7 +21,7 @@ import { isSensitiveKey } from '../key-rules.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
 /** Options of {@link renderApplyMarkdown}. */
-export interface ApplyMarkdownOptions {
+interface ApplyMarkdownOptions {
   /** Heading of the comment; default `pve-gitops apply`. */
   title?: string;
   /** Size budget in characters; default 65,000, must be below GitHub's 65,536. */
@@ -259,7 +259,7 @@ export function formatMs(ms: number): string {
 }
 
 /** Options of {@link renderApplyText}. */
-export interface ApplyTextOptions {
+interface ApplyTextOptions {
   /** Colour with ANSI escapes (only for a TTY). */
   color?: boolean;
 }

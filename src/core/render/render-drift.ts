@@ -26,10 +26,10 @@ export function driftMarkerHash(body: string): string | undefined {
 }
 
 /** The CLI command that lists everything a shortened report leaves out. */
-export const FULL_DRIFT_COMMAND = 'pve-gitops drift --format json';
+const FULL_DRIFT_COMMAND = 'pve-gitops drift --format json';
 
 /** Options of {@link renderDriftReport}. */
-export interface DriftRenderOptions {
+interface DriftRenderOptions {
   /** Hidden HTML comment put first (see {@link driftMarker}). */
   marker: string;
   /** A spec file's path in the repository, from its path relative to the spec root. */

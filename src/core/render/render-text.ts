@@ -21,7 +21,7 @@ import { isSensitiveKey } from '../key-rules.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
 /** Options of {@link renderPlanText}. */
-export interface PlanTextOptions {
+interface PlanTextOptions {
   /** Colour with ANSI escapes (only for a TTY). */
   color?: boolean;
 }

@@ -10,7 +10,7 @@ import { NearestNames } from './nearest-name.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
 
 /** The config endpoint's parameters for a guest type. */
-export function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
+function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
   return endpointSchema(configEndpoint(type))?.parameters.properties ?? {};
 }
 
@@ -21,7 +21,7 @@ const API_PARAMETERS = new Set(['delete', 'revert', 'skiplock', 'force', 'backgr
 const TOP_LEVEL_FIELDS = new Set(['vmid', 'node']);
 
 /** Create-only options per guest type (the `create:` schemas): they go under `create:`, not `config:`. */
-export const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
+const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
   qemu: Object.keys(VmCreateOptions.shape),
   lxc: Object.keys(ContainerCreateOptions.shape),
 };

@@ -20,7 +20,7 @@ import { defaultSubKey, type OptionSchema } from '../config-options.js';
 import type { ConfigValue } from './schema.js';
 
 /** A converted value, or why it could not be converted. */
-export type WireResult = { ok: true; value: string } | { ok: false; message: string };
+type WireResult = { ok: true; value: string } | { ok: false; message: string };
 
 /** Options that take a list in Proxmox, and how the list is joined on the wire. */
 const LIST_OPTIONS: Record<string, (items: string[]) => string> = {

@@ -59,7 +59,7 @@ export interface RunningSimulator {
 }
 
 /** Thrown for unusable options (a malformed token, an unknown node in the fixture…). */
-export class SimulatorOptionsError extends Error {
+class SimulatorOptionsError extends Error {
   override readonly name = 'SimulatorOptionsError';
 }
 

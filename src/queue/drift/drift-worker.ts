@@ -37,7 +37,7 @@ import { acquireLock, type HeldLock } from '../redis-lock.js';
 import { type DriftJobData, DriftQueueJob } from '../schema.js';
 
 /** What the drift worker needs; constructed by the worker role (`src/server/worker-role.ts`). */
-export interface DriftWorkerDeps {
+interface DriftWorkerDeps {
   logger: Logger;
   redis: Redis;
   store: DriftStore;
@@ -57,7 +57,7 @@ export interface DriftWorkerDeps {
 }
 
 /** What became of a drift job. */
-export type DriftOutcome =
+type DriftOutcome =
   | 'created'
   | 'updated'
   | 'reopened'

@@ -13,7 +13,7 @@ import { TaskFailure, type TaskContext } from '../tasks.js';
 import { flavourOf } from './flavours.js';
 
 /** A volume option of the guest, parsed, with the format to print it back. */
-export interface DriveParts {
+interface DriveParts {
   format: NonNullable<ReturnType<typeof optionFormat>>;
   data: Record<string, string>;
 }
@@ -96,7 +96,7 @@ export function logRemovedVolumes(log: TaskContext, guest: Guest): void {
 }
 
 /** Volume ids referenced by the main section: what a destroy frees. */
-export function volumesOf(guest: Guest): string[] {
+function volumesOf(guest: Guest): string[] {
   const flavour = flavourOf(guest.type);
   const out: string[] = [];
   for (const [key, value] of guest.main) {
