@@ -1,3 +1,8 @@
+/**
+ * `pve-gitops demo`: the whole story on two simulated clusters, nothing to set up — validate, plan,
+ * apply, plan again, an operator's change outside git, drift, and the plan that reverts it. It runs
+ * the real commands against the bundled simulator and `specs-example/`; it is not a test harness.
+ */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,8 @@
+/**
+ * What several subcommands do alike: load and validate a spec directory (with the limits from the
+ * environment), report invalid specs, open the clusters' connections with progress on stderr. It
+ * holds no subcommand of its own.
+ */
 import type { SpecSet } from '../core/model.js';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';

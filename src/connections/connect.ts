@@ -1,3 +1,9 @@
+/**
+ * From the specs to open clusters: which clusters the specs name, their connections from the
+ * server's environment or a connections file, refusals for a cluster without a connection or a
+ * repository a cluster does not allow, and the opened adapters. Reading the connection settings
+ * themselves is `cluster-connections.ts`; talking to Proxmox is `src/pve`.
+ */
 import type { PveLogger, PveResponseEvent } from '../pve/client.js';
 import type { SpecSet } from '../core/model.js';
 import { type ClusterConnection, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';

@@ -1,3 +1,8 @@
+/**
+ * Opens the Proxmox adapters for a set of configured connections (a client per cluster with its
+ * concurrency and progress notes) and closes them together. It does not decide which clusters to
+ * open or check who may use them (`connect.ts` does).
+ */
 import type { ClusterAccess } from '../core/model.js';
 import { type ClusterConnection, clusterAccess } from './cluster-connections.js';
 import { PveClient, type PveLogger, type PveResponseEvent } from '../pve/client.js';

@@ -1,3 +1,8 @@
+/**
+ * The steps a plan can hold, one entry per operation name in a mapped type (`OPERATIONS`), so a
+ * new operation cannot be added without saying how it is described, summarised and compared. It
+ * does not decide which operations a change needs (the planner does) nor carry them out (the engine).
+ */
 import type { Operation } from './model.js';
 
 /** The names of the steps a plan can hold. */
