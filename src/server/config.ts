@@ -46,7 +46,7 @@ export interface ServerConfig {
   jobLockMs: number;
   /** How often each worker looks for stalled jobs. */
   stalledIntervalMs: number;
-  /** Merge-to-apply (README "Merge to apply"). */
+  /** Merge-to-apply (README "Merge to apply (GitHub App)"). */
   apply: ApplySettings;
   /** Where cluster connections come from, exactly as the CLI reads them (see `connectClusters`). */
   connections: { env: NodeJS.ProcessEnv; cwd: string; file: string | undefined };
