@@ -151,3 +151,75 @@ describe('references to sections of the documentation', () => {
     expect(broken({ from: 'docs/github-app.md', file: 'design.md', anchor: 'the-picture' }, read)).toBeUndefined();
   });
 });
+
+/**
+ * Folders the picture shows ahead of their arrival: the kind registry (`src/core/kinds`) and the
+ * per-kind adapters (`src/pve/kinds`) are being built beside this check. Anything else the
+ * picture shows must exist.
+ */
+const ANNOUNCED = new Set(['src/core/kinds', 'src/pve/kinds']);
+
+/** The folders the tree drawing under "The picture" in docs/design.md shows, as `src/…` paths. */
+function picturedFolders(design: string): string[] {
+  const section = design.split(/^## The picture$/m)[1]?.split(/^## /m)[0] ?? '';
+  const drawing = /^```text\n([\s\S]*?)^```$/m.exec(section)?.[1] ?? '';
+  const folders: string[] = [];
+  const stack: string[] = [];
+  for (const line of drawing.split('\n')) {
+    const m = /^([│├└─\s]*?)([\w.-]+)\/(?:\s|$)/u.exec(line);
+    if (!m) continue;
+    // Each level of the drawing is four columns wide: `│   ├── name/`.
+    const depth = [...(m[1] ?? '')].length / 4;
+    stack.length = depth;
+    stack.push(m[2] ?? '');
+    folders.push(stack.join('/'));
+  }
+  return folders;
+}
+
+function foldersUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((entry) => {
+      const path = `${dir}/${entry.name}`;
+      return [path, ...foldersUnder(path)];
+    });
+}
+
+/** What is wrong between the folders there are and the picture: a folder missing from it, or one it shows that is not there. */
+function pictureProblems(folders: readonly string[], pictured: readonly string[]): string[] {
+  const shown = new Set(pictured);
+  const there = new Set(folders);
+  return [
+    ...folders.filter((f) => !shown.has(f)).map((f) => `${f}: not in the picture of docs/design.md`),
+    ...pictured.filter((f) => !there.has(f) && !ANNOUNCED.has(f)).map((f) => `${f}: in the picture, but there is no such folder`),
+  ];
+}
+
+describe('the picture in docs/design.md', () => {
+  const design = read('docs/design.md');
+
+  it('reads the drawing as paths (the check is not vacuous)', () => {
+    const pictured = picturedFolders(design);
+    expect(pictured[0]).toBe('src');
+    expect(pictured).toContain('src/queue/apply');
+    expect(pictured).toContain('src/pve/sim/kinds/vm');
+    expect(pictured.length).toBeGreaterThan(25);
+  });
+
+  it('shows every folder under src/, and none that is not there', () => {
+    expect(pictureProblems(['src', ...foldersUnder('src')], picturedFolders(design))).toEqual([]);
+  });
+
+  it('fails when a folder is missing from the picture', () => {
+    const without = design.replace(/^.*── config-update\/.*\n/m, '');
+    expect(without).not.toBe(design);
+    expect(pictureProblems(['src', ...foldersUnder('src')], picturedFolders(without))).toEqual([
+      'src/pve/sim/config-update: not in the picture of docs/design.md',
+    ]);
+  });
+
+  it('fails when the picture shows a folder that is not there', () => {
+    expect(pictureProblems(['src'], ['src', 'src/gone'])).toEqual(['src/gone: in the picture, but there is no such folder']);
+  });
+});
