@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/**
+ * The installed `pve-gitops` executable: runs the command line and turns its result into the exit
+ * status, printing an unexpected error on one line. Everything else is `cli.ts`.
+ */
 import { main } from './cli.js';
 import { errorMessage } from './util/error-message.js';
 

@@ -1,3 +1,8 @@
+/**
+ * The command line's entry: the list of subcommands, `--help` and `--version`, and the dispatch
+ * of argv to one subcommand, loaded only when it runs. It knows no subcommand's flags or work
+ * (each lives in `src/commands/`), and does not set the exit status (`bin.ts` does).
+ */
 import { createRequire } from 'node:module';
 import { UsageError } from './commands/args.js';
 import type { Command, CommandIO } from './commands/types.js';

@@ -1,3 +1,7 @@
+/**
+ * The process logger (pino on stderr, JSON) with the log levels a user may choose and the field
+ * paths that are redacted because they may carry a credential. It does not decide what is logged.
+ */
 import { type Logger, pino, stdSerializers } from 'pino';
 
 /** Levels a user may ask for with PVE_GITOPS_LOG_LEVEL. */

@@ -1,3 +1,9 @@
+/**
+ * `pve-gitops apply`: carries out a plan saved with `plan --save`, or a fresh plan after showing it
+ * and asking (or with `--yes`), and reports each guest's result. A guest whose read failed stops only
+ * itself; any other plan error stops the whole apply. How a guest is applied is the engine's
+ * (`src/engine/apply-guest.ts`); this file only decides whether to start and what to print.
+ */
 import { clusterNames } from '../connections/connect.js';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';

@@ -1,3 +1,8 @@
+/**
+ * Flag parsing shared by the subcommands: strict (an unknown flag or a stray argument is a usage
+ * error, printed with the command's usage) on top of `node:util`'s `parseArgs`. No subcommand's
+ * own flags are declared here.
+ */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /** A command-line mistake: printed with the command's usage, exit status 1. */

@@ -1,3 +1,8 @@
+/**
+ * `pve-gitops check`: the connection to every cluster the specs name, before anything is planned —
+ * TLS, both tokens (read and apply) and the privileges the specs will need, the nodes. It reads only;
+ * it neither plans nor writes.
+ */
 import { clusterNames } from '../connections/connect.js';
 import { z } from 'zod';
 import type { ClusterSpec, GuestSpec } from '../core/model.js';

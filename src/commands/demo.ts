@@ -1,3 +1,8 @@
+/**
+ * `pve-gitops demo`: the whole story on two simulated clusters, nothing to set up — validate, plan,
+ * apply, plan again, an operator's change outside git, drift, and the plan that reverts it. It runs
+ * the real commands against the bundled simulator and `specs-example/`; it is not a test harness.
+ */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -5,8 +10,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import labFixture from '../demo/lab-fixture.json' with { type: 'json' };
 import prodFixture from '../demo/prod-fixture.json' with { type: 'json' };
-import { startSimulator, type RunningSimulator, type SimFixture } from '../pve/sim/index.js';
-import { envPrefix } from '../connections/cluster-connections.js';
+import { startSimulator, type RunningSimulator } from '../pve/sim/index.js';
+import type { SimFixture } from '../pve/sim/schema.js';
+import { envPrefix } from '../core/cluster-name.js';
 import { applyCommand } from './apply.js';
 import { intFlag, parseFlags } from './args.js';
 import { driftCommand } from './drift.js';
@@ -29,18 +35,12 @@ function heading(io: CommandIO, step: number, title: string, explain: string): v
   io.stdout.write(`\n━━ ${step}. ${title}\n${explain}\n\n`);
 }
 
-/** What the demo started, so the caller (or a test) can look at the clusters. */
-export interface DemoClusters {
-  lab: RunningSimulator;
-  prod: RunningSimulator;
-}
-
 /**
  * The whole story on simulated clusters, nothing to set up: a lived-in estate, a plan of the
  * example specs, the apply, a second plan that is empty, an operator's change made outside git,
  * the drift report that finds it, and the plan that would revert it.
  */
-export async function runDemo(io: CommandIO, options: { specs?: string; taskMs?: number; latencyMs?: number } = {}): Promise<number> {
+async function runDemo(io: CommandIO, options: { specs?: string; taskMs?: number; latencyMs?: number } = {}): Promise<number> {
   const specs = options.specs ?? bundledSpecs();
   const started: RunningSimulator[] = [];
   const work = await mkdtemp(join(tmpdir(), 'pve-gitops-demo-'));

@@ -1,3 +1,8 @@
+/**
+ * `pve-gitops drift`: a read-only report of every owned guest against the specs, as text, markdown
+ * or JSON, with an exit status that says whether anything drifted. It writes nothing to a cluster;
+ * the App's scheduled drift report is `src/queue/drift`.
+ */
 import { clusterNames } from '../connections/connect.js';
 import { planHasDrift, planHasErrors } from '../core/plan/plan-specs.js';
 import { runDrift } from '../engine/run-plan.js';

@@ -1,3 +1,8 @@
+/**
+ * `pve-gitops plan`: a read-only plan of a spec directory (and optionally its base) against the
+ * clusters, printed or saved for `apply --plan`; also the format helpers `apply` and `drift` share.
+ * Planning itself is the engine's and the core's; this file reads flags and writes output.
+ */
 import { clusterNames } from '../connections/connect.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -11,7 +16,7 @@ import { parseFlags, UsageError } from './args.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
-export type Format = PlanFormat;
+type Format = PlanFormat;
 
 export function parseFormat(value: string): Format {
   const format = planFormat(value);

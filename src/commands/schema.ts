@@ -1,3 +1,7 @@
+/**
+ * `pve-gitops schema`: prints the JSON Schema of spec documents for editors. The schema is built in
+ * the core (`src/core/spec/json-schema.ts`); this file only prints it.
+ */
 import { specJsonSchema } from '../core/spec/json-schema.js';
 import { parseFlags } from './args.js';
 import type { Command } from './types.js';

@@ -4,7 +4,8 @@
  * trace) with exit status 1; a clean stop exits 0.
  */
 import { loadServerConfig, SERVER_ROLES, type ServerRole } from '../server/config.js';
-import { ServerStartError, startServer } from '../server/serve.js';
+import { startServer } from '../server/serve.js';
+import { ServerStartError } from '../server/start-error.js';
 import { closeOnSignals } from '../server/shutdown.js';
 import { parseFlags, UsageError } from './args.js';
 import type { Command } from './types.js';

@@ -1,3 +1,8 @@
+/**
+ * What several subcommands do alike: load and validate a spec directory (with the limits from the
+ * environment), report invalid specs, open the clusters' connections with progress on stderr. It
+ * holds no subcommand of its own.
+ */
 import type { SpecSet } from '../core/model.js';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -52,7 +57,7 @@ export function reportInvalidSpecs(io: CommandIO, errorLines: readonly string[],
  * The CLI's diagnostic log: JSON lines on stderr, silent unless PVE_GITOPS_LOG_LEVEL asks
  * (`debug` shows every Proxmox request with its status and time).
  */
-export async function commandLogger(io: CommandIO): Promise<Logger | undefined> {
+async function commandLogger(io: CommandIO): Promise<Logger | undefined> {
   const level = io.env.PVE_GITOPS_LOG_LEVEL;
   if (!level || level === 'silent') return undefined;
   const { createLogger } = await import('../logger.js');

@@ -27,7 +27,7 @@ const FLAGS = {
 } as const;
 
 /** Turns the flags into simulator options; throws {@link UsageError} on bad values. */
-export function simOptions(args: string[]): SimulatorOptions | 'help' {
+function simOptions(args: string[]): SimulatorOptions | 'help' {
   const flags = parseFlags(args, FLAGS);
   if (flags.help) return 'help';
   const port = intFlag(flags.port, 'port', 8006);

@@ -1,3 +1,7 @@
+/**
+ * `pve-gitops validate`: loads and validates a spec directory offline and prints each error as
+ * `file:line:col: message`; exit 0 valid, 1 invalid. It contacts no cluster.
+ */
 import { plural } from '../core/render/plan-labels.js';
 import { parseFlags } from './args.js';
 import { loadSpecDir, note } from './shared.js';

@@ -1,3 +1,9 @@
+/**
+ * Cluster connections: name → API URL, credentials and TLS trust. They come from the server's
+ * environment or a config file, never from the spec repository, so a pull request can never
+ * redirect a credential (docs/design.md#cluster-connections). Reading and checking the settings
+ * is all this file does; opening clusters with them is `connect.ts` and `open-clusters.ts`.
+ */
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -7,11 +13,7 @@ import { envPrefix } from '../core/cluster-name.js';
 import { HOST_ACCESS_RULES, type HostAccessRule, hostAccessRule } from '../core/key-rules.js';
 import type { ClusterAccess } from '../core/model.js';
 
-/**
- * Cluster connections: name → API URL, credentials and TLS trust. They come from the server's
- * environment or a config file, never from the spec repository, so a pull request can never
- * redirect a credential (docs/design.md#cluster-connections).
- */
+/** One cluster's connection: its API URL, its tokens and how its TLS certificate is trusted. */
 export interface ClusterConnection {
   name: string;
   url: string;
@@ -186,9 +188,6 @@ function parseHostAccess(value: string | undefined, what: string): HostAccessRul
     return [rule];
   });
 }
-
-/** The environment-variable prefix of a cluster; the rule lives in the core, where spec validation uses it too. */
-export { envPrefix };
 
 async function fromFile(path: string, env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, ClusterConnection>> {
   const full = resolve(cwd, path);

@@ -1,6 +1,13 @@
+/**
+ * From the specs to open clusters: which clusters the specs name, their connections from the
+ * server's environment or a connections file, refusals for a cluster without a connection or a
+ * repository a cluster does not allow, and the opened adapters. Reading the connection settings
+ * themselves is `cluster-connections.ts`; talking to Proxmox is `src/pve`.
+ */
 import type { PveLogger, PveResponseEvent } from '../pve/client.js';
 import type { SpecSet } from '../core/model.js';
-import { type ClusterConnection, envPrefix, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
+import { type ClusterConnection, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
+import { envPrefix } from '../core/cluster-name.js';
 import { type OpenClusters, openClusters } from './open-clusters.js';
 
 /** Clusters the specs name but the server has no connection for. */
@@ -30,7 +37,7 @@ export class RepositoryNotAllowedError extends Error {
  * Why `repository` may not use `cluster`: names the setting, never the repositories it allows
  * (another repository's name is not this one's business).
  */
-export function repositoryRefusal(cluster: string, repository: string): string {
+function repositoryRefusal(cluster: string, repository: string): string {
   return `repository ${repository} may not use cluster '${cluster}': the server's ${envPrefix(cluster)}REPOSITORIES (or repositories: in the connections file) does not name it`;
 }
 

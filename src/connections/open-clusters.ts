@@ -1,3 +1,8 @@
+/**
+ * Opens the Proxmox adapters for a set of configured connections (a client per cluster with its
+ * concurrency and progress notes) and closes them together. It does not decide which clusters to
+ * open or check who may use them (`connect.ts` does).
+ */
 import type { ClusterAccess } from '../core/model.js';
 import { type ClusterConnection, clusterAccess } from './cluster-connections.js';
 import { PveClient, type PveLogger, type PveResponseEvent } from '../pve/client.js';
@@ -7,7 +12,7 @@ import { PveClusterAdapter } from '../pve/cluster-adapter.js';
  * Requests in flight per cluster unless configured: enough that a drift read of 1,000 guests at
  * 20 ms round trip takes about 1.3 s, few enough for pveproxy's small worker pool.
  */
-export const DEFAULT_CONCURRENCY = 16;
+const DEFAULT_CONCURRENCY = 16;
 
 /** Adapters for a set of clusters, closed together. */
 export interface OpenClusters {
@@ -22,7 +27,7 @@ export interface OpenClusters {
 }
 
 /** Options of {@link openClusters}. */
-export interface OpenClustersOptions {
+interface OpenClustersOptions {
   /** Gets every client's request log lines (each carries its `cluster`). */
   logger?: PveLogger;
   warn?: (message: string) => void;

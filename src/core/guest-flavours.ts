@@ -27,7 +27,7 @@ interface DocumentKinds {
 export type GuestKind = DocumentKinds[GuestType];
 
 /** A config option that needs one more privilege than the `VM.Config.*` every guest needs. */
-export interface ExtraConfigPrivilege {
+interface ExtraConfigPrivilege {
   privilege: string;
   /** What the privilege is for, as a missing-privilege message says. */
   why: string;

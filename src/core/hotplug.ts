@@ -16,7 +16,7 @@ export const LIVE = 'live';
 /** The change waits in `[PENDING]` until the guest restarts. */
 export const PENDING = 'pending';
 /** Proxmox refuses the change on a running guest (`hotplug problem - <message>`). */
-export interface HotplugRefusal {
+interface HotplugRefusal {
   error: string;
 }
 export type HotplugVerdict = typeof LIVE | typeof PENDING | HotplugRefusal;
@@ -107,7 +107,7 @@ export function hotplugFeatures(value: string | undefined): Set<string> {
 }
 
 /** An option value parsed with its property-string format (`{}` when it has none or is garbled). */
-export function parseOption(type: GuestType, key: string, value: string | undefined): Record<string, string> {
+function parseOption(type: GuestType, key: string, value: string | undefined): Record<string, string> {
   if (value === undefined) return {};
   const schema = paramSchema(configEndpoint(type), key);
   if (!schema || typeof schema.format !== 'object') return {};
@@ -121,7 +121,7 @@ function perlTrue(value: string | undefined): boolean {
 }
 
 /** Reads a key of the guest's config in effect (the main section). */
-export type ConfigLookup = (key: string) => string | undefined;
+type ConfigLookup = (key: string) => string | undefined;
 
 /** Drives the VM boots from (`boot: order=…`, or the legacy `bootdisk`): never unplugged live. */
 function bootDisks(config: ConfigLookup): Set<string> {
@@ -227,7 +227,7 @@ export function lxcHotplugDelete(opt: string): HotplugVerdict {
 }
 
 /** One flavour's hotplug rules in one shape: what setting or deleting a key does to a running guest. */
-export interface HotplugRules {
+interface HotplugRules {
   set(key: string, value: string, config: ConfigLookup): HotplugVerdict;
   delete(key: string, config: ConfigLookup): HotplugVerdict;
 }

@@ -42,7 +42,7 @@ export function valueWhenAbsent(type: GuestType, key: string): string | undefine
 // Secrets
 
 /** Keys whose values must never be shown in a comment or a terminal (cipassword, sshkeys, tokens). */
-export const SENSITIVE_KEY_RE = /password|sshkeys|secret|token/i;
+const SENSITIVE_KEY_RE = /password|sshkeys|secret|token/i;
 
 /** True for keys whose values are secrets. */
 export function isSensitiveKey(key: string): boolean {
@@ -100,7 +100,7 @@ export function hostAccessRule(word: string): HostAccessRule | undefined {
 }
 
 /** Why one key's value reaches the host, and what Proxmox requires of whoever sets it. */
-export interface HostAccessFinding {
+interface HostAccessFinding {
   rule: HostAccessRule;
   /** What the value does to the host, in a reader's words. */
   reason: string;

@@ -1,12 +1,17 @@
+/**
+ * The steps a plan can hold, one entry per operation name in a mapped type (`OPERATIONS`), so a
+ * new operation cannot be added without saying how it is described, summarised and compared. It
+ * does not decide which operations a change needs (the planner does) nor carry them out (the engine).
+ */
 import type { Operation } from './model.js';
 
 /** The names of the steps a plan can hold. */
-export type OperationName = Operation['op'];
+type OperationName = Operation['op'];
 
 type Of<K extends OperationName> = Extract<Operation, { op: K }>;
 
 /** How text is shown where an operation is described: plain, as code spans, terminal-safe. */
-export interface DescribeStyle {
+interface DescribeStyle {
   /** A value from a spec or the cluster (a node, a disk, a size). */
   value: (text: string) => string;
   /** Words that must stand out (a destroy). */

@@ -8,7 +8,7 @@
  */
 
 /** Where a port failure happened. */
-export interface PortErrorInit {
+interface PortErrorInit {
   /** The cluster the port talks to. */
   cluster?: string;
   /** The backend's own error, for logs. */

@@ -1,11 +1,13 @@
-import type { ListedGuest, ObservedGuest } from './model.js';
-import type { GuestType } from './guest-flavours.js';
-
 /**
  * What the planner and executor need from a cluster, declared by the core and implemented at the
  * edge (the Proxmox adapter). Plans only ever hold a {@link ClusterReader}. Failures are the
- * port's own errors (`core/port-errors.ts`), whatever the backend.
+ * port's own errors (`core/port-errors.ts`), whatever the backend. Nothing here talks to a
+ * cluster; how a port is served (HTTP, the simulator) is the adapter's business.
  */
+import type { ListedGuest, ObservedGuest } from './model.js';
+import type { GuestType } from './guest-flavours.js';
+
+/** A cluster as the planner reads it. */
 export interface ClusterReader {
   readonly cluster: string;
   /** The cluster-wide guest listing (one request). */

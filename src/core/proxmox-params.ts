@@ -31,7 +31,7 @@ export interface ParamSchema {
 }
 
 /** One method of the extracted schema (`"PUT /nodes/{node}/qemu/{vmid}/config"`). */
-export interface EndpointSchema {
+interface EndpointSchema {
   parameters: { additionalProperties?: number; properties?: Record<string, ParamSchema> };
   returns?: { type?: string };
   protected?: number;
@@ -48,7 +48,7 @@ export class UnknownEndpointError extends Error {
 const ENDPOINTS = apiSchema as unknown as Record<string, EndpointSchema>;
 
 /** Texts of `PVE::JSONSchema`, kept in one place so callers can compare against them. */
-export const PARAM_MESSAGES = {
+const PARAM_MESSAGES = {
   missing: 'property is missing and it is not optional',
   unknown: 'property is not defined in schema and the schema does not allow additional properties',
 } as const;
@@ -283,7 +283,7 @@ function parseBoolean(value: string): string | undefined {
  * Parses a property string against a hash format (`parse_property_string`) and checks every
  * sub-key (`check_object`). Returns the exception text Proxmox stringifies, or undefined.
  */
-export function checkPropertyString(format: Record<string, ParamSchema>, value: string, path: string): string | undefined {
+function checkPropertyString(format: Record<string, ParamSchema>, value: string, path: string): string | undefined {
   const parsed = parsePropertyStringWithSchema(format, value);
   if (typeof parsed === 'string') return parsed;
   const errors: Record<string, string> = {};

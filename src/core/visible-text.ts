@@ -14,14 +14,6 @@
  */
 const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
 
-/** Whether `text` holds any character {@link showInvisible} would escape. */
-export function hasInvisible(text: string): boolean {
-  INVISIBLE.lastIndex = 0;
-  const found = INVISIBLE.test(text);
-  INVISIBLE.lastIndex = 0;
-  return found;
-}
-
 /**
  * `text` with every invisible or reordering character replaced by an escape that shows it: `\n`,
  * `\r`, `\t`, `\x1b` for controls, `\u202e` for the rest.

@@ -1,3 +1,15 @@
+/**
+ * Carrying out one guest of a reviewed plan against a live cluster: before every write the guest
+ * is read again, its change recomputed and compared with the one that was reviewed, and the step
+ * is sent with the digest of that read; tasks are awaited, locks and other people's tasks waited
+ * out (never cleared), a digest conflict retried a bounded number of times. Every outcome —
+ * applied, conflict, failure, an abort — is a result ({@link GuestApplyResult}), not an exception.
+ *
+ * It is not the scheduler: which guests run at once, in what order and under which per-cluster
+ * and per-node limits is the caller's (`execute-plan.ts` for the CLI, the App's apply queue), as
+ * is making sure one guest never has two writers. It does not plan (the core does, `planGuest`)
+ * and it does not talk HTTP (it writes through the {@link ClusterWriter} port).
+ */
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';

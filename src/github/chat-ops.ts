@@ -11,7 +11,7 @@
 import { COMMANDS, DEFAULT_COMMAND } from './commands/registry.js';
 
 /** One command found in a comment. */
-export interface ChatCommand {
+interface ChatCommand {
   /** The word after `/pve`, lower-cased; `help` when there is none. */
   name: string;
   args: string[];

@@ -14,10 +14,10 @@ import {
 } from './text-limits.js';
 
 /** GitHub's limit of annotations per create or update request. */
-export const ANNOTATIONS_PER_REQUEST = 50;
+const ANNOTATIONS_PER_REQUEST = 50;
 
 /** Most annotations sent for one run; the summary says when more were left out. */
-export const MAX_ANNOTATIONS = 500;
+const MAX_ANNOTATIONS = 500;
 
 /** GitHub's limits on output text: the summary and messages in UTF-8 bytes, titles in characters. */
 const MAX_SUMMARY: TextLimit = { bytes: CHECK_OUTPUT_MAX_BYTES };

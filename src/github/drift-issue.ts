@@ -12,10 +12,10 @@ import { type DriftReport, driftReportContent } from '../core/drift/drift-report
 import { DRIFT_MARKER_PREFIX, driftMarkerHash } from '../core/render/render-drift.js';
 
 /** The label that finds the issue (created in the repository when missing). */
-export const DRIFT_LABEL = 'pve-gitops-drift';
+const DRIFT_LABEL = 'pve-gitops-drift';
 
 /** The issue's title. */
-export const DRIFT_ISSUE_TITLE = 'Drift report';
+const DRIFT_ISSUE_TITLE = 'Drift report';
 
 /** The issue as last written; `number: 0` records that the repository has none. */
 export interface KnownDriftIssue {
@@ -26,10 +26,10 @@ export interface KnownDriftIssue {
 }
 
 /** What {@link ensureDriftIssue} did. */
-export type DriftIssueAction = 'created' | 'updated' | 'reopened' | 'closed' | 'unchanged' | 'none';
+type DriftIssueAction = 'created' | 'updated' | 'reopened' | 'closed' | 'unchanged' | 'none';
 
 /** Options of {@link ensureDriftIssue}. */
-export interface EnsureDriftIssueOptions {
+interface EnsureDriftIssueOptions {
   owner: string;
   repo: string;
   /** The issue as last written, if remembered; otherwise the repository's issues are searched once. */
@@ -61,7 +61,7 @@ function gone(error: unknown): boolean {
 }
 
 /** The App's drift issue in the repository, searched by label and marker; `number: 0` when there is none. */
-export async function findDriftIssue(octokit: ProbotOctokit, owner: string, repo: string): Promise<KnownDriftIssue> {
+async function findDriftIssue(octokit: ProbotOctokit, owner: string, repo: string): Promise<KnownDriftIssue> {
   const issues = await octokit.paginate(octokit.rest.issues.listForRepo, { owner, repo, labels: DRIFT_LABEL, state: 'all', per_page: 100 });
   const ours = issues.filter(
     (issue) => !issue.pull_request && issue.user?.type === 'Bot' && (issue.body ?? '').startsWith(DRIFT_MARKER_PREFIX),

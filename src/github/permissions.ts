@@ -10,7 +10,7 @@ import type { ProbotOctokit } from 'probot';
 const ALLOWED = new Set(['admin', 'maintain', 'write']);
 
 /** What GitHub said about a user's permission. */
-export interface CommandPermission {
+interface CommandPermission {
   allowed: boolean;
   /** The role GitHub reported (`read`, `triage`, `write`, `maintain`, `admin`, `none`). */
   role: string;

@@ -52,7 +52,7 @@ export class ArchiveError extends Error {
 }
 
 /** Which files to keep, by their path inside the repository (the archive's top folder removed). */
-export type KeepFile = (path: string) => boolean;
+type KeepFile = (path: string) => boolean;
 
 /** A symbolic or hard link found in the archive; never followed. */
 export interface ArchiveLink {
@@ -175,7 +175,7 @@ export async function readTarball(
 }
 
 /** Where a repository lives, for the API. */
-export interface RepoCoordinates {
+interface RepoCoordinates {
   owner: string;
   name: string;
 }

@@ -37,16 +37,15 @@ const Day = z
  * `cluster/vmid`), these keys (config keys, or `power`), for a reason, until an optional day
  * (inclusive; after it the entry is reported as expired and the difference as drift again).
  */
-export const DriftAllowEntry = z.strictObject({
+const DriftAllowEntry = z.strictObject({
   guest: z.string().regex(/^[^/\s]+\/[^/\s]+$/, 'must be cluster/name or cluster/vmid'),
   keys: z.array(z.string().min(1).max(64)).min(1).max(200),
   reason: z.string().trim().min(1, 'must say why the difference is intended').max(500),
   expires: Day.optional(),
 });
-export type DriftAllowEntry = z.infer<typeof DriftAllowEntry>;
 
 /** The drift report's settings. */
-export const DriftConfig = z.strictObject({
+const DriftConfig = z.strictObject({
   allow: z.array(DriftAllowEntry).max(1000).optional(),
 });
 
@@ -77,7 +76,7 @@ export class RepoConfigError extends Error {
 }
 
 /** The spec root as a normal repository path: `''` for the root, else `dir/sub` (no leading `./`, no trailing `/`). */
-export function normaliseSpecRoot(path: string | undefined): string {
+function normaliseSpecRoot(path: string | undefined): string {
   if (path === undefined) return '';
   const normal = posix
     .normalize(path.trim())

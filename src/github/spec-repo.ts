@@ -9,7 +9,7 @@ import { ArchiveError, type ArchiveContents, type ArchiveLink } from './read-arc
 import { parseRepoConfig, REPO_CONFIG_PATHS, type RepoConfig } from './repo-config.js';
 
 /** A commit's specs as read. */
-export interface SpecRepoFiles {
+interface SpecRepoFiles {
   /** Spec root in the repository: `''` for the root, else `dir/sub`. */
   specRoot: string;
   /** Spec files, paths relative to the root, sorted by code unit. */

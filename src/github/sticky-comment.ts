@@ -29,7 +29,7 @@ export interface EnsuredComment extends KnownComment {
 }
 
 /** Options of {@link ensureComment}. */
-export interface EnsureCommentOptions {
+interface EnsureCommentOptions {
   owner: string;
   repo: string;
   issueNumber: number;

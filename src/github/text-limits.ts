@@ -1,8 +1,8 @@
 /**
  * GitHub's limits on the text the App sends, and cutting text to them. GitHub counts some fields
- * in UTF-8 bytes and others in characters (docs/github-app.md, "Text limits"): a check run's
- * summary counted in UTF-16 units passes at 65,535 units and is refused at up to 196,605 bytes
- * of CJK text, so each limit says which it counts.
+ * in UTF-8 bytes and others in characters (docs/github-app.md, "The REST API the worker uses"): a
+ * check run's summary counted in UTF-16 units passes at 65,535 units and is refused at up to
+ * 196,605 bytes of CJK text, so each limit says which it counts.
  */
 
 /** A limit in UTF-8 bytes or in characters (code points). */

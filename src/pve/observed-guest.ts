@@ -1,3 +1,8 @@
+/**
+ * Turns a Proxmox answer about a guest into the core's `ObservedGuest`: current and queued values,
+ * queued deletions and the digest of exactly that read. No request is made here; the adapter reads,
+ * this file only translates.
+ */
 import type { ObservedGuest } from '../core/model.js';
 import type { GuestType } from '../core/guest-flavours.js';
 import type { PendingEntry } from './schema.js';

@@ -6,7 +6,7 @@ import { classifyMessage, PveTaskFailedError, PveTaskTimeoutError, type PveError
 import type { TaskStatus } from './schema.js';
 
 /** The fields encoded in a UPID (`UPID:node:pid:pstart:starttime:type:id:user:`). */
-export interface Upid {
+interface Upid {
   node: string;
   pid: number;
   pstart: number;

@@ -36,7 +36,7 @@ export interface CommitSpecs {
  * Loads spec files — texts in `cache` are not parsed again, the rest on worker threads when there
  * is enough of it; the one place the App parses specs.
  */
-export function loadCommitSpecFiles(
+function loadCommitSpecFiles(
   files: readonly SpecFile[],
   cache: SpecParseCache,
   onWorkerFailure?: (error: Error) => void,
@@ -48,10 +48,10 @@ export function loadCommitSpecFiles(
  * Default bound on the spec bytes of the commits kept: four commits of a 10,000-guest repository
  * (5 MB each), about 170 MB of loaded specs.
  */
-export const DEFAULT_COMMIT_SPECS_BYTES = 24 * 1024 * 1024;
+const DEFAULT_COMMIT_SPECS_BYTES = 24 * 1024 * 1024;
 
 /** Options of {@link CommitSpecsCache}. */
-export interface CommitSpecsOptions {
+interface CommitSpecsOptions {
   /** Commits kept; each holds a whole loaded spec set (tens of MB for 10,000 guests). Default 6. */
   maxEntries?: number;
   /**

@@ -21,7 +21,7 @@ export interface HeldLock {
 }
 
 /** Options of {@link acquireLock}. */
-export interface LockOptions {
+interface LockOptions {
   /** Expiry without renewal; renewed every third of it while held. Default 30 s. */
   ttlMs?: number;
   /** How long to wait for a held lock before giving up (undefined resolves). Default 60 s. */

@@ -16,13 +16,13 @@
 import type { Redis } from 'ioredis';
 
 /** The limits, in guests written at once. */
-export interface SlotLimits {
+interface SlotLimits {
   cluster: number;
   node: number;
 }
 
 /** Options of {@link RedisSlots}. */
-export interface RedisSlotsOptions {
+interface RedisSlotsOptions {
   /** Prefix of the slot keys and channels (the App's state prefix). */
   prefix: string;
   limits: SlotLimits;
@@ -33,7 +33,7 @@ export interface RedisSlotsOptions {
 }
 
 /** Returned by {@link RedisSlots.acquire}: releases the slot; safe to call twice. */
-export type ReleaseSlot = () => void;
+type ReleaseSlot = () => void;
 
 // 1: taken (or already held by this holder: renewed); 0: the node is full; -1: the cluster is full.
 const ACQUIRE = `

@@ -50,7 +50,7 @@ export const PlanReason = z.enum([
 export type PlanReason = z.infer<typeof PlanReason>;
 
 /** Plan the pull request's head against its base. */
-export const PlanJobData = z.strictObject({
+const PlanJobData = z.strictObject({
   kind: z.literal('plan'),
   ...common,
   pr: z.int().positive(),
@@ -104,12 +104,11 @@ export type ClosedJobData = z.infer<typeof ClosedJobData>;
  * Render a pull request's sticky comment again from its stored plan, because the other open pull
  * requests touching its guests changed (another one was planned or closed). Nothing is re-planned.
  */
-export const RefreshJobData = z.strictObject({
+const RefreshJobData = z.strictObject({
   kind: z.literal('refresh'),
   ...common,
   pr: z.int().positive(),
 });
-export type RefreshJobData = z.infer<typeof RefreshJobData>;
 
 /** Any job of the plan queue. */
 export const PlanQueueJob = z.discriminatedUnion('kind', [PlanJobData, CommandJobData, RerunJobData, ClosedJobData, RefreshJobData]);
@@ -127,8 +126,7 @@ export function deliveryJobId(kind: PlanQueueJob['kind'], deliveryId: string, pr
 }
 
 /** Why a drift report runs. */
-export const DriftTrigger = z.enum(['schedule', 'command']);
-export type DriftTrigger = z.infer<typeof DriftTrigger>;
+const DriftTrigger = z.enum(['schedule', 'command']);
 
 /** Read every owned guest of every cluster against the repository's default branch; keep the drift issue current. */
 export const DriftJobData = z.strictObject({
@@ -144,8 +142,7 @@ export const DriftJobData = z.strictObject({
 export type DriftJobData = z.infer<typeof DriftJobData>;
 
 /** List the installations and their repositories, and make the drift schedules match them. */
-export const DriftSyncJobData = z.strictObject({ kind: z.literal('sync') });
-export type DriftSyncJobData = z.infer<typeof DriftSyncJobData>;
+const DriftSyncJobData = z.strictObject({ kind: z.literal('sync') });
 
 /** Any job of the drift queue. */
 export const DriftQueueJob = z.discriminatedUnion('kind', [DriftJobData, DriftSyncJobData]);
@@ -173,7 +170,7 @@ export type MergeJobData = z.infer<typeof MergeJobData>;
  * An apply run's id: `m-<repository>-<pr>-<merge commit>` for a merge, `c-<repository>-<comment>`
  * for `/pve apply` — never the delivery, so neither a retried job nor a replayed delivery makes a second run.
  */
-export const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,120}$/, 'an apply run id');
+const RunId = z.string().regex(/^[A-Za-z0-9_-]{1,120}$/, 'an apply run id');
 
 /** Bring the pull request's apply comment and check run up to date with the run's state. */
 export const ReportJobData = z.strictObject({

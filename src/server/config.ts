@@ -17,7 +17,7 @@ export type ServerRole = 'all' | 'web' | 'worker';
 export const SERVER_ROLES: readonly ServerRole[] = ['all', 'web', 'worker'];
 
 /** Probot's default webhook path, kept so an app registered from app.yml works unchanged. */
-export const DEFAULT_WEBHOOK_PATH = '/api/github/webhooks';
+const DEFAULT_WEBHOOK_PATH = '/api/github/webhooks';
 
 /** Everything the App needs to run, validated. Holds secrets: never log it whole. */
 export interface ServerConfig {
@@ -46,7 +46,7 @@ export interface ServerConfig {
   jobLockMs: number;
   /** How often each worker looks for stalled jobs. */
   stalledIntervalMs: number;
-  /** Merge-to-apply (README "Merge to apply"). */
+  /** Merge-to-apply (README "Merge to apply (GitHub App)"). */
   apply: ApplySettings;
   /** Where cluster connections come from, exactly as the CLI reads them (see `connectClusters`). */
   connections: { env: NodeJS.ProcessEnv; cwd: string; file: string | undefined };
@@ -59,7 +59,7 @@ export interface ServerConfig {
 }
 
 /** How merged plans are applied; shared by every worker process on one Redis. */
-export interface ApplySettings {
+interface ApplySettings {
   /** Guest jobs one worker process runs at once (guests waiting out a Proxmox lock included). */
   concurrency: number;
   /** Guests being read and written at once per cluster, across all workers. */
@@ -79,10 +79,10 @@ export interface ApplySettings {
 }
 
 /** The outcome of {@link loadServerConfig}: a config, or every problem found. */
-export type ConfigResult = { ok: true; config: ServerConfig } | { ok: false; problems: string[] };
+type ConfigResult = { ok: true; config: ServerConfig } | { ok: false; problems: string[] };
 
 /** Said when the GitHub App credentials are missing: where to get them. */
-export const REGISTER_HINT =
+const REGISTER_HINT =
   'no GitHub App credentials: register the app from app.yml (README "Registering the app": open ' +
   "https://github.com/settings/apps/new, or your organisation's, and create it with the permissions and events app.yml lists), " +
   'then set APP_ID, PRIVATE_KEY_PATH (the downloaded .pem) and WEBHOOK_SECRET';
@@ -113,7 +113,7 @@ function intVar(
 }
 
 /** Default interval of the scheduled drift report: hourly. */
-export const DEFAULT_DRIFT_INTERVAL_MS = 3600_000;
+const DEFAULT_DRIFT_INTERVAL_MS = 3600_000;
 
 /**
  * DRIFT_INTERVAL: `0` (off), seconds (`3600`), or a number with a unit (`90s`, `30m`, `1h`, `1d`);

@@ -18,7 +18,7 @@ export interface Readiness {
 export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
 /** Options of {@link createHttpServer}. */
-export interface HttpServerOptions {
+interface HttpServerOptions {
   /**
    * Probot's node middleware behind the webhook gate; absent in a worker-only process. Resolves
    * true when it answered.

@@ -14,10 +14,10 @@ import type { PveResponseEvent } from '../pve/client.js';
 import type { HttpRoute } from './http.js';
 
 /** What became of a webhook delivery. */
-export type DeliveryOutcome = 'enqueued' | 'ignored' | 'rejected' | 'failed';
+type DeliveryOutcome = 'enqueued' | 'ignored' | 'rejected' | 'failed';
 
 /** Apply outcomes per guest, as the apply check run reports them. */
-export type ApplyOutcome = 'applied' | 'unchanged' | 'conflict' | 'failed';
+type ApplyOutcome = 'applied' | 'unchanged' | 'conflict' | 'failed';
 
 /** Job states counted at scrape time. */
 const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
 
 /** A delivery refused before any handler ran. Header values are the sender's, clipped. */
-export interface WebhookRefusal {
+interface WebhookRefusal {
   status: 400 | 413 | 415;
   reason: string;
   /** Bytes of the body read before refusing (0: refused on its headers alone). */
@@ -28,7 +28,7 @@ export interface WebhookRefusal {
 }
 
 /** Options of {@link createWebhookGate}. */
-export interface WebhookGateOptions {
+interface WebhookGateOptions {
   /** The webhook secret deliveries are signed with. */
   secret: string;
   /** Default {@link MAX_WEBHOOK_BYTES}. */
@@ -42,7 +42,7 @@ export interface WebhookGateOptions {
  * then on the request, where Probot's middleware takes it instead of reading the stream), false
  * when the gate answered it (or the sender went away).
  */
-export type WebhookGate = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+type WebhookGate = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 // Probot's middleware checks these too, but only after it has read the body.
 const JSON_TYPE = /^\s*(application\/json)\s*(?:;|$)/u;

@@ -7,7 +7,7 @@
  * the process), so tests stand alone.
  */
 import type { TestContext } from 'vitest';
-import type { SimFixture } from '../../src/pve/sim/index.js';
+import type { SimFixture } from '../../src/pve/sim/schema.js';
 import type { ServerRole } from '../../src/server/config.js';
 import { mergeEvent, storePlan } from './apply-flow.js';
 import type { TestApp } from './harness.js';

@@ -3,7 +3,7 @@
  * `PVE_CLUSTER_<NAME>_*` environment an operator would set for them (apply token and read-only
  * audit token), ready to pass to `startTestApp({ env })` or a spawned `pve-gitops serve`.
  */
-import { envPrefix } from '../../src/connections/cluster-connections.js';
+import { envPrefix } from '../../src/core/cluster-name.js';
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from '../../src/pve/sim/index.js';
 
 /** Running simulators by cluster name, with their connection environment. */

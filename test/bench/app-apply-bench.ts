@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { envPrefix } from '../../src/connections/cluster-connections.js';
+import { envPrefix } from '../../src/core/cluster-name.js';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { QUEUE_NAMES } from '../../src/queue/schema.js';
 import { expectApplyCheckRun, expectApplyComment, mergeEvent, storePlan } from '../app/apply-flow.js';

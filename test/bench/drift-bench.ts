@@ -20,7 +20,7 @@ import { type Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { Probot } from 'probot';
-import { envPrefix } from '../../src/connections/cluster-connections.js';
+import { envPrefix } from '../../src/core/cluster-name.js';
 import type { PveResponseEvent } from '../../src/pve/client.js';
 import { CommitSpecsCache } from '../../src/queue/commit-specs.js';
 import { DriftScheduler } from '../../src/queue/drift/drift-schedule.js';

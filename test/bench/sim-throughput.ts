@@ -14,7 +14,8 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
-import { startSimulator, type SimFixture } from '../../src/pve/sim/index.js';
+import { startSimulator } from '../../src/pve/sim/index.js';
+import type { SimFixture } from '../../src/pve/sim/schema.js';
 
 const { values } = parseArgs({
   options: {

@@ -4,7 +4,8 @@ import { connect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { FixtureError, parseFixture, startSimulator } from '../../src/pve/sim/index.js';
+import { startSimulator } from '../../src/pve/sim/index.js';
+import { FixtureError, parseFixture } from '../../src/pve/sim/fixture.js';
 import { generateTls } from '../../src/pve/sim/tls.js';
 import { api } from './helpers.js';
 

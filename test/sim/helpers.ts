@@ -1,5 +1,6 @@
 import { request, type Dispatcher } from 'undici';
-import { startSimulator, type RunningSimulator, type SimFixture } from '../../src/pve/sim/index.js';
+import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { SimFixture } from '../../src/pve/sim/schema.js';
 
 /** One API answer: status line parts, headers and the parsed JSON body (undefined when empty). */
 export interface ApiAnswer {

@@ -27,7 +27,7 @@ export interface DriftAllow {
 }
 
 /** What kind of difference a finding is. */
-export type FindingKind = 'config' | 'power' | 'missing' | 'orphan' | 'unowned';
+type FindingKind = 'config' | 'power' | 'missing' | 'orphan' | 'unowned';
 
 /** One difference on one guest. */
 export interface DriftFinding {
@@ -93,7 +93,7 @@ export interface DriftObject {
 }
 
 /** Per cluster: whether it was read, and what was found there. */
-export interface ClusterStatus {
+interface ClusterStatus {
   name: string;
   /** Why the cluster could not be read; undefined when it was. */
   unreadable?: string;
@@ -141,7 +141,7 @@ export interface DriftReport {
 }
 
 /** Inputs of {@link buildDriftReport}. */
-export interface DriftReportInput {
+interface DriftReportInput {
   /** The drift plan: every owned guest of every cluster planned with the specs as their own base. */
   plan: Plan;
   /** What the plan was made from (the listings hold the unowned guests). */
@@ -155,7 +155,7 @@ export interface DriftReportInput {
 }
 
 /** The id of a finding: stable across runs for the same guest and key. */
-export function findingId(cluster: string, vmid: number, key: string): string {
+function findingId(cluster: string, vmid: number, key: string): string {
   return `${guestKeyText(cluster, vmid)}#${key}`;
 }
 
@@ -165,7 +165,7 @@ function day(now: Date): string {
 }
 
 /** True when the entry's last day is before today (UTC). */
-export function allowExpired(entry: DriftAllow, now: Date): boolean {
+function allowExpired(entry: DriftAllow, now: Date): boolean {
   return entry.expires !== undefined && entry.expires < day(now);
 }
 

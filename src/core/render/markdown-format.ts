@@ -8,10 +8,10 @@
 import { showInvisible } from '../visible-text.js';
 
 /** Longest value shown in a comment; the JSON plan has the full text. */
-export const MAX_VALUE_CHARS = 120;
+const MAX_VALUE_CHARS = 120;
 
 /** Longest message (error, warning, step detail) shown in a comment. */
-export const MAX_MESSAGE_CHARS = 500;
+const MAX_MESSAGE_CHARS = 500;
 
 /**
  * `text` as is when it has at most `max` characters; otherwise its first `max - 1`, an ellipsis
@@ -28,7 +28,7 @@ export function shorten(text: string, max: number = MAX_VALUE_CHARS): string {
 }
 
 /** What ends a cut value. */
-export function cutNote(length: number): string {
+function cutNote(length: number): string {
   return `… (cut: ${length.toLocaleString('en-US')} characters in all)`;
 }
 
@@ -80,7 +80,7 @@ export function safeUrl(url: string): string {
 }
 
 /** Column alignment of a markdown table. */
-export type Align = 'left' | 'right';
+type Align = 'left' | 'right';
 
 /** A GitHub table; cells must already be escaped (see {@link escapeText}, {@link codeSpan}). */
 export function markdownTable(headers: readonly string[], rows: readonly (readonly string[])[], align?: readonly Align[]): string {
@@ -108,7 +108,7 @@ export const GITHUB_COMMENT_LIMIT = 65_536;
 export const DEFAULT_MAX_CHARS = 65_000;
 
 /** Smallest budget that still holds a summary table and the omission note. */
-export const MIN_MAX_CHARS = 1_000;
+const MIN_MAX_CHARS = 1_000;
 
 /** Validates a caller's `maxChars`: it must keep the body postable. */
 export function resolveMaxChars(maxChars: number | undefined): number {
@@ -124,7 +124,7 @@ export function resolveMaxChars(maxChars: number | undefined): number {
  * the first that does not, so a more important block is never dropped for a less important one.
  * Blocks are produced lazily: a 10,000-guest plan renders only what fits.
  */
-export function takeWhileFits(blocks: Iterable<string>, budget: number): { text: string; taken: number } {
+function takeWhileFits(blocks: Iterable<string>, budget: number): { text: string; taken: number } {
   const parts: string[] = [];
   let used = 0;
   for (const block of blocks) {

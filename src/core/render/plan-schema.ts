@@ -25,18 +25,18 @@ function sortKeys<T>(record: Record<string, T>): Record<string, T> {
 
 const StringRecordSchema = z.record(z.string(), z.string()).transform(sortKeys);
 
-export const SourceRefSchema = z.strictObject({
+const SourceRefSchema = z.strictObject({
   file: z.string(),
   line: z.number().int().nonnegative(),
   col: z.number().int().nonnegative(),
 });
 
-export const GuestTypeSchema = z.enum(['qemu', 'lxc']);
-export const ImpactSchema = z.enum(['live', 'pending-restart', 'needs-stop', 'data-loss']);
-export const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss', 'host-access']);
-export const GuestActionSchema = z.enum(['create', 'update', 'destroy', 'noop', 'orphan', 'error']);
+const GuestTypeSchema = z.enum(['qemu', 'lxc']);
+const ImpactSchema = z.enum(['live', 'pending-restart', 'needs-stop', 'data-loss']);
+const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss', 'host-access']);
+const GuestActionSchema = z.enum(['create', 'update', 'destroy', 'noop', 'orphan', 'error']);
 
-export const KeyChangeSchema = z.strictObject({
+const KeyChangeSchema = z.strictObject({
   key: z.string().min(1),
   from: z.string().optional(),
   to: z.string().optional(),
@@ -44,7 +44,7 @@ export const KeyChangeSchema = z.strictObject({
   severity: z.literal('host-access').optional(),
 });
 
-export const HostAccessItemSchema = z.strictObject({
+const HostAccessItemSchema = z.strictObject({
   key: z.string().min(1),
   rule: z.enum(HOST_ACCESS_RULES),
   reason: z.string(),
@@ -53,7 +53,7 @@ export const HostAccessItemSchema = z.strictObject({
   allowed: z.boolean().optional(),
 });
 
-export const OperationSchema = z.discriminatedUnion('op', [
+const OperationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('create'), node: z.string().min(1), params: StringRecordSchema }),
   z.strictObject({
     op: z.literal('config'),
@@ -99,13 +99,13 @@ export const GuestSpecSchema = z.strictObject({
   refs: z.record(z.string(), z.string().nullable()).transform(sortKeys).optional(),
 });
 
-export const DriftItemSchema = z.strictObject({
+const DriftItemSchema = z.strictObject({
   key: z.string().min(1),
   expected: z.string().optional(),
   actual: z.string().optional(),
 });
 
-export const PendingItemSchema = z.strictObject({
+const PendingItemSchema = z.strictObject({
   key: z.string().min(1),
   current: z.string().optional(),
   pending: z.string().optional(),
@@ -165,7 +165,7 @@ export const ObjectPlanSchema = z.strictObject({
 
 const count = z.number().int().nonnegative();
 
-export const PlanSummarySchema = z.strictObject({
+const PlanSummarySchema = z.strictObject({
   create: count,
   update: count,
   destroy: count,
@@ -177,7 +177,7 @@ export const PlanSummarySchema = z.strictObject({
 });
 
 /** A plan-level error or warning: not tied to one guest. */
-export const PlanNoteSchema = z.strictObject({ cluster: z.string().optional(), message: z.string() });
+const PlanNoteSchema = z.strictObject({ cluster: z.string().optional(), message: z.string() });
 
 /** A stored plan. Key order here is the key order of the serialised JSON. */
 export const PlanSchema = z.strictObject({

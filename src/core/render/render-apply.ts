@@ -17,11 +17,12 @@ import {
 } from '../apply-result.js';
 import { assertMarker, codeSpan, escapeHtml, escapeText, markdownTable, resolveMaxChars, safeUrl, fitSection } from './markdown-format.js';
 import { compareByName, plural } from './plan-labels.js';
-import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
+import { SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { isSensitiveKey } from '../key-rules.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
 /** Options of {@link renderApplyMarkdown}. */
-export interface ApplyMarkdownOptions {
+interface ApplyMarkdownOptions {
   /** Heading of the comment; default `pve-gitops apply`. */
   title?: string;
   /** Size budget in characters; default 65,000, must be below GitHub's 65,536. */
@@ -281,7 +282,7 @@ export function formatMs(ms: number): string {
 }
 
 /** Options of {@link renderApplyText}. */
-export interface ApplyTextOptions {
+interface ApplyTextOptions {
   /** Colour with ANSI escapes (only for a TTY). */
   color?: boolean;
 }

@@ -17,7 +17,8 @@ import type {
 import type { SourceRef } from '../model.js';
 import { assertMarker, codeSpan, escapeText, fitList, fitSection, markdownTable, resolveMaxChars, shorten } from './markdown-format.js';
 import { plural } from './plan-labels.js';
-import { isSensitiveKey, SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { isSensitiveKey } from '../key-rules.js';
 
 /** Start of the hidden marker of the drift report issue; the content hash follows it. */
 export const DRIFT_MARKER_PREFIX = '<!-- pve-gitops:drift-report';
@@ -33,10 +34,10 @@ export function driftMarkerHash(body: string): string | undefined {
 }
 
 /** The CLI command that lists everything a shortened report leaves out. */
-export const FULL_DRIFT_COMMAND = 'pve-gitops drift --format json';
+const FULL_DRIFT_COMMAND = 'pve-gitops drift --format json';
 
 /** Options of {@link renderDriftReport}. */
-export interface DriftRenderOptions {
+interface DriftRenderOptions {
   /** Hidden HTML comment put first (see {@link driftMarker}). */
   marker: string;
   /** A spec file's path in the repository, from its path relative to the spec root. */

@@ -88,7 +88,7 @@ function checkObjects(plan: Plan): void {
 }
 
 /** `['guests', 3, 'changes']` → `guests[3].changes`; odd keys are quoted so the path stays readable. */
-export function formatIssuePath(path: readonly PropertyKey[]): string {
+function formatIssuePath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const part of path) {
     if (typeof part === 'number') out += `[${part}]`;

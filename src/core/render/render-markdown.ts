@@ -31,11 +31,11 @@ import {
   INSECURE_LABEL,
   plural,
 } from './plan-labels.js';
-import { isSensitiveKey } from './sensitive.js';
-import { LIVE_WITHHELD } from './withhold-live.js';
+import { isSensitiveKey } from '../key-rules.js';
+import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
 /** Options of {@link renderPlanMarkdown}. */
-export interface PlanMarkdownOptions {
+interface PlanMarkdownOptions {
   /** Heading of the comment; default `pve-gitops plan`. */
   title?: string;
   /** Size budget in characters; default 65,000, must be below GitHub's 65,536. */
@@ -50,7 +50,7 @@ export interface PlanMarkdownOptions {
 export const PLAN_MARKER = '<!-- pve-gitops:plan -->';
 
 /** The CLI command that prints the whole plan, named whenever details are left out. */
-export const FULL_PLAN_COMMAND = 'pve-gitops plan --format json';
+const FULL_PLAN_COMMAND = 'pve-gitops plan --format json';
 
 /** Most key-change rows shown for one guest; a create can set dozens of keys. */
 const MAX_CHANGE_ROWS = 40;

@@ -1,3 +1,8 @@
+/**
+ * One entry point for rendering a plan in any of its output formats (terminal text, a pull
+ * request's markdown, versioned JSON), and the list of those formats for flags. Each format's
+ * rendering lives in its own file beside this one.
+ */
 import type { Plan } from '../model.js';
 import { renderPlanJson } from './render-json.js';
 import { renderPlanMarkdown } from './render-markdown.js';

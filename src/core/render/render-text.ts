@@ -17,11 +17,12 @@ import {
   INSECURE_LABEL,
   plural,
 } from './plan-labels.js';
-import { SENSITIVE_PLACEHOLDER, isSensitiveKey } from './sensitive.js';
+import { SENSITIVE_PLACEHOLDER } from './sensitive.js';
+import { isSensitiveKey } from '../key-rules.js';
 import { painter, terminalSafe, type Painter, type Style } from './text-format.js';
 
 /** Options of {@link renderPlanText}. */
-export interface PlanTextOptions {
+interface PlanTextOptions {
   /** Colour with ANSI escapes (only for a TTY). */
   color?: boolean;
 }

@@ -1,13 +1,7 @@
-import { isSensitiveKey } from '../key-rules.js';
-
-/** Which keys are secrets is decided in the key-rules registry. */
-export { isSensitiveKey, SENSITIVE_KEY_RE } from '../key-rules.js';
-
-/** What the reader may see of `value`: `(sensitive)` for secrets; undefined stays undefined (unset). */
-export function visibleValue(key: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  return isSensitiveKey(key) ? SENSITIVE_PLACEHOLDER : value;
-}
+/**
+ * What every renderer shows in place of a secret's value. Which keys are secrets is not decided
+ * here but in the key-rules registry (`src/core/key-rules.ts`, `isSensitiveKey`).
+ */
 
 /** Shown instead of a secret's value. */
 export const SENSITIVE_PLACEHOLDER = '(sensitive)';

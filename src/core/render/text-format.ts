@@ -3,7 +3,7 @@ import { showInvisible } from '../visible-text.js';
 import { shorten } from './markdown-format.js';
 
 /** Longest value printed in the terminal; `--format json` has the full text. */
-export const MAX_TERMINAL_VALUE_CHARS = 200;
+const MAX_TERMINAL_VALUE_CHARS = 200;
 
 /**
  * Makes text safe and single-line for a terminal: line breaks become `\n`, other control

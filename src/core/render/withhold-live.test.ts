@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeGuestPlan, makePlan } from '../../../test/helpers/factories.js';
-import { LIVE_WITHHELD, withholdLiveValues } from './withhold-live.js';
+import { withholdLiveValues } from './withhold-live.js';
+import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
 describe('withholdLiveValues', () => {
   const guest = makeGuestPlan({

@@ -7,8 +7,6 @@
 import type { GuestPlan, ObjectPlan, Operation, Plan } from '../model.js';
 import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
-export { LIVE_WITHHELD } from '../plan/base-ownership.js';
-
 function withheldOperation(op: Operation, shownTo: ReadonlyMap<string, string | undefined>): Operation {
   switch (op.op) {
     case 'config': {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyConfigKey, defaultSubKey, editDistance, isRealConfigKey, suggestKey, type KeyVerdict } from './config-keys.js';
+import { classifyConfigKey, editDistance, isRealConfigKey, suggestKey, type KeyVerdict } from './config-keys.js';
+import { defaultSubKey } from '../config-options.js';
 
 describe('classifyConfigKey', () => {
   it.each<['qemu' | 'lxc', string, KeyVerdict['kind']]>([

@@ -2,17 +2,15 @@
  * Which config keys a spec may set, per guest type, from Proxmox's own API schema
  * (`PUT /nodes/{node}/{qemu|lxc}/{vmid}/config`) plus what the product decides about them.
  */
-import { configEndpoint, defaultSubKey, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
+import { configEndpoint, isServerManaged, optionNames, type OptionSchema } from '../config-options.js';
 import { hostAccessOf } from '../key-rules.js';
 import type { GuestType } from '../guest-flavours.js';
 import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { NearestNames } from './nearest-name.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
 
-export { defaultSubKey, type OptionSchema };
-
 /** The config endpoint's parameters for a guest type. */
-export function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
+function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
   return endpointSchema(configEndpoint(type))?.parameters.properties ?? {};
 }
 
@@ -23,7 +21,7 @@ const API_PARAMETERS = new Set(['delete', 'revert', 'skiplock', 'force', 'backgr
 const TOP_LEVEL_FIELDS = new Set(['vmid', 'node']);
 
 /** Create-only options per guest type (the `create:` schemas): they go under `create:`, not `config:`. */
-export const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
+const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
   qemu: Object.keys(VmCreateOptions.shape),
   lxc: Object.keys(ContainerCreateOptions.shape),
 };

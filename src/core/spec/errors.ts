@@ -1,3 +1,8 @@
+/**
+ * Spec errors: a problem in the spec repository pinned to the YAML node that causes it, how one is
+ * printed (`file:line:col: message`), the order errors are reported in and the cap per file. What
+ * is an error is decided by the loader and the validator, not here.
+ */
 import type { SourceRef } from '../model.js';
 import { showInvisible } from '../visible-text.js';
 

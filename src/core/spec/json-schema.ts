@@ -1,3 +1,8 @@
+/**
+ * The JSON Schema of spec documents, for editors (`pve-gitops schema`): built from the same zod
+ * schemas the loader validates with, plus the config keys Proxmox knows for each guest type. It is
+ * a help while writing; the loader's validation, not this schema, is what decides.
+ */
 import { z } from 'zod';
 import { isServerManaged, optionNames } from '../config-options.js';
 import type { GuestType } from '../guest-flavours.js';

@@ -17,7 +17,7 @@ import { utf8Length } from './spec-text.js';
  * Default bound on the bytes of text cached: a 10,000-guest repository is about 5 MB, so base and
  * head of one fit three times over; a parsed text takes about 10 times its size in memory.
  */
-export const DEFAULT_PARSE_CACHE_BYTES = 16 * 1024 * 1024;
+const DEFAULT_PARSE_CACHE_BYTES = 16 * 1024 * 1024;
 
 /** Options of {@link createSpecParseCache}. */
 export interface SpecParseCacheOptions {

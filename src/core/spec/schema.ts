@@ -17,8 +17,7 @@ export const VMID_MIN = 100;
 export const VMID_MAX = 999_999_999;
 
 /** A guest's VMID as written: an integer in Proxmox's range. */
-export const Vmid = z.int().min(VMID_MIN).max(VMID_MAX);
-export type Vmid = z.infer<typeof Vmid>;
+const Vmid = z.int().min(VMID_MIN).max(VMID_MAX);
 
 const nonEmpty = z.string().min(1);
 
@@ -54,8 +53,7 @@ export const ConfigValue = z.union([scalar, z.array(z.union([z.string(), z.numbe
 export type ConfigValue = z.infer<typeof ConfigValue>;
 
 /** Proxmox option names and values, as `qm set` / `pct set` take them. */
-export const GuestConfig = z.record(z.string(), ConfigValue);
-export type GuestConfig = z.infer<typeof GuestConfig>;
+const GuestConfig = z.record(z.string(), ConfigValue);
 
 /**
  * Create-only options of a VM: passed to `POST /nodes/{node}/qemu` when the guest is created and

@@ -8,7 +8,7 @@
 export type SpecFileInput = { path: string; text: string } | { path: string; bytes: Uint8Array };
 
 /** The text of a file, or where and why it is not text. */
-export type DecodedSpec = { ok: true; text: string } | { ok: false; line: number; col: number; message: string };
+type DecodedSpec = { ok: true; text: string } | { ok: false; line: number; col: number; message: string };
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
@@ -66,7 +66,7 @@ function firstLoneSurrogate(text: string): number {
 }
 
 /** Offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629, table 3-7 of Unicode). */
-export function firstInvalidUtf8(bytes: Uint8Array): number {
+function firstInvalidUtf8(bytes: Uint8Array): number {
   let i = 0;
   while (i < bytes.length) {
     const b = bytes[i] ?? 0;

@@ -34,7 +34,7 @@ const list = (items: readonly string[]): string => items.join(', ');
 const where = (at: SourceRef): string => `${at.file}:${at.line}:${at.col}`;
 
 /** Context for {@link validateSpecs}. */
-export interface ValidateOptions {
+interface ValidateOptions {
   /**
    * Where each spec's parts were written (from `loadSpecs`), so each error points at the offending
    * YAML node; without it errors point at each document's `source` (or a config key's `keySources`).
@@ -359,7 +359,7 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
  * (`media=cdrom`, an `iso/` or `vztmpl/` volume), which live on content storages such as `local`
  * that are not disk storages.
  */
-export function diskStorage(type: GuestType, value: string): string | undefined {
+function diskStorage(type: GuestType, value: string): string | undefined {
   const parsed = parsePropertyString(value);
   if (propertyValue(parsed, 'media') === 'cdrom') return undefined;
   const volume = parsed.head ?? propertyValue(parsed, flavourOf(type).volumeKey);

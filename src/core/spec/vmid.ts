@@ -27,13 +27,13 @@ import { createHash } from 'node:crypto';
 export const UNASSIGNED_VMID = 0;
 
 /** A cluster's VMID range: `lower` inclusive, `upper` exclusive. */
-export interface VmidRange {
+interface VmidRange {
   lower: number;
   upper: number;
 }
 
 /** One guest of a cluster as the allocator sees it. */
-export interface VmidRequest {
+interface VmidRequest {
   name: string;
   /** The VMID written in the spec, if any. */
   vmid?: number;
@@ -49,7 +49,7 @@ export function vmidSlot(cluster: string, name: string, range: VmidRange): numbe
 }
 
 /** The outcome of allocating one cluster's VMIDs. */
-export interface VmidAssignment {
+interface VmidAssignment {
   /** VMID per request, in request order; undefined when the range had no free VMID left. */
   vmids: (number | undefined)[];
 }

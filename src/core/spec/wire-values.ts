@@ -16,11 +16,11 @@
  */
 import { encodeSshKeys } from '../key-rules.js';
 import { normaliseTags } from '../property-string.js';
-import { defaultSubKey, type OptionSchema } from './config-keys.js';
+import { defaultSubKey, type OptionSchema } from '../config-options.js';
 import type { ConfigValue } from './schema.js';
 
 /** A converted value, or why it could not be converted. */
-export type WireResult = { ok: true; value: string } | { ok: false; message: string };
+type WireResult = { ok: true; value: string } | { ok: false; message: string };
 
 /** Options that take a list in Proxmox, and how the list is joined on the wire. */
 const LIST_OPTIONS: Record<string, (items: string[]) => string> = {
@@ -35,9 +35,6 @@ const MULTI_LINE = new Set(['description', 'sshkeys']);
 
 /** Characters Proxmox's `urlencoded` format allows (`pve_verify_urlencoded`). */
 const URLENCODED_RE = /^[-%a-zA-Z0-9_.!~*'()]*$/;
-
-/** SSH keys are encoded by the key-rules registry, the one place that knows the format. */
-export { encodeSshKeys };
 
 function scalarToWire(value: string | number | boolean): WireResult {
   if (typeof value === 'boolean') return { ok: true, value: value ? '1' : '0' };

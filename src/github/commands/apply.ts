@@ -1,9 +1,9 @@
-import type { CommandSpec } from './command.js';
-
 /**
  * `/pve apply`: a merged pull request's latest plan applied again (the handler is merge-to-apply's
  * `applyCommand`, which answers an open pull request with how merges are applied).
  */
+import type { CommandSpec } from './command.js';
+
 export const applyCommand = {
   name: 'apply',
   help: 'on a merged pull request: apply its latest plan again (after a conflict, re-plan with /pve plan first); open pull requests are applied when they merge',

@@ -5,20 +5,20 @@
  */
 
 /** Where a command may be asked: a comment on an open pull request, on a merged one, or on an issue. */
-export type CommandPlace = 'pull-request' | 'merged-pull-request' | 'issue';
+type CommandPlace = 'pull-request' | 'merged-pull-request' | 'issue';
 
 /**
  * Who may run it: `anyone` (answered at once, no permission asked), or a collaborator with write,
  * maintain or admin permission (`writer`, checked by the plan worker before anything runs).
  */
-export type CommandRunner = 'anyone' | 'writer';
+type CommandRunner = 'anyone' | 'writer';
 
 /**
  * How the plan worker runs it: `help` answers with the help text, `replan` plans the pull request's
  * current head again, `provided` runs the handler the composition root gives the plan worker under
  * the command's name (it reaches the apply or drift side, which the worker does not import).
  */
-export type CommandHandlerKind = 'help' | 'replan' | 'provided';
+type CommandHandlerKind = 'help' | 'replan' | 'provided';
 
 /** One `/pve` command. */
 export interface CommandSpec {

@@ -1,6 +1,9 @@
+/**
+ * `/pve help` (and `/pve` alone): the list of commands, for anyone. This file only declares the
+ * command for the registry (`registry.ts`); the list is written from the registry (`../chat-ops.ts`).
+ */
 import type { CommandSpec } from './command.js';
 
-/** `/pve help` (and `/pve` alone): the list of commands, for anyone. */
 export const helpCommand = {
   name: 'help',
   help: 'this list',

@@ -1,6 +1,9 @@
+/**
+ * `/pve plan`: a fresh plan of the pull request's head. This file only declares the command for
+ * the registry (`registry.ts`); planning is the plan worker's (`src/queue/plan`).
+ */
 import type { CommandSpec } from './command.js';
 
-/** `/pve plan`: a fresh plan of the pull request's head. */
 export const planCommand = {
   name: 'plan',
   help: 'plan the pull request again, against the clusters as they are now',

@@ -12,7 +12,7 @@ import { planCommand } from './plan.js';
 export const COMMANDS = [planCommand, driftCommand, applyCommand, helpCommand] as const satisfies readonly CommandSpec[];
 
 /** A command's name. */
-export type CommandName = (typeof COMMANDS)[number]['name'];
+type CommandName = (typeof COMMANDS)[number]['name'];
 
 /** Commands whose handler the composition root gives the plan worker. */
 export type ProvidedCommandName = Extract<(typeof COMMANDS)[number], { handler: 'provided' }>['name'];

@@ -27,7 +27,7 @@ export interface Principal {
 }
 
 /** Why authentication failed: the 401 reason phrase Proxmox sends. */
-export type AuthFailure = 'No ticket' | 'Authentication failed!';
+type AuthFailure = 'No ticket' | 'Authentication failed!';
 
 const TOKEN_ID_RE = /^(([^\s:/]+)@([A-Za-z][A-Za-z0-9.\-_]+))!([A-Za-z][A-Za-z0-9.\-_]+)$/;
 
@@ -41,7 +41,7 @@ export function splitTokenId(id: string): { userid: string; tokenName: string } 
  * `extract_auth_value`: `(?:^|\s)KEY(?:=| )([^;]*)`, URI-unescaped. Returns undefined when the
  * header does not carry that key.
  */
-export function extractAuthValue(header: string | undefined, key: string): string | undefined {
+function extractAuthValue(header: string | undefined, key: string): string | undefined {
   if (!header) return undefined;
   const m = new RegExp(`(?:^|\\s)${key}(?:=| )([^;]*)`).exec(header);
   if (!m) return undefined;

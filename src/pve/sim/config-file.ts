@@ -32,7 +32,7 @@ export function emptySection(): ConfigSection {
 }
 
 /** Whether a `[PENDING]` section would be written (`scalar(keys %{$conf->{pending}})`). */
-export function hasPending(config: ParsedConfig): boolean {
+function hasPending(config: ParsedConfig): boolean {
   return config.pending.values.size > 0 || config.pending.lxc.length > 0;
 }
 
@@ -45,7 +45,7 @@ export function configDigest(raw: string): string {
  * `PVE::Tools::encode_text`: control characters, non-ASCII bytes (as UTF-8), `:` and `%` are
  * percent-encoded with upper-case hex.
  */
-export function encodeText(text: string): string {
+function encodeText(text: string): string {
   let out = '';
   for (const byte of Buffer.from(text, 'utf8')) {
     out +=
@@ -57,7 +57,7 @@ export function encodeText(text: string): string {
 }
 
 /** `decode_text`: the inverse of {@link encodeText}; malformed escapes are kept literally. */
-export function decodeText(text: string): string {
+function decodeText(text: string): string {
   if (!text.includes('%')) return text;
   const bytes: number[] = [];
   for (let i = 0; i < text.length; i++) {

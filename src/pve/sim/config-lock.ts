@@ -10,18 +10,18 @@ import { flavourOf } from './guest/flavours.js';
 import type { TaskContext } from './tasks.js';
 
 /** How long `lock_config` waits for the flock. */
-export const CONFIG_LOCK_TIMEOUT_MS = 10_000;
+const CONFIG_LOCK_TIMEOUT_MS = 10_000;
 
 /** Releases a held config lock; calling it again does nothing. */
 export type ReleaseConfigLock = () => void;
 
 /** The lock file `config_file_lock` names, from the flavour table. */
-export function configLockFile(type: GuestType, vmid: number): string {
+function configLockFile(type: GuestType, vmid: number): string {
   return flavourOf(type).configLockFile(vmid);
 }
 
 /** `lock_file_full` gave up waiting: a plain die, `can't lock file '<file>' - got timeout` (500). */
-export class ConfigLockTimeoutError extends ApiError {
+class ConfigLockTimeoutError extends ApiError {
   override readonly name = 'ConfigLockTimeoutError';
   constructor(readonly file: string) {
     super(500, `can't lock file '${file}' - got timeout\n`);

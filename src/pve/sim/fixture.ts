@@ -30,8 +30,6 @@ import { emptySection, serializeConfig, type ParsedConfig } from './config-file.
 import type { GuestType } from '../../core/guest-flavours.js';
 import { SimFixture, type ParsedSimFixture } from './schema.js';
 
-export { SimFixture, SimFixtureGuest, SimFixtureToken, type ParsedSimFixture } from './schema.js';
-
 /** Thrown for a fixture that does not validate; the message lists every problem with its path. */
 export class FixtureError extends Error {
   override readonly name = 'FixtureError';

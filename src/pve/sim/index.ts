@@ -9,17 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { splitTokenId } from './auth.js';
-import { loadFixtureFile, parseFixture, type ParsedSimFixture, type SimFixture } from './fixture.js';
+import { loadFixtureFile, parseFixture } from './fixture.js';
+import type { ParsedSimFixture, SimFixture } from './schema.js';
 import { createSimServer } from './server.js';
 import { Simulator } from './simulator.js';
-
-export { Simulator } from './simulator.js';
-export type { FailureSettings, OperatorEdit, SimGuestDefinition, SimGuestInfo } from './simulator.js';
-export type { SimStats } from './stats.js';
-export type { SimTask } from './tasks.js';
-export { FixtureError, parseFixture, loadFixtureFile } from './fixture.js';
-export type { SimFixture, ParsedSimFixture } from './fixture.js';
-export { ApiError, DieError, ParamError, PermissionError, SimulatorError } from './errors.js';
 
 /** How to start a simulator. */
 export interface SimulatorOptions {
@@ -66,7 +59,7 @@ export interface RunningSimulator {
 }
 
 /** Thrown for unusable options (a malformed token, an unknown node in the fixture…). */
-export class SimulatorOptionsError extends Error {
+class SimulatorOptionsError extends Error {
   override readonly name = 'SimulatorOptionsError';
 }
 

@@ -190,7 +190,7 @@ function features(value: string | undefined): Record<string, string> {
 }
 
 /** `classify_mountpoint`: a path under /dev is a device, another absolute path a bind mount. */
-export function mountpointType(volume: string): 'volume' | 'bind' | 'device' {
+function mountpointType(volume: string): 'volume' | 'bind' | 'device' {
   if (volume.startsWith('/dev/')) return 'device';
   if (volume.startsWith('/')) return 'bind';
   return 'volume';

@@ -10,8 +10,6 @@ import { configEndpoint } from '../../core/config-options.js';
 import { isCloudinitVolume } from '../../core/hotplug.js';
 import type { GuestType } from '../../core/guest-flavours.js';
 
-export { configEndpoint };
-
 /** The property-string format of a config option, if it has one (`net0`, `scsi0`, `rootfs`, …). */
 export function optionFormat(type: GuestType, key: string): Record<string, ParamSchema> | undefined {
   const schema = paramSchema(configEndpoint(type), key);
@@ -103,8 +101,6 @@ export function parseAllocation(volid: string): { storage: string; gib: number }
   const m = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(volid);
   return m ? { storage: m[1] as string, gib: Number(m[2]) } : undefined;
 }
-
-export { isCdrom, isQemuDrive } from '../../core/hotplug.js';
 
 /** Container volume options: `rootfs` and `mpN`. */
 export function isLxcMount(key: string): boolean {

@@ -10,7 +10,7 @@ import type { Handler } from './context.js';
 import { PermissionError } from './errors.js';
 
 /** A permission check run before parameter validation (`check_api2_permissions`). */
-export type PermissionCheck = (principal: Principal, params: Record<string, unknown>) => void;
+type PermissionCheck = (principal: Principal, params: Record<string, unknown>) => void;
 
 /** One API method. */
 export interface Route {

@@ -25,7 +25,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
 ];
 
 /** Every implemented method. */
-export const ROUTES: readonly Route[] = ROUTE_MODULES.flatMap((module) => module.routes);
+const ROUTES: readonly Route[] = ROUTE_MODULES.flatMap((module) => module.routes);
 
 /** A matched route with its decoded path parameters. */
 export interface RouteMatch {

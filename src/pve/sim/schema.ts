@@ -9,7 +9,7 @@ const NODE_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
 const ConfigValue = z.union([z.string(), z.number(), z.boolean()]);
 
 /** One guest of a fixture. */
-export const SimFixtureGuest = z.strictObject({
+const SimFixtureGuest = z.strictObject({
   vmid: z.number().int().min(100).max(999_999_999),
   // A plain string on input so JSON imported with `type: string` is assignable; checked here.
   type: z.string().pipe(z.enum(['qemu', 'lxc'])),
@@ -20,23 +20,21 @@ export const SimFixtureGuest = z.strictObject({
   config: z.union([z.string(), z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'invalid config key'), ConfigValue.optional())]),
   lock: z.string().optional(),
 });
-export type SimFixtureGuest = z.infer<typeof SimFixtureGuest>;
 
 /** An API token of a fixture. */
-export const SimFixtureToken = z.strictObject({
+const SimFixtureToken = z.strictObject({
   id: z.string().regex(/^[^\s:/]+@[A-Za-z][A-Za-z0-9.\-_]+![A-Za-z][A-Za-z0-9.\-_]+$/, 'expected USER@REALM!TOKENID'),
   secret: z.string().min(1),
   role: z.string().pipe(z.enum(['admin', 'audit'])),
   vmids: z.array(z.number().int()).optional(),
   guestsOnly: z.boolean().optional(),
 });
-export type SimFixtureToken = z.infer<typeof SimFixtureToken>;
 
 const STORAGE_ID = /^[a-z][a-z0-9\-_.]*[a-z0-9]$/i;
 const CONTENT_TYPE = z.enum(['backup', 'images', 'import', 'iso', 'rootdir', 'snippets', 'vztmpl']);
 
 /** A storage of a fixture: an id, or its `storage.cfg` entry. */
-export const SimFixtureStorage = z.union([
+const SimFixtureStorage = z.union([
   z.string().regex(STORAGE_ID, 'invalid storage id'),
   z.strictObject({
     storage: z.string().regex(STORAGE_ID, 'invalid storage id'),
@@ -45,18 +43,16 @@ export const SimFixtureStorage = z.union([
     shared: z.boolean().optional(),
   }),
 ]);
-export type SimFixtureStorage = z.infer<typeof SimFixtureStorage>;
 
 /** A file (template, ISO, snippet, backup) on a storage. */
-export const SimFixtureFile = z.strictObject({
+const SimFixtureFile = z.strictObject({
   volid: z.string().regex(/^[a-z][a-z0-9\-_.]*[a-z0-9]:(vztmpl|iso|snippets|backup|import)\/[^/]+$/i, 'expected STORAGE:TYPE/NAME'),
   size: z.number().int().min(0).optional(),
   ctime: z.number().int().min(0).optional(),
 });
-export type SimFixtureFile = z.infer<typeof SimFixtureFile>;
 
 /** A resource pool of a fixture: its id, or the pool with its comment and members. */
-export const SimFixturePool = z.union([
+const SimFixturePool = z.union([
   z.string().regex(/^[A-Za-z0-9_-]+$/, 'invalid pool id'),
   z.strictObject({
     poolid: z.string().regex(/^[A-Za-z0-9_-]+$/, 'invalid pool id'),
@@ -65,7 +61,6 @@ export const SimFixturePool = z.union([
     storage: z.array(z.string()).optional(),
   }),
 ]);
-export type SimFixturePool = z.infer<typeof SimFixturePool>;
 
 /** A whole fixture. */
 export const SimFixture = z.strictObject({

@@ -23,7 +23,7 @@ export interface OperatorEdit {
 }
 
 /** What `getGuest` reports. */
-export interface SimGuestInfo {
+interface SimGuestInfo {
   vmid: number;
   type: GuestType;
   node: string;
@@ -33,7 +33,7 @@ export interface SimGuestInfo {
 }
 
 /** A guest to add directly (tests, fixtures). */
-export interface SimGuestDefinition {
+interface SimGuestDefinition {
   vmid: number;
   type: GuestType;
   node: string;
@@ -44,7 +44,7 @@ export interface SimGuestDefinition {
 }
 
 /** Fault injection settings. */
-export interface FailureSettings {
+interface FailureSettings {
   rate: number;
   methods?: string[];
   /** `error`: 500 `got timeout`; `reset`: connection dropped; `mixed` (default): either. */
@@ -52,7 +52,7 @@ export interface FailureSettings {
 }
 
 /** Construction settings of a {@link Simulator}. */
-export interface SimulatorSettings {
+interface SimulatorSettings {
   nodes: string[];
   clusterName: string;
   taskMs: number;
@@ -69,7 +69,7 @@ export interface SimulatorSettings {
 }
 
 /** A resource pool as a fixture describes it. */
-export interface PoolDefinition {
+interface PoolDefinition {
   poolid: string;
   comment?: string;
   vmids?: number[];

@@ -18,7 +18,7 @@ interface GuestCounters {
 }
 
 /** One API request as `GET /_sim/requests` lists it. */
-export interface SimRequestRecord {
+interface SimRequestRecord {
   method: string;
   /** Path below `/api2/json`, as sent. */
   path: string;

@@ -47,7 +47,7 @@ export interface SimTask {
 }
 
 /** `sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", node, pid, pstart, starttime, type, id, user)`. */
-export function formatUpid(t: Pick<SimTask, 'node' | 'pid' | 'pstart' | 'starttime' | 'type' | 'id' | 'user'>): string {
+function formatUpid(t: Pick<SimTask, 'node' | 'pid' | 'pstart' | 'starttime' | 'type' | 'id' | 'user'>): string {
   const hex = (n: number): string => n.toString(16).toUpperCase().padStart(8, '0');
   return `UPID:${t.node}:${hex(t.pid)}:${hex(t.pstart)}:${hex(t.starttime)}:${t.type}:${t.id}:${t.user}:`;
 }

@@ -10,7 +10,7 @@ import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 
 /** PEM material of a generated CA and server certificate. */
-export interface GeneratedTls {
+interface GeneratedTls {
   caPem: string;
   certPem: string;
   keyPem: string;

@@ -9,7 +9,7 @@ import { parseAllocation, parseOption, parseSize, parseVolumeId } from './proper
 import type { GuestType } from '../../core/guest-flavours.js';
 
 /** Every content type a storage can hold (`valid_content_types('dir')` plus `import`). */
-export const CONTENT_TYPES = ['backup', 'images', 'import', 'iso', 'rootdir', 'snippets', 'vztmpl'] as const;
+const CONTENT_TYPES = ['backup', 'images', 'import', 'iso', 'rootdir', 'snippets', 'vztmpl'] as const;
 
 /** One configured storage (`storage.cfg` entry). */
 export interface SimStorage {
@@ -46,7 +46,7 @@ const GIB = 1024 ** 3;
 const DEFAULT_CTIME = 1_735_689_600;
 
 /** Files of a fresh node's `local` storage: the templates and ISO people usually download first. */
-export const DEFAULT_FILES: SimFile[] = [
+const DEFAULT_FILES: SimFile[] = [
   { volid: 'local:iso/debian-13.1.0-amd64-netinst.iso', size: 783_286_272, ctime: DEFAULT_CTIME },
   { volid: 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', size: 126_023_475, ctime: DEFAULT_CTIME },
   { volid: 'local:vztmpl/debian-13-standard_13.1-2_amd64.tar.zst', size: 129_425_868, ctime: DEFAULT_CTIME },

@@ -42,7 +42,7 @@ export const DRIFT_JOB_OPTIONS: JobsOptions = {
 const SCHEDULER_PREFIX = 'drift-repo-';
 
 /** The scheduler id of a repository's drift runs. */
-export function driftSchedulerId(repoId: number): string {
+function driftSchedulerId(repoId: number): string {
   return `${SCHEDULER_PREFIX}${repoId}`;
 }
 

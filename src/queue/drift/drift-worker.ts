@@ -13,7 +13,8 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
-import { ClusterConfigError, envPrefix } from '../../connections/cluster-connections.js';
+import { ClusterConfigError } from '../../connections/cluster-connections.js';
+import { envPrefix } from '../../core/cluster-name.js';
 import { type ConnectOptions, clusterNames, configuredConnections, connectReadable } from '../../connections/connect.js';
 import type { OpenClusters } from '../../connections/open-clusters.js';
 import {
@@ -35,8 +36,8 @@ import type { DriftStore } from './drift-store.js';
 import { acquireLock, type HeldLock } from '../redis-lock.js';
 import { type DriftJobData, DriftQueueJob } from '../schema.js';
 
-/** What the drift worker needs; constructed by the composition root (`src/server/serve.ts`). */
-export interface DriftWorkerDeps {
+/** What the drift worker needs; constructed by the worker role (`src/server/worker-role.ts`). */
+interface DriftWorkerDeps {
   logger: Logger;
   redis: Redis;
   store: DriftStore;
@@ -56,7 +57,7 @@ export interface DriftWorkerDeps {
 }
 
 /** What became of a drift job. */
-export type DriftOutcome =
+type DriftOutcome =
   | 'created'
   | 'updated'
   | 'reopened'

@@ -84,7 +84,7 @@ export interface PlanTarget {
 }
 
 /** What became of a plan job: `unchanged` — this head's plan against this base is posted already, nothing was planned. */
-export type PlanOutcome = 'posted' | 'superseded' | 'unchanged' | 'awaiting-command';
+type PlanOutcome = 'posted' | 'superseded' | 'unchanged' | 'awaiting-command';
 
 /**
  * Deliveries that plan only a head not yet posted: every action of a pull request sends one, and

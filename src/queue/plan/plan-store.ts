@@ -21,7 +21,7 @@ import { CommitSha, RepoRef } from '../schema.js';
  * Version of the stored-plan envelope (the plan inside has its own version). Version 1 was stored
  * before its comment was posted, so it may never have been shown: it is not read as a posted plan.
  */
-export const STORED_PLAN_VERSION = 2;
+const STORED_PLAN_VERSION = 2;
 
 /** Plans are kept this long: longer than reviews usually take. */
 const PLAN_TTL_SECONDS = 90 * 24 * 3600;

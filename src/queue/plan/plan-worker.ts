@@ -20,8 +20,8 @@ import { forgetClosed, type PlanContext, type PlanTarget, planPullRequest, refre
 import type { PlanStore } from './plan-store.js';
 import { type ClosedJobData, type CommandJobData, type PlanReason, PlanQueueJob, type RerunJobData } from '../schema.js';
 
-/** What the plan worker needs; constructed by the composition root (`src/server/serve.ts`). */
-export interface PlanWorkerDeps {
+/** What the plan worker needs; constructed by the worker role (`src/server/worker-role.ts`). */
+interface PlanWorkerDeps {
   logger: Logger;
   redis: Redis;
   heads: NewestHeads;
@@ -46,7 +46,7 @@ export interface PlanWorkerDeps {
 export type CommandHandler = (job: CommandJobData, ctx: CommandContext) => Promise<void>;
 
 /** What a command handler gets: the plan context and a way to answer on the pull request. */
-export interface CommandContext extends PlanContext {
+interface CommandContext extends PlanContext {
   reply(body: string): Promise<void>;
   /** Plans the pull request's current head again (what `/pve plan` does). */
   replan(reason: PlanReason): Promise<void>;

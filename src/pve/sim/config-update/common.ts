@@ -11,7 +11,7 @@ import type { Principal } from '../auth.js';
 import { parsePendingDelete, printPendingDelete, serializeConfig } from '../config-file.js';
 import { DieError } from '../errors.js';
 import { perlTrue, type Guest } from '../guest/guest.js';
-import { configEndpoint } from '../property-format.js';
+import { configEndpoint } from '../../../core/config-options.js';
 import type { VolumeStore } from '../volumes.js';
 
 /** A config write as the API receives it (values already validated against the schema). */

@@ -12,9 +12,7 @@ import { DieError, ParamError } from '../errors.js';
 import { perlTrue, type Guest } from '../guest/guest.js';
 import {
   formatSize,
-  isCdrom,
   isCloudinit,
-  isQemuDrive,
   optionFormat,
   parseAllocation,
   parseOption,
@@ -22,6 +20,7 @@ import {
   printPropertyString,
   randomMac,
 } from '../property-format.js';
+import { isCdrom, isQemuDrive } from '../../../core/hotplug.js';
 import { checkQemuOptionPermissions, checkQemuUpdateDevice } from '../permissions.js';
 import {
   addToPendingDelete,

@@ -7,12 +7,13 @@
 import type { RequestContext } from '../context.js';
 import { DieError, ParamError } from '../errors.js';
 import type { Guest } from './guest.js';
-import { formatSize, isCdrom, optionFormat, parseOption, parseSize, parseVolumeId, printPropertyString } from '../property-format.js';
+import { formatSize, optionFormat, parseOption, parseSize, parseVolumeId, printPropertyString } from '../property-format.js';
+import { isCdrom } from '../../../core/hotplug.js';
 import { TaskFailure, type TaskContext } from '../tasks.js';
 import { flavourOf } from './flavours.js';
 
 /** A volume option of the guest, parsed, with the format to print it back. */
-export interface DriveParts {
+interface DriveParts {
   format: NonNullable<ReturnType<typeof optionFormat>>;
   data: Record<string, string>;
 }
@@ -95,7 +96,7 @@ export function logRemovedVolumes(log: TaskContext, guest: Guest): void {
 }
 
 /** Volume ids referenced by the main section: what a destroy frees. */
-export function volumesOf(guest: Guest): string[] {
+function volumesOf(guest: Guest): string[] {
   const flavour = flavourOf(guest.type);
   const out: string[] = [];
   for (const [key, value] of guest.main) {

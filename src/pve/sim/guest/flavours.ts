@@ -7,7 +7,8 @@
  * `kinds/container`.
  */
 import type { GuestType } from '../../../core/guest-flavours.js';
-import { isLxcMount, isQemuDrive } from '../property-format.js';
+import { isLxcMount } from '../property-format.js';
+import { isQemuDrive } from '../../../core/hotplug.js';
 
 /** One flavour of guest. */
 export interface GuestFlavour {

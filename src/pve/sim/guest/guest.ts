@@ -8,10 +8,11 @@ import type { GuestType } from '../../../core/guest-flavours.js';
 import { paramSchema } from '../../../core/proxmox-params.js';
 import { configDigest, parseConfig, parsePendingDelete, serializeConfig, type ConfigSection, type ParsedConfig } from '../config-file.js';
 import { flavourOf } from './flavours.js';
-import { configEndpoint, parseSize, parseOption } from '../property-format.js';
+import { parseSize, parseOption } from '../property-format.js';
+import { configEndpoint } from '../../../core/config-options.js';
 
 /** A JSON value of a config view. */
-export type JsonConfigValue = string | number | [string, string][];
+type JsonConfigValue = string | number | [string, string][];
 
 /** Kinds of JSON typing (docs/proxmox-api.md#value-types-on-the-wire): booleans/integers as numbers, everything else strings. */
 type ValueKind = 'number' | 'string';
@@ -33,7 +34,7 @@ function valueKind(type: GuestType, key: string): ValueKind {
 }
 
 /** A config value typed as the API returns it (`cores: 2`, `memory: "2048"`, `cpulimit: "4"`). */
-export function typedValue(type: GuestType, key: string, value: string): string | number {
+function typedValue(type: GuestType, key: string, value: string): string | number {
   if (valueKind(type, key) === 'number' && /^[+-]?\d+$/.test(value)) return Number(value);
   return value;
 }
@@ -44,7 +45,7 @@ export function perlTrue(value: string | undefined): boolean {
 }
 
 /** Options exposed by guest summaries (listing, status/current, cluster resources). */
-export interface GuestSummaryData {
+interface GuestSummaryData {
   name: string;
   maxmem: number;
   maxdisk: number;

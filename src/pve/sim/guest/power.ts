@@ -16,7 +16,7 @@ import { guestHere } from './path-guest.js';
 import { guestTask, missingConfig } from './task.js';
 
 /** The power actions that share one handler; reboot is each kind's own. */
-export type PowerAction = 'start' | 'stop' | 'shutdown';
+type PowerAction = 'start' | 'stop' | 'shutdown';
 
 /** Root-only parameters of the power endpoints (tokens are never root@pam). */
 const ROOT_ONLY_POWER = [

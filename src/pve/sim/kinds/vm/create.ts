@@ -11,7 +11,8 @@ import { DieError, PermissionError } from '../../errors.js';
 import { allocationStorages, createTask, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { checkQemuCreateDevices, checkQemuOptionPermissions, requirePrivilege } from '../../permissions.js';
-import { isCdrom, isQemuDrive, parseOption } from '../../property-format.js';
+import { parseOption } from '../../property-format.js';
+import { isCdrom, isQemuDrive } from '../../../../core/hotplug.js';
 import { assertQemuWritable, createQemuDisk, printQemuNet } from '../../config-update/vm.js';
 
 /** Parameters of the create call that are not config options. */

@@ -10,7 +10,8 @@ import { driveParts, moveVolume, targetStorage } from '../../guest/disks.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import { guestTask } from '../../guest/task.js';
-import { isCdrom, parseVolumeId } from '../../property-format.js';
+import { parseVolumeId } from '../../property-format.js';
+import { isCdrom } from '../../../../core/hotplug.js';
 import { TaskFailure } from '../../tasks.js';
 
 /** The handler. */

@@ -9,7 +9,7 @@ import { driveParts, growVolume, newSize, resizeLogLine, volumeSize } from '../.
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { guestHere } from '../../guest/path-guest.js';
 import { guestTask, missingConfig } from '../../guest/task.js';
-import { isCdrom } from '../../property-format.js';
+import { isCdrom } from '../../../../core/hotplug.js';
 import { TaskFailure } from '../../tasks.js';
 
 /** The handler. */
