@@ -1,3 +1,8 @@
+/**
+ * Carries out a stored plan from the command line: the items of each kind in their apply phases,
+ * guests through `apply-guest.ts` within per-cluster and per-node limits, items of other kinds
+ * through `apply-object.ts`. The App does the same through its queue (`src/queue/apply`).
+ */
 import type { ApplyResult, ApplyStatus, GuestApplyResult, ObjectApplyResult } from '../core/apply-result.js';
 import type { ApplyPhase } from '../core/kinds/kind.js';
 import { phaseOf } from '../core/kinds/registry.js';

@@ -1,3 +1,8 @@
+/**
+ * Reads what a plan needs from each cluster through the reader port, and nothing more: one
+ * listing, one read per guest in scope, the checks that tell a hidden guest from a missing one,
+ * and each other kind's observe where it has something on the cluster. Never writes.
+ */
 import type { ClusterSpec, ListedGuest, ObservedCluster, ObservedGuest, ObservedState, SpecSet } from '../core/model.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
 import type { PlanScope } from '../core/plan/plan-specs.js';

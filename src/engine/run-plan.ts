@@ -1,3 +1,7 @@
+/**
+ * A plan or a drift report from specs and readers: observe, then plan. The command line and the
+ * App's plan and drift workers all start here; it is given readers only, so it cannot write.
+ */
 import type { ClusterAccess, ObservedState, Plan, SpecSet } from '../core/model.js';
 import { planScope, planSpecs } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';

@@ -1,3 +1,8 @@
+/**
+ * The guest kind's adapter: the core's cluster reader and writer ports (`core/ports.ts`) over the
+ * Proxmox client, with its errors in the port's vocabulary. Other kinds' adapters are in `kinds/`,
+ * reached through `kindPort`.
+ */
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import { AlreadyInPowerStateError, PortError, TaskFailedError } from '../core/port-errors.js';
 import type { ClusterWriter, GuestRef, WriteContext, WriteResult } from '../core/ports.js';

@@ -1,3 +1,9 @@
+/**
+ * What a pull request's plan may show of guests the base branch does not own (docs/github-app.md,
+ * "How pull requests from forks are planned"): ownership is judged by the base's Cluster documents,
+ * and an unowned guest's live values are marked withheld before any message names them. Rendering
+ * the withheld values is `core/render/withhold-live.ts`.
+ */
 import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf } from '../key-rules.js';
 import type { ClusterSpec, GuestPlan, ListedGuest, ObservedGuest, SpecSet } from '../model.js';

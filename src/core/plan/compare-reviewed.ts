@@ -1,3 +1,8 @@
+/**
+ * Apply's check that what it is about to write is what was reviewed: the guest's plan recomputed
+ * from a fresh read against the stored plan, key by key and step by step. A difference in an owned
+ * value is a conflict and nothing is written (docs/design.md, "Recompute and compare").
+ */
 import type { ApplyConflict } from '../apply-result.js';
 import type { GuestPlan, Operation } from '../model.js';
 import { sameOperation, summariseOperation } from '../operations.js';

@@ -1,3 +1,8 @@
+/**
+ * How a change reaches a running guest (live, pending a restart, needing a stop, losing data) and
+ * how severe it is, per key, from Proxmox's hotplug rules (`core/hotplug.ts`). The planner asks it
+ * of every change; the rendered badges and the check run's verdict come from it.
+ */
 import { HOTPLUG_RULES, LIVE, PENDING } from '../hotplug.js';
 import type { Impact, Severity } from '../model.js';
 import type { GuestType } from '../guest-flavours.js';

@@ -1,3 +1,8 @@
+/**
+ * Plans one guest: its spec (head and base), its listing entry and its read, in; its action, key
+ * changes, operations, drift and pending values out (docs/design.md#the-plan). Pure. The guest
+ * kind's planner; other kinds plan through their modules in `core/kinds/`.
+ */
 import { GUEST_KIND, guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf, isDiskKey, isNicKey } from '../key-rules.js';

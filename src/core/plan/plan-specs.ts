@@ -1,3 +1,9 @@
+/**
+ * Plans a whole spec set against what was observed: the scope of a pull request (what changed
+ * between base and head), every guest of that scope through `plan-guest.ts`, the items of other
+ * kinds through `plan-objects.ts`, and the checks across guests (identities, insecure connections).
+ * Pure: the reads happened in `engine/observe-clusters.ts`.
+ */
 import { envPrefix } from '../cluster-name.js';
 import { guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';

@@ -1,3 +1,8 @@
+/**
+ * Comparing config values as Proxmox stores them: property strings as key=value sets, what
+ * Proxmox fills in (a NIC's MAC, a disk's volume and size) not counted as drift, disks and NICs
+ * parsed and formatted for their own operations (docs/design.md, "Value comparison").
+ */
 import { configOption, defaultSubKey, subOptions, type OptionSchema } from '../config-options.js';
 import { flavourOf } from '../guest-flavours.js';
 import type { GuestType } from '../guest-flavours.js';
