@@ -4,7 +4,7 @@
  * repository a cluster does not allow, and the opened adapters. Reading the connection settings
  * themselves is `cluster-connections.ts`; talking to Proxmox is `src/pve`.
  */
-import type { PveLogger, PveResponseEvent } from '../pve/client.js';
+import type { PveLogger, PveResponseEvent } from '../pve/transport.js';
 import type { SpecSet } from '../core/model.js';
 import { type ClusterConnection, loadClusterConnections, repositoryAllowed } from './cluster-connections.js';
 import { envPrefix } from '../core/cluster-name.js';

@@ -5,7 +5,8 @@
  */
 import type { ClusterAccess } from '../core/model.js';
 import { type ClusterConnection, clusterAccess } from './cluster-connections.js';
-import { PveClient, type PveLogger, type PveResponseEvent } from '../pve/client.js';
+import { PveClient } from '../pve/client.js';
+import type { PveLogger, PveResponseEvent } from '../pve/transport.js';
 import { PveClusterAdapter } from '../pve/cluster-adapter.js';
 
 /**

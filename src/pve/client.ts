@@ -28,10 +28,6 @@ import { observedFromPending } from './observed-guest.js';
 import { pollTask, type WaitOptions } from './task.js';
 import { PveTransport, type HttpMethod, type PveLogger, type PveParams, type PveResponseEvent, type SlowRequest } from './transport.js';
 
-export type { PveNode, PveVersion, PendingEntry, TaskListEntry, TaskLogLine, TaskStatus } from './schema.js';
-export type { WaitOptions } from './task.js';
-export type { HttpMethod, PveLogger, PveParams, PveResponseEvent, SlowRequest } from './transport.js';
-
 /** How to reach and trust one cluster. */
 export interface PveClientOptions {
   /** Cluster name, for errors and logs. */

@@ -6,7 +6,8 @@
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import { AlreadyInPowerStateError, PortError, TaskFailedError } from '../core/port-errors.js';
 import type { ClusterWriter, GuestRef, WriteContext, WriteResult } from '../core/ports.js';
-import type { PveClient, WaitOptions } from './client.js';
+import type { PveClient } from './client.js';
+import type { WaitOptions } from './task.js';
 import { PveAlreadyExistsError } from './errors.js';
 import { observedFromPending } from './observed-guest.js';
 import { toPortError } from './to-port-error.js';

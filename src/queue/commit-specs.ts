@@ -16,7 +16,8 @@ import { specFileBytes } from '../core/spec/spec-text.js';
 import { type ArchiveLimits, DEFAULT_ARCHIVE_LIMITS, readRepoArchive } from '../github/read-archive.js';
 import type { RepoConfig } from '../github/repo-config.js';
 import { baseSpecFiles, headSpecFiles, specFileFilter } from '../github/spec-repo.js';
-import { createSpecParseCache, loadSpecFiles, type SpecParseCache } from '../spec-files/load-spec-files.js';
+import { loadSpecFiles } from '../spec-files/load-spec-files.js';
+import { createSpecParseCache, type SpecParseCache } from '../core/spec/parse-cache.js';
 import type { RepoRef } from './schema.js';
 
 /** One commit's specs, loaded. */

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { Queue } from 'bullmq';
 import type { ProbotOctokit } from 'probot';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { PveResponseEvent } from '../pve/client.js';
+import type { PveResponseEvent } from '../pve/transport.js';
 import type { HttpRoute } from './http.js';
 
 /** What became of a webhook delivery. */

@@ -34,8 +34,6 @@ import type { SpecLimits } from '../core/spec/spec-limits.js';
 import { withEnvSnapshot } from './env-snapshot.js';
 import type { ParseReply, ParseRequest } from './parse-worker.js';
 
-export { createSpecParseCache, type SpecParseCache, type SpecParseCacheOptions } from '../core/spec/parse-cache.js';
-
 /** Below this much YAML (in characters) left for the library to parse, starting threads costs more than it saves. */
 export const PARALLEL_THRESHOLD = 512 * 1024;
 

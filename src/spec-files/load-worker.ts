@@ -6,7 +6,8 @@
 import { parentPort } from 'node:worker_threads';
 import type { SpecFile } from '../core/spec/load-specs.js';
 import type { SpecSet } from '../core/model.js';
-import { createSpecParseCache, loadSpecFiles } from './load-spec-files.js';
+import { loadSpecFiles } from './load-spec-files.js';
+import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { errorMessage } from '../util/error-message.js';
 
 /** Files to load; `id` identifies the request in the reply. */

@@ -21,7 +21,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { Probot } from 'probot';
 import { envPrefix } from '../../src/core/cluster-name.js';
-import type { PveResponseEvent } from '../../src/pve/client.js';
+import type { PveResponseEvent } from '../../src/pve/transport.js';
 import { CommitSpecsCache } from '../../src/queue/commit-specs.js';
 import { DriftScheduler } from '../../src/queue/drift/drift-schedule.js';
 import { DriftStore } from '../../src/queue/drift/drift-store.js';

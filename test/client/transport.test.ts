@@ -6,7 +6,8 @@
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PveClient, type PveClientOptions, type SlowRequest } from '../../src/pve/client.js';
+import { PveClient, type PveClientOptions } from '../../src/pve/client.js';
+import type { SlowRequest } from '../../src/pve/transport.js';
 import {
   PveAlreadyExistsError,
   PveError,
