@@ -4,7 +4,7 @@
  * of the generic pipeline, the functions and the Proxmox adapter. Then each kind's sample is planned
  * against a real simulator over HTTP, applied, and planned again: the second plan must be empty.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { KindFacts, ObjectKind } from '../../src/core/kinds/kind.js';
 import { KINDS, OBJECT_KINDS } from '../../src/core/kinds/registry.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
@@ -66,12 +66,14 @@ describe('the kind registry', () => {
 });
 
 describe('each kind against the simulator', () => {
+  // A simulator per kind: one kind's sample must not see another's guests (as orphans).
   let sim: RunningSimulator;
-  const clients: PveClient[] = [];
+  let clients: PveClient[] = [];
   let reader: PveClusterAdapter;
   let writer: PveClusterAdapter;
 
-  beforeAll(async () => {
+  beforeEach(async () => {
+    clients = [];
     sim = await startSimulator({ port: 0, nodes: ['pve-01'], taskMs: 1, clusterName: 'lab' });
     const read = new PveClient({ cluster: 'lab', url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
     const write = new PveClient({ cluster: 'lab', url: sim.url, token: sim.token, retries: 0 });
@@ -79,7 +81,7 @@ describe('each kind against the simulator', () => {
     reader = new PveClusterAdapter(read, { wait: { intervalMs: 5 } });
     writer = new PveClusterAdapter(write, { wait: { intervalMs: 5 } });
   });
-  afterAll(async () => {
+  afterEach(async () => {
     await Promise.allSettled(clients.map((c) => c.close()));
     await sim?.close();
   });
