@@ -10,7 +10,8 @@ import { renderApplyMarkdown, renderApplyText } from '../core/render/render-appl
 import { parsePlanJson } from '../core/render/render-json.js';
 import { formatSpecError } from '../core/spec/errors.js';
 import { validateStoredPlan } from '../core/spec/validate-stored-plan.js';
-import { executePlan, type ApplyEvent } from '../engine/execute-plan.js';
+import type { ApplyEvent } from '../engine/apply-guest.js';
+import { executePlan } from '../engine/execute-plan.js';
 import { observePlan, unreadGuests } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
 import { emit, parseFormat, renderPlan, useColor } from './plan.js';
@@ -123,7 +124,7 @@ export const applyCommand: Command = {
     // A guest whose read failed is that guest's trouble only: the others apply, it is reported
     // (README "How apply decides"). Any other error — a cluster unread, a collision, a policy
     // refusal, invalid specs — may concern every guest, and stops the apply.
-    const onlyUnread = plan.errors.length === 0 && plan.guests.every((g) => g.action !== 'error' || unread.has(`${g.cluster}/${g.vmid}`));
+    const onlyUnread = plan.errors.length === 0 && plan.guests.every((g) => g.action !== 'error' || unread.has(g.key));
     if (planHasErrors(plan) && !(onlyUnread && planHasChanges(plan))) {
       for (const line of planErrorLines(plan)) io.stdout.write(`error: ${line}\n`);
       note(io, 'the plan has errors: nothing was applied');

@@ -10,8 +10,6 @@ import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutAppl
 import { errorMessage } from '../util/error-message.js';
 import { applyObject, heldResult, resultOf } from './apply-object.js';
 
-export type { ApplyEvent, ApplyGuestOptions } from './apply-guest.js';
-
 /** Options of {@link executePlan}. */
 export interface ExecuteOptions
   extends Omit<ApplyGuestOptions, 'listed' | 'locate' | 'acquireSlot' | 'acquireReadAhead' | 'allowHostAccess'> {

@@ -1,6 +1,7 @@
 import type { ClusterSpec, ListedGuest, ObservedCluster, ObservedGuest, ObservedState, SpecSet } from '../core/model.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
-import { guestKey, type PlanScope } from '../core/plan/plan-specs.js';
+import type { PlanScope } from '../core/plan/plan-specs.js';
+import { guestKeyText } from '../core/kinds/resource-key.js';
 import type { ClusterReader } from '../core/ports.js';
 import { GuestNotFoundError } from '../core/port-errors.js';
 import { Semaphore } from '../util/semaphore.js';
@@ -73,7 +74,7 @@ export async function observeClusters(
       // (one request) lets the plan check it, and is read only when there are creates.
       const listedVmids = new Set(cluster.listing.map((l) => l.vmid));
       const creates = specs.head.guests.some(
-        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid)),
+        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid)),
       );
       if (creates) {
         try {
@@ -89,7 +90,7 @@ export async function observeClusters(
         clusterSpec !== undefined && vmid >= clusterSpec.vmids.lower && vmid < clusterSpec.vmids.upper;
       const wanted = cluster.listing.filter(
         (l) =>
-          scope.guests.has(guestKey(name, l.vmid)) ||
+          scope.guests.has(guestKeyText(name, l.vmid)) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
       const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
@@ -114,7 +115,7 @@ export async function observeClusters(
       // that is gone (docs/identity-and-privileges.md).
       const unlisted = new Set<number>();
       for (const g of [...specs.head.guests, ...(specs.base?.guests ?? [])]) {
-        if (g.cluster === name && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid))) unlisted.add(g.vmid);
+        if (g.cluster === name && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid))) unlisted.add(g.vmid);
       }
       cluster.unlisted = {};
       await Promise.all(

@@ -25,8 +25,8 @@ import {
   prepareSpecFiles,
   type LoadedSpecs,
   type LoadSpecsOptions,
-  type SpecFileInput,
 } from '../core/spec/load-specs.js';
+import type { SpecFileInput } from '../core/spec/spec-text.js';
 import { parseCommonYaml } from '../core/spec/common-yaml.js';
 import { parseWithLibrary } from '../core/spec/parse-spec-file.js';
 import type { ParsedSpecText } from '../core/spec/parsed-spec.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { formatSpecError } from '../core/spec/errors.js';
-import type { SpecFileInput } from '../core/spec/load-specs.js';
+import type { SpecFileInput } from '../core/spec/spec-text.js';
 import { collectSpecDir, loadSpecDir, readSpecDir, SpecDirError } from './read-spec-dir.js';
 
 const text = (file: SpecFileInput): { path: string; text: string } => ({

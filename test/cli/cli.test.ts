@@ -232,7 +232,7 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     await writeFile(saved, JSON.stringify({ version: 3 }));
     const run = await cli(['apply', '--plan', saved], env);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/plan version 3 is not supported by this pve-gitops (expects 2): plan again/);
+    expect(run.stderr).toMatch(/plan version 3 is not supported by this pve-gitops \(expects 2\): plan again/);
   });
 
   it('reads connections from a file, with the token from the environment', async () => {

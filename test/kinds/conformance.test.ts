@@ -4,7 +4,7 @@
  * of the generic pipeline, the functions and the Proxmox adapter. Then each kind's sample is planned
  * against a real simulator over HTTP, applied, and planned again: the second plan must be empty.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KindFacts, ObjectKind } from '../../src/core/kinds/kind.js';
 import { KINDS, OBJECT_KINDS } from '../../src/core/kinds/registry.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
@@ -66,48 +66,43 @@ describe('the kind registry', () => {
 });
 
 describe('each kind against the simulator', () => {
-  // A simulator per kind: one kind's sample must not see another's guests (as orphans).
-  let sim: RunningSimulator;
-  let clients: PveClient[] = [];
-  let reader: PveClusterAdapter;
-  let writer: PveClusterAdapter;
-
-  beforeEach(async () => {
-    clients = [];
-    sim = await startSimulator({ port: 0, nodes: ['pve-01'], taskMs: 1, clusterName: 'lab' });
+  /** A simulator of its own per kind: one kind's sample guests are no orphans of another's. */
+  async function withSimulator(fn: (reader: PveClusterAdapter, writer: PveClusterAdapter) => Promise<void>): Promise<void> {
+    const sim: RunningSimulator = await startSimulator({ port: 0, nodes: ['pve-01'], taskMs: 1, clusterName: 'lab' });
     const read = new PveClient({ cluster: 'lab', url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
     const write = new PveClient({ cluster: 'lab', url: sim.url, token: sim.token, retries: 0 });
-    clients.push(read, write);
-    reader = new PveClusterAdapter(read, { wait: { intervalMs: 5 } });
-    writer = new PveClusterAdapter(write, { wait: { intervalMs: 5 } });
-  });
-  afterEach(async () => {
-    await Promise.allSettled(clients.map((c) => c.close()));
-    await sim?.close();
-  });
+    try {
+      await fn(new PveClusterAdapter(read, { wait: { intervalMs: 5 } }), new PveClusterAdapter(write, { wait: { intervalMs: 5 } }));
+    } finally {
+      await Promise.allSettled([read.close(), write.close()]);
+      await sim.close();
+    }
+  }
 
   it.each(KINDS.map((kind) => [kind.name, kind] as const))(
     '%s: its sample plans, applies, and then plans no change',
     async (_name, kind) => {
-      const loaded = loadSpecs([{ path: `${kind.name}.yaml`, text: kind.testFactory().yaml }]);
-      expect(loaded.errors).toEqual([]);
-      const first = await runPlan({ head: loaded.specs, readers: { lab: reader } });
-      expect(first.errors).toEqual([]);
-      const ofKind = kind.name === 'guest' ? first.guests : first.objects.filter((item) => item.kind === kind.name);
-      expect(ofKind.length).toBeGreaterThan(0);
-      for (const item of ofKind) expect(item.errors).toEqual([]);
-      // Every operation an item holds is one its kind declares.
-      for (const item of ofKind) for (const op of item.operations as { op: string }[]) expect(kind.operations).toContain(op.op);
-      const result = await executePlan(first, { lab: writer });
-      const statuses = [...result.guests, ...(result.objects ?? [])].map(
-        (r) => `${'key' in r ? r.key : r.vmid}: ${r.status} ${r.error ?? ''}`,
-      );
-      expect(statuses.filter((line) => !/: (applied|unchanged) $/.test(line))).toEqual([]);
-      const again = await runPlan({ head: loaded.specs, readers: { lab: reader } });
-      const left = [...again.guests, ...again.objects]
-        .filter((item) => item.action !== 'noop')
-        .map((item) => `${item.key}: ${item.action}`);
-      expect(left).toEqual([]);
+      await withSimulator(async (reader, writer) => {
+        const loaded = loadSpecs([{ path: `${kind.name}.yaml`, text: kind.testFactory().yaml }]);
+        expect(loaded.errors).toEqual([]);
+        const first = await runPlan({ head: loaded.specs, readers: { lab: reader } });
+        expect(first.errors).toEqual([]);
+        const ofKind = kind.name === 'guest' ? first.guests : first.objects.filter((item) => item.kind === kind.name);
+        expect(ofKind.length).toBeGreaterThan(0);
+        for (const item of ofKind) expect(item.errors).toEqual([]);
+        // Every operation an item holds is one its kind declares.
+        for (const item of ofKind) for (const op of item.operations as { op: string }[]) expect(kind.operations).toContain(op.op);
+        const result = await executePlan(first, { lab: writer });
+        const statuses = [...result.guests, ...(result.objects ?? [])].map(
+          (r) => `${'key' in r ? r.key : r.vmid}: ${r.status} ${r.error ?? ''}`,
+        );
+        expect(statuses.filter((line) => !/: (applied|unchanged) $/.test(line))).toEqual([]);
+        const again = await runPlan({ head: loaded.specs, readers: { lab: reader } });
+        const left = [...again.guests, ...again.objects]
+          .filter((item) => item.action !== 'noop')
+          .map((item) => `${item.key}: ${item.action}`);
+        expect(left).toEqual([]);
+      });
     },
   );
 

@@ -13,7 +13,7 @@
 import type { ObservedState, PendingItem, Plan, SourceRef, SpecSet } from '../model.js';
 import type { GuestType } from '../guest-flavours.js';
 import { hasOwnerTag } from '../plan/desired-config.js';
-import { guestKey } from '../plan/plan-specs.js';
+import { guestKeyText } from '../kinds/resource-key.js';
 
 /** One allow-list entry, as `.github/pve-gitops.yml` gives it (`drift.allow`). */
 export interface DriftAllow {
@@ -156,7 +156,7 @@ export interface DriftReportInput {
 
 /** The id of a finding: stable across runs for the same guest and key. */
 export function findingId(cluster: string, vmid: number, key: string): string {
-  return `${guestKey(cluster, vmid)}#${key}`;
+  return `${guestKeyText(cluster, vmid)}#${key}`;
 }
 
 /** `YYYY-MM-DD` of `now` in UTC. */
@@ -256,7 +256,7 @@ export function buildDriftReport(input: DriftReportInput): DriftReport {
     if (g.action === 'error') {
       s.errors += 1;
       guestErrors.push({ ...where, messages: [...g.errors] });
-      unreadGuests.add(guestKey(g.cluster, g.vmid));
+      unreadGuests.add(guestKeyText(g.cluster, g.vmid));
     }
     if (g.action !== 'create' && g.action !== 'error') s.checked += 1;
     if (g.pending.length > 0) {

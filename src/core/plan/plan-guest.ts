@@ -1,6 +1,6 @@
 import { GUEST_KIND, guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
-import { hostAccessOf } from '../key-rules.js';
+import { hostAccessOf, isDiskKey, isNicKey } from '../key-rules.js';
 import type {
   DriftItem,
   GuestPlan,
@@ -17,17 +17,7 @@ import type {
 import type { GuestType } from '../guest-flavours.js';
 import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey, observedValue } from './desired-config.js';
 import { keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
-import {
-  diffDisk,
-  formatDiskUpdate,
-  formatNicUpdate,
-  formatSize,
-  isDiskKey,
-  isNicKey,
-  parseDisk,
-  sameValue,
-  sizeIsServerChosen,
-} from './values.js';
+import { diffDisk, formatDiskUpdate, formatNicUpdate, formatSize, parseDisk, sameValue, sizeIsServerChosen } from './values.js';
 
 /** Everything the planner knows about one guest. */
 export interface GuestPlanInput {

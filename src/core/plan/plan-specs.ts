@@ -1,4 +1,5 @@
 import { envPrefix } from '../cluster-name.js';
+import { guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
 import type { HostAccessRule } from '../key-rules.js';
 import type {
@@ -31,10 +32,6 @@ export interface PlanScope {
   fullClusters: Set<string>;
   /** Clusters touched at all. */
   clusters: Set<string>;
-}
-
-export function guestKey(cluster: string, vmid: number): string {
-  return `${cluster}/${vmid}`;
 }
 
 /** Fields that say where a spec was written, not what it says. */
@@ -73,7 +70,7 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
       scope.clusters.add(c.name);
     }
     for (const g of head.guests) {
-      scope.guests.add(guestKey(g.cluster, g.vmid));
+      scope.guests.add(guestKeyText(g.cluster, g.vmid));
       scope.clusters.add(g.cluster);
     }
     return scope;
@@ -86,8 +83,8 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
   // A changed document of another kind (a pool) brings its cluster into the plan.
   for (const name of clustersWithChangedObjects(head, base, sameSpec)) scope.clusters.add(name);
 
-  const baseGuests = new Map(base.guests.map((g) => [guestKey(g.cluster, g.vmid), g]));
-  const headGuests = new Map(head.guests.map((g) => [guestKey(g.cluster, g.vmid), g]));
+  const baseGuests = new Map(base.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
+  const headGuests = new Map(head.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
   const add = (key: string, cluster: string): void => {
     scope.guests.add(key);
     scope.clusters.add(cluster);
@@ -230,8 +227,8 @@ export function planSpecs(input: PlanInput): Plan {
     const { lower, upper } = clusterSpec.vmids;
     const inRange = (vmid: number): boolean => vmid >= lower && vmid < upper;
     const vmids = new Set<number>();
-    for (const g of headGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
-    for (const g of baseGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
+    for (const g of headGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
+    for (const g of baseGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
     if (scope.fullClusters.has(clusterName)) {
       for (const l of seen.listing) if (inRange(l.vmid) && hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
     }

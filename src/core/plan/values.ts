@@ -13,8 +13,6 @@ import { splitList } from '../proxmox-params.js';
 
 import { isDiskKey, isNicKey } from '../key-rules.js';
 
-export { isDiskKey, isNicKey } from '../key-rules.js';
-
 const TRUE_WORDS = new Set(['1', 'true', 'yes', 'on']);
 const FALSE_WORDS = new Set(['0', 'false', 'no', 'off']);
 

@@ -35,8 +35,6 @@ export interface SpecFile {
   text: string;
 }
 
-export type { SpecFileInput } from './spec-text.js';
-
 /** Options of {@link loadSpecs} (and `loadSpecFiles`, which adds threads). */
 export interface LoadSpecsOptions {
   /** Bounds on the repository (defaults: `DEFAULT_SPEC_LIMITS`); the front end reads them from its configuration. */

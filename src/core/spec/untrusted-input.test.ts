@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatSpecError } from './errors.js';
-import { loadSpecs, type SpecFileInput } from './load-specs.js';
+import { loadSpecs } from './load-specs.js';
+import type { SpecFileInput } from './spec-text.js';
 import { createSpecParseCache } from './parse-cache.js';
 import { DEFAULT_SPEC_LIMITS } from './spec-limits.js';
 
