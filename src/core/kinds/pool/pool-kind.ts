@@ -6,7 +6,7 @@
  * Proxmox's side: pve-manager `API2/Pool.pm` (docs/proxmox-behaviour.md, "Resource pools").
  */
 import { z } from 'zod';
-import type { GuestSpec, ObjectOperation, ObjectPlan, ObjectSpec, SourceRef, SpecSet } from '../../model.js';
+import type { GuestSpec, ObjectOperation, ObjectPlan, ObjectSpec, SpecSet } from '../../model.js';
 import { UnavailableError } from '../../port-errors.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
 import { item, POOL_KIND, poolKey, quoted, storedString } from './common.js';
@@ -47,10 +47,6 @@ function onCluster(specs: readonly ObjectSpec[] | undefined, cluster: string): O
   return (specs ?? []).filter((s) => s.kind === POOL_KIND && s.cluster === cluster);
 }
 
-function at(source: SourceRef): string {
-  return `${source.file}:${source.line}:${source.col}`;
-}
-
 /** The pools the cluster's guests name in `pool:`, with the guests naming each. */
 function guestPools(guests: readonly GuestSpec[], cluster: string): Map<string, GuestSpec[]> {
   const pools = new Map<string, GuestSpec[]>();
@@ -62,23 +58,13 @@ function guestPools(guests: readonly GuestSpec[], cluster: string): Map<string, 
   return pools;
 }
 
-/** Checks across documents: one document per pool and cluster, a known cluster, no members wanted in a pool to destroy. */
+/**
+ * Checks across documents beyond the generic ones (`core/spec/validate-objects.ts`: a known
+ * cluster, one document per pool): no guest is wanted in a pool the specs destroy.
+ */
 function validate(specs: SpecSet): KindError[] {
   const errors: KindError[] = [];
-  const pools = (specs.objects ?? []).filter((o) => o.kind === POOL_KIND);
-  const seen = new Map<string, ObjectSpec>();
-  for (const pool of pools) {
-    const id = `${pool.cluster}/${pool.id}`;
-    const first = seen.get(id);
-    if (first)
-      errors.push({
-        at: pool.source,
-        message: `pool '${pool.id}' of cluster '${pool.cluster}' is declared twice (first at ${at(first.source)})`,
-      });
-    else seen.set(id, pool);
-    if (!specs.clusters.some((c) => c.name === pool.cluster)) {
-      errors.push({ at: pool.source, message: `pool '${pool.id}': cluster '${pool.cluster}' has no Cluster document` });
-    }
+  for (const pool of (specs.objects ?? []).filter((o) => o.kind === POOL_KIND)) {
     if (pool.state === 'absent') {
       const members = specs.guests.filter(
         (g) => g.cluster === pool.cluster && g.state === 'present' && (g.refs?.pool ?? g.createOptions?.pool) === pool.id,

@@ -96,11 +96,6 @@ describe('the pool id', () => {
 });
 
 describe('validate', () => {
-  it('refuses a pool declared twice on one cluster', () => {
-    const errors = poolKind.validate(specs([pool('web'), { ...pool('web'), source: { ...AT, line: 9 } }]));
-    expect(errors.map((e) => e.message)).toEqual(["pool 'web' of cluster 'lab' is declared twice (first at lab.yaml:3:1)"]);
-  });
-
   it('refuses to destroy a pool the specs still put guests in', () => {
     const errors = poolKind.validate(specs([pool('web', {}, 'absent')], [guest(100, { pool: 'web' }), guest(101)]));
     expect(errors).toHaveLength(1);

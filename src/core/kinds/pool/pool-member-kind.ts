@@ -167,10 +167,12 @@ function planMember(guest: GuestSpec, guestPlan: GuestPlan | undefined, observed
     want === null
       ? { op: 'leave-pool', vmid, pool: from as string }
       : { op: 'join-pool', vmid, pool: want, from, ...(from !== null ? { allowMove: true } : {}) };
-  const warnings =
-    guestPlan?.action === 'error'
-      ? [`the plan of guest ${vmid} has an error: its membership applies only once the guest's own changes do`]
-      : [];
+  const warnings: string[] = [];
+  if (guestPlan?.action === 'error')
+    warnings.push(`the plan of guest ${vmid} has an error: its membership applies only once the guest's own changes do`);
+  // The pool kind's plan says when no Pool document declares it either (a plan error there).
+  if (poolAfter.length > 0)
+    warnings.push(`pool '${want}' is not on cluster '${cluster}' yet: its Pool document creates it before the guest joins`);
   return make({ action: 'update', changes: [change], drift, operations: [operation], warnings, after: [...base.after, ...poolAfter] });
 }
 
