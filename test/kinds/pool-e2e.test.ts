@@ -125,4 +125,16 @@ describe('pools through the pipeline', () => {
     expect(ghost?.action).toBe('error');
     expect(ghost?.errors[0]).toContain("pool 'ghost', named by app-01 (201), is neither a Pool document nor on cluster 'lab'");
   });
+
+  it('refuses it on a cluster without any Pool document too', async () => {
+    const yaml = [CLUSTER, 'kind: VM\nname: app-01\ncluster: lab\nnode: pve-01\nvmid: 201\npool: ghost\nconfig: { memory: 512 }\n'].join(
+      '---\n',
+    );
+    const loaded = loadSpecs([{ path: 'lab.yaml', text: yaml }]);
+    expect(loaded.errors).toEqual([]);
+    const plan = await runPlan({ head: loaded.specs, readers: { lab: reader } });
+    const ghost = plan.objects.find((o) => o.key === 'lab/pool/ghost');
+    expect(ghost?.action).toBe('error');
+    expect(ghost?.errors[0]).toContain("pool 'ghost', named by app-01 (201), is neither a Pool document nor on cluster 'lab'");
+  });
 });

@@ -37,6 +37,11 @@ export interface GuestKey {
   schema: z.ZodType<string | null>;
   /** One line for `validate` and the JSON Schema. */
   description: string;
+  /**
+   * The kind whose objects the value names (a guest's `pool:` names a `pool`): that kind is then
+   * planned on every cluster where a guest writes the key, so it can say when the object is missing.
+   */
+  refersTo?: string;
 }
 
 /** What a kind's test factory gives the conformance test: documents that load and plan. */

@@ -3,7 +3,7 @@
  * touch, which of them need reading on a cluster, and their items, through each kind's `plan`.
  * Pure, like the guest planner; what was read is in `ObservedCluster.objects`.
  */
-import { byPhase, OBJECT_KINDS } from '../kinds/registry.js';
+import { byPhase, guestKeys, OBJECT_KINDS } from '../kinds/registry.js';
 import type { ObjectKind } from '../kinds/kind.js';
 import { keyText, resourceKey } from '../kinds/resource-key.js';
 import type { GuestPlan, GuestSpec, ObjectPlan, ObjectSpec, ObservedState, SpecSet } from '../model.js';
@@ -15,9 +15,17 @@ function objectKey(object: ObjectSpec): string {
   return keyText(resourceKey(object.cluster, object.kind, object.id));
 }
 
-/** Whether a guest document carries a key this kind adds (a `pool:`). */
+/** Whether a guest document carries a key this kind adds (a `pool:`), or a key that names one of its objects. */
 function refersTo(kind: AnyKind, guest: GuestSpec): boolean {
-  return guest.refs !== undefined && (kind.guestKeys ?? []).some(({ key }) => Object.hasOwn(guest.refs as object, key));
+  if (guest.refs === undefined) return false;
+  const refs = guest.refs;
+  const keys = [
+    ...(kind.guestKeys ?? []).map(({ key }) => key),
+    ...guestKeys()
+      .filter(({ key }) => key.refersTo === kind.name)
+      .map(({ key }) => key.key),
+  ];
+  return keys.some((key) => Object.hasOwn(refs, key));
 }
 
 /** Whether the kind has anything on `cluster` in these spec sets: documents, or keys on guests. */

@@ -268,6 +268,7 @@ export const poolMemberKind: ObjectKind<PoolPort, MemberObserved> = {
       key: 'pool',
       schema: PoolKey,
       description: 'the resource pool the guest is a member of (null: none); left out, membership is not managed',
+      refersTo: 'pool',
     },
   ],
   phase: 'guest-parts',
