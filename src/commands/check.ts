@@ -5,7 +5,8 @@
  */
 import { clusterNames } from '../connections/connect.js';
 import { z } from 'zod';
-import type { ClusterSpec, GuestSpec } from '../core/model.js';
+import type { ClusterSpec, GuestSpec, ObjectSpec } from '../core/model.js';
+import { kindPrivileges } from '../core/kinds/registry.js';
 import { describeMissing, missingPrivileges, type PermissionTree, requiredPrivileges } from '../core/plan/required-privileges.js';
 import { plural } from '../core/render/plan-labels.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
@@ -41,9 +42,15 @@ const PermissionTreeSchema = z.record(z.string(), z.record(z.string(), z.union([
  * Asks Proxmox what the token may do and compares it with what `mode` needs for these guests.
  * Returns the problems (missing privileges) and prints one line either way.
  */
-async function checkPrivileges(client: PveClient, guests: readonly GuestSpec[], mode: 'read' | 'apply', io: CommandIO): Promise<string[]> {
+async function checkPrivileges(
+  client: PveClient,
+  guests: readonly GuestSpec[],
+  objects: readonly ObjectSpec[],
+  mode: 'read' | 'apply',
+  io: CommandIO,
+): Promise<string[]> {
   const who = mode === 'read' ? 'plan token' : 'apply token';
-  const needed = requiredPrivileges(guests, mode);
+  const needed = [...requiredPrivileges(guests, mode), ...kindPrivileges({ objects, guests }, mode)];
   if (needed.length === 0) return [];
   let tree: PermissionTree;
   try {
@@ -67,6 +74,7 @@ async function checkCluster(
   name: string,
   spec: ClusterSpec | undefined,
   guests: readonly GuestSpec[],
+  objects: readonly ObjectSpec[],
   read: OpenClusters,
   write: OpenClusters,
   io: CommandIO,
@@ -90,7 +98,7 @@ async function checkCluster(
     if (result.guests === 0) {
       io.stdout.write('  warning:     the token sees no guests: on a cluster that has guests, it lacks VM.Audit on /vms\n');
     }
-    problems.push(...(await checkPrivileges(readClient, guests, 'read', io)));
+    problems.push(...(await checkPrivileges(readClient, guests, objects, 'read', io)));
   } catch (err) {
     problems.push(`plan token: ${errorMessage(err)}`);
   }
@@ -98,7 +106,7 @@ async function checkCluster(
     const version = await writeClient.version();
     io.stdout.write(`  apply token: ok — authenticated (Proxmox VE ${version.version})\n`);
     // Authenticated is not enough: a token that may not write passes every read (issue: "all good").
-    problems.push(...(await checkPrivileges(writeClient, guests, 'apply', io)));
+    problems.push(...(await checkPrivileges(writeClient, guests, objects, 'apply', io)));
   } catch (err) {
     problems.push(`apply token: ${errorMessage(err)}`);
   }
@@ -129,6 +137,7 @@ export const checkCommand: Command = {
             name,
             specs.clusters.find((c) => c.name === name),
             specs.guests.filter((g) => g.cluster === name),
+            (specs.objects ?? []).filter((o) => o.cluster === name),
             read,
             write,
             io,

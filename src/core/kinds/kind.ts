@@ -44,6 +44,15 @@ export interface GuestKey {
   refersTo?: string;
 }
 
+/** One privilege a kind's specs need on one ACL path, and why (as `check` reports it). */
+export interface KindPrivilege {
+  path: string;
+  privilege: string;
+  why: string;
+  /** Other paths that grant the same. */
+  orOn?: string[];
+}
+
 /** What a kind's test factory gives the conformance test: documents that load and plan. */
 export interface KindSample {
   /** YAML of a whole spec tree (one file), a Cluster document included. */
@@ -127,6 +136,11 @@ export interface ObjectKind<Port = unknown, Observed = unknown> extends KindFact
   guestKeys?: readonly GuestKey[];
   /** A parsed document (already checked by its schema) as a spec; `at` is where it was written. */
   load(document: Record<string, unknown>, at: SourceRef): ObjectSpec;
+  /**
+   * The privileges the kind's specs on one cluster need: `read` for a plan, `apply` to carry it
+   * out (`pve-gitops check` compares them with the tokens' effective permissions).
+   */
+  requiredPrivileges?(specs: { objects: readonly ObjectSpec[]; guests: readonly GuestSpec[] }, mode: 'read' | 'apply'): KindPrivilege[];
   /** Checks across documents (duplicates, references); the guests' `refs` included. */
   validate(specs: SpecSet): KindError[];
   /** Reads what planning needs from one cluster through the kind's port. Never writes. */

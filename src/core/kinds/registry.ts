@@ -3,11 +3,19 @@
  * the planner, the executor, the renderers, the JSON Schema and the queue find a kind here and
  * nowhere else. test/kinds/conformance.test.ts checks every entry.
  */
-import type { ObjectSpec } from '../model.js';
+import type { GuestSpec, ObjectSpec } from '../model.js';
 import { guestKind } from './guest/guest-kind.js';
 import { poolKind } from './pool/pool-kind.js';
 import { poolMemberKind } from './pool/pool-member-kind.js';
-import { type ApplyPhase, type GuestKey, type KindDocument, type KindFacts, type ObjectKind, phaseRank } from './kind.js';
+import {
+  type ApplyPhase,
+  type GuestKey,
+  type KindDocument,
+  type KindFacts,
+  type KindPrivilege,
+  type ObjectKind,
+  phaseRank,
+} from './kind.js';
 
 /** The kinds planned and applied through the generic pipeline, in registry order. */
 // biome-ignore lint/suspicious/noExplicitAny: each kind has its own port and observed types; the pipeline passes them through untouched.
@@ -59,6 +67,16 @@ export function phaseOf(kindName: string): ApplyPhase {
 /** Whether the kind's objects live on a node (the per-node slot applies only to those). */
 export function kindHasNode(kindName: string): boolean {
   return KINDS.find((kind) => kind.name === kindName)?.hasNode ?? false;
+}
+
+/** The privileges every other kind's specs on one cluster need (`ObjectKind.requiredPrivileges`). */
+export function kindPrivileges(
+  specs: { objects: readonly ObjectSpec[]; guests: readonly GuestSpec[] },
+  mode: 'read' | 'apply',
+): KindPrivilege[] {
+  return OBJECT_KINDS.flatMap(
+    (kind) => kind.requiredPrivileges?.({ objects: specs.objects.filter((o) => o.kind === kind.name), guests: specs.guests }, mode) ?? [],
+  );
 }
 
 /** Orders object specs or items by apply phase, then as given. */

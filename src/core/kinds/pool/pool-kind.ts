@@ -298,6 +298,13 @@ export const poolKind: ObjectKind<PoolPort, PoolObserved> = {
   plan,
   checkStored,
   label: (stored) => `pool ${stored.name}`,
+  // pve-manager `API2/Pool.pm`: Pool.Audit to read a pool, Pool.Allocate on it to create, change or destroy it.
+  requiredPrivileges: ({ objects }, mode) =>
+    objects.map((pool) =>
+      mode === 'read'
+        ? { path: `/pool/${pool.id}`, privilege: 'Pool.Audit', why: 'to read pools' }
+        : { path: `/pool/${pool.id}`, privilege: 'Pool.Allocate', why: 'to create, change and destroy pools' },
+    ),
   describe,
   execute: (stored, port) => execute(stored, port),
 };

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { GuestPlan, GuestSpec, ObjectSpec, SpecSet } from '../../model.js';
 import type { KindPlanInput } from '../kind.js';
+import { kindPrivileges } from '../registry.js';
 import { newPoolIdProblem, poolIdProblem } from './pool-id.js';
 import { PoolDocument, type PoolObserved, poolKind } from './pool-kind.js';
 import { type MemberObserved, poolMemberKind } from './pool-member-kind.js';
@@ -212,6 +213,22 @@ describe('the membership plan', () => {
     expect(full.map((i) => [i.key, i.action])).toEqual([
       ['lab/pool-member/100', 'noop'],
       ['lab/pool-member/101', 'update'],
+    ]);
+  });
+});
+
+describe('the privileges pools need', () => {
+  it('asks Pool.Audit to plan and Pool.Allocate to apply, on each pool the specs name', () => {
+    const specs = { objects: [pool('web'), pool('db')], guests: [guest(200, { pool: 'web' }), guest(201, { pool: null }), guest(202)] };
+    expect(kindPrivileges(specs, 'read').map((p) => `${p.privilege} ${p.path}`)).toEqual([
+      'Pool.Audit /pool/web',
+      'Pool.Audit /pool/db',
+      'Pool.Audit /pool/web',
+    ]);
+    expect(kindPrivileges(specs, 'apply').map((p) => `${p.privilege} ${p.path}: ${p.why}`)).toEqual([
+      'Pool.Allocate /pool/web: to create, change and destroy pools',
+      'Pool.Allocate /pool/db: to create, change and destroy pools',
+      'Pool.Allocate /pool/web: to add guests to pools and take them out',
     ]);
   });
 });

@@ -303,6 +303,17 @@ export const poolMemberKind: ObjectKind<PoolPort, MemberObserved> = {
   plan,
   checkStored,
   label: (stored) => `pool membership of ${stored.name} (${String(stored.payload.vmid)})`,
+  // pve-manager `API2/Pool.pm` `update_pool`: Pool.Allocate on the pool, and `check_perm_modify` on
+  // the guest (VM.Allocate, which apply needs anyway); reading membership needs Pool.Audit on the pool.
+  requiredPrivileges: ({ guests }, mode) =>
+    [...new Set(guests.filter(managed).map(wanted))]
+      .filter((pool): pool is string => pool !== null)
+      .sort()
+      .map((pool) =>
+        mode === 'read'
+          ? { path: `/pool/${pool}`, privilege: 'Pool.Audit', why: "to read guests' pool membership" }
+          : { path: `/pool/${pool}`, privilege: 'Pool.Allocate', why: 'to add guests to pools and take them out' },
+      ),
   describe,
   execute: (stored, port) => execute(stored, port),
 };
