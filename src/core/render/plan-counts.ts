@@ -85,6 +85,15 @@ export function countPlan(plan: Plan): { rows: ClusterCounts[]; total: PlanCount
   return { rows: [...byCluster].map(([cluster, counts]) => ({ cluster, counts })), total };
 }
 
+/** `3 guests`, or `1 guest and 2 other objects`: what a plan leaves unchanged; undefined for nothing. */
+export function unchangedLabel(plan: Plan): string | undefined {
+  const guests = plan.guests.filter((g) => g.action === 'noop').length;
+  const others = plan.objects.filter((o) => o.action === 'noop').length;
+  const parts = [guests > 0 ? plural(guests, 'guest') : undefined, others > 0 ? plural(others, 'other object') : undefined];
+  const said = parts.filter((part): part is string => part !== undefined);
+  return said.length === 0 ? undefined : said.join(' and ');
+}
+
 /** True when applying the plan would write something. */
 export function hasChanges(counts: PlanCounts): boolean {
   return counts.create + counts.update + counts.destroy > 0;

@@ -19,7 +19,7 @@ import {
   shorten,
   fitSection,
 } from './markdown-format.js';
-import { countPlan, planVerdict, type ClusterCounts, type PlanCounts } from './plan-counts.js';
+import { countPlan, planVerdict, type ClusterCounts, type PlanCounts, unchangedLabel } from './plan-counts.js';
 import {
   ACTION_EMOJI,
   ACTION_LABEL,
@@ -72,7 +72,7 @@ export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}
     ...plan.objects.filter((item) => item.action !== 'noop'),
   ];
 
-  const footer = (omitted: number): string => renderFooter(total, omitted, options.detailsUrl);
+  const footer = (omitted: number): string => renderFooter(unchangedLabel(plan), omitted, options.detailsUrl);
   // The footer is longest when every guest is omitted; reserving that keeps the total in budget.
   const footerReserve = footer(detailed.length).length;
   let head = renderHead(plan, options, total, rows);
@@ -177,9 +177,9 @@ function renderPlanWarnings(plan: Plan, budget: number): string {
   return `${heading}${list}\n`;
 }
 
-function renderFooter(total: PlanCounts, omitted: number, detailsUrl: string | undefined): string {
+function renderFooter(unchanged: string | undefined, omitted: number, detailsUrl: string | undefined): string {
   const lines: string[] = [];
-  if (total.noop > 0) lines.push(`_${plural(total.noop, 'guest')} unchanged (no-op), not listed._`);
+  if (unchanged !== undefined) lines.push(`_${unchanged} unchanged (no-op), not listed._`);
   const link = detailsUrl !== undefined ? `the [full plan](${safeUrl(detailsUrl)}), ` : '';
   if (omitted > 0) {
     lines.push(

@@ -5,7 +5,7 @@
 import { describeOperation } from '../operations.js';
 import type { GuestAction, GuestPlan, KeyChange, ObjectPlan, Plan } from '../model.js';
 import { objectLabel, objectSteps } from './object-items.js';
-import { countPlan, hasChanges, type PlanCounts } from './plan-counts.js';
+import { countPlan, hasChanges, type PlanCounts, unchangedLabel } from './plan-counts.js';
 import {
   ACTION_LABEL,
   ACTION_SIGN,
@@ -76,7 +76,8 @@ export function renderPlanText(plan: Plan, options: PlanTextOptions = {}): strin
   if (listed.length + objects.length > 0) lines.push('');
 
   lines.push(...renderDrift(plan.guests, paint), ...renderObjectDrift(plan.objects, paint), ...renderPending(plan.guests, paint));
-  if (total.noop > 0) lines.push(paint(`${plural(total.noop, 'guest')} unchanged.`, 'dim'));
+  const unchanged = unchangedLabel(plan);
+  if (unchanged !== undefined) lines.push(paint(`${unchanged} unchanged.`, 'dim'));
   lines.push(finalLine(total, paint));
   return `${lines.join('\n')}\n`;
 }
