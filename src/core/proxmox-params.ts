@@ -8,6 +8,7 @@
  * minimum). Property-string formats (`net0`, `scsi0`, `memory`, …) are parsed like
  * `parse_property_string` and their sub-key errors nested as `format error\n<param>.<sub>: …\n`.
  */
+import { poolIdProblem } from './kinds/pool/pool-id.js';
 import type { GuestType } from './guest-flavours.js';
 import apiSchema from './proxmox-api-schema.json' with { type: 'json' };
 import { DNS_NAME_RE, TAG_RE } from './property-string.js';
@@ -406,7 +407,11 @@ const NAMED_FORMATS: Record<string, Verifier> = {
   },
   'pve-storage-id': (v) => (STORAGE_ID_RE.test(v) ? undefined : `storage ID '${v}' contains illegal characters\n`),
   'pve-bridge-id': (v) => (/^[-_.\w\d]+$/.test(v) ? undefined : `invalid bridge ID '${v}'\n`),
-  'pve-poolid': (v) => (/^[A-Za-z0-9_-]+$/.test(v) ? undefined : `invalid pool ID '${v}'\n`),
+  // pve-access-control `verify_poolname`: up to three `/`-separated levels of `[A-Za-z0-9.-_]`.
+  'pve-poolid': (v) => {
+    const problem = poolIdProblem(v);
+    return problem === undefined ? undefined : `${problem}\n`;
+  },
   'pve-volume-id': (v) => (VOLUME_ID_RE.test(v) ? undefined : `unable to parse volume ID '${v}'\n`),
   'pve-volume-id-or-qm-path': (v) =>
     v === 'none' || v === 'cdrom' || v.startsWith('/') || VOLUME_ID_RE.test(v) ? undefined : `unable to parse volume ID '${v}'\n`,

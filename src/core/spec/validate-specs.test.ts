@@ -311,7 +311,7 @@ describe('validateSpecs rules (file:line:col: message)', () => {
         'g.yaml':
           'kind: Container\nname: ct-01\ncluster: lab\nnode: pve-01\nvmid: 100500\ncreate: { ostemplate: "local:vztmpl/debian.tar.zst", pool: "bad pool" }\n',
       },
-      ["g.yaml:6:60: create.pool: invalid format - invalid pool ID 'bad pool'"],
+      ["g.yaml:6:60: create.pool: invalid format - pool name 'bad pool' contains invalid characters"],
     ],
     [
       'a derived VMID in a full range',

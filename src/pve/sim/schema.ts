@@ -2,6 +2,7 @@
  * zod schemas of the simulator's fixture files (documented in fixture.ts). Loose on input types
  * where TypeScript's view of an imported JSON file would otherwise not be assignable.
  */
+import { poolIdProblem } from '../../core/kinds/pool/pool-id.js';
 import { z } from 'zod';
 
 const NODE_NAME = /^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
@@ -53,9 +54,9 @@ const SimFixtureFile = z.strictObject({
 
 /** A resource pool of a fixture: its id, or the pool with its comment and members. */
 const SimFixturePool = z.union([
-  z.string().regex(/^[A-Za-z0-9_-]+$/, 'invalid pool id'),
+  z.string().refine((id) => poolIdProblem(id) === undefined, 'invalid pool id'),
   z.strictObject({
-    poolid: z.string().regex(/^[A-Za-z0-9_-]+$/, 'invalid pool id'),
+    poolid: z.string().refine((id) => poolIdProblem(id) === undefined, 'invalid pool id'),
     comment: z.string().optional(),
     vmids: z.array(z.number().int()).optional(),
     storage: z.array(z.string()).optional(),
