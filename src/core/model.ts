@@ -29,7 +29,7 @@ export interface ClusterSpec {
   source: SourceRef;
 }
 
-export type PowerState = 'running' | 'stopped' | 'ignore';
+type PowerState = 'running' | 'stopped' | 'ignore';
 
 /**
  * A `kind: VM` or `kind: Container` document after parsing. `config` holds Proxmox option names
@@ -358,7 +358,7 @@ export interface Plan {
 export type InsecureTransport = 'http' | 'tls-unverified';
 
 /** A cluster reached over an insecure connection. */
-export interface InsecureConnection {
+interface InsecureConnection {
   cluster: string;
   transport: InsecureTransport;
 }

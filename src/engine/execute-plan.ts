@@ -34,8 +34,8 @@ export interface ExecuteOptions
 }
 
 /** Default guests written at once per cluster and per node (README "How apply decides"). */
-export const DEFAULT_CLUSTER_CONCURRENCY = 4;
-export const DEFAULT_NODE_CONCURRENCY = 2;
+const DEFAULT_CLUSTER_CONCURRENCY = 4;
+const DEFAULT_NODE_CONCURRENCY = 2;
 
 /**
  * One cluster listing for callers that ask while none is running; callers that ask while one is

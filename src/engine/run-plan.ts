@@ -8,7 +8,7 @@ import type { ClusterReader } from '../core/ports.js';
 import { observeClusters, type ObserveOptions } from './observe-clusters.js';
 
 /** Inputs of {@link runPlan}. */
-export interface RunPlanInput extends ObserveOptions {
+interface RunPlanInput extends ObserveOptions {
   head: SpecSet;
   base?: SpecSet;
   readers: Readonly<Record<string, ClusterReader>>;

@@ -66,7 +66,7 @@ export interface PveClientOptions {
 }
 
 /** A config write: values to set, keys to delete, and the digest of the read it is based on. */
-export interface ConfigChange {
+interface ConfigChange {
   set?: Record<string, string | number | boolean>;
   delete?: readonly string[];
   /** Digest from the read the change was computed from; Proxmox refuses the write if it moved. */
@@ -74,7 +74,7 @@ export interface ConfigChange {
 }
 
 /** Options of `moveDisk`: `delete` removes the source volume after copying. */
-export interface MoveDiskOptions {
+interface MoveDiskOptions {
   delete?: boolean;
   digest?: string;
   format?: string;
@@ -82,7 +82,7 @@ export interface MoveDiskOptions {
 }
 
 /** Options of `destroyGuest`. */
-export interface DestroyOptions {
+interface DestroyOptions {
   /** Also remove the VMID from backup/replication/HA configuration. */
   purge?: boolean;
   destroyUnreferencedDisks?: boolean;

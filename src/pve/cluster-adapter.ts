@@ -27,7 +27,7 @@ function powerError(err: unknown, wanted: 'running' | 'stopped'): unknown {
 }
 
 /** Options of {@link PveClusterAdapter}. */
-export interface ClusterAdapterOptions {
+interface ClusterAdapterOptions {
   /** How tasks are polled (see `WaitOptions`). */
   wait?: WaitOptions;
   /** Called every `slowTaskMs` while a task is still running, for a person watching. */

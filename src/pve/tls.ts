@@ -60,7 +60,7 @@ export function normaliseFingerprint(fingerprint: string): string {
 }
 
 /** undici's connector type: `(options, callback) => socket`. */
-export type Connector = BuildConnector.connector;
+type Connector = BuildConnector.connector;
 
 /** Builds the undici connector for a policy; `timeoutMs` bounds TCP connect plus handshake. */
 export function createConnector(policy: TlsPolicy, timeoutMs: number): Connector {

@@ -55,13 +55,13 @@ export interface PveResponseEvent {
 }
 
 /** Default time for the TCP connection and TLS handshake of one connection. */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** Default time one request may wait for its whole answer. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_SLOW_REQUEST_MS = 5_000;
 
 /** Settings of a transport; see `PveClientOptions` for their meaning and defaults. */
-export interface TransportOptions extends TlsPolicy {
+interface TransportOptions extends TlsPolicy {
   cluster: string;
   url: string;
   token: string;

@@ -35,7 +35,7 @@ import { withEnvSnapshot } from './env-snapshot.js';
 import type { ParseReply, ParseRequest } from './parse-worker.js';
 
 /** Below this much YAML (in characters) left for the library to parse, starting threads costs more than it saves. */
-export const PARALLEL_THRESHOLD = 512 * 1024;
+const PARALLEL_THRESHOLD = 512 * 1024;
 
 /** Most threads worth starting: beyond this the main thread's share of the work dominates. */
 const MAX_PARSERS = 4;

@@ -17,7 +17,7 @@ export interface LoadRequest {
 }
 
 /** A spec error as plain data (an Error's own fields do not survive the copy between threads). */
-export interface PlainSpecError {
+interface PlainSpecError {
   file: string;
   line: number;
   col: number;

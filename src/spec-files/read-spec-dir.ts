@@ -37,17 +37,17 @@ export class SpecDirError extends Error {
 const SPEC_FILE = /\.ya?ml$/i;
 
 /** Files opened at once: far below any open-file limit, enough to keep the disk busy. */
-export const READ_CONCURRENCY = 32;
+const READ_CONCURRENCY = 32;
 
 /** Options of {@link readSpecDir} and {@link loadSpecDir}. */
-export interface ReadSpecDirOptions {
+interface ReadSpecDirOptions {
   limits?: Partial<SpecLimits>;
   /** Files open at once (default {@link READ_CONCURRENCY}). */
   concurrency?: number;
 }
 
 /** What was read: the files, and `file: message` errors for what was refused. */
-export interface SpecDirContents {
+interface SpecDirContents {
   files: SpecFileInput[];
   /** Links leading outside the root or nowhere, files over the size limit, a repository over its bounds. */
   errors: SpecError[];

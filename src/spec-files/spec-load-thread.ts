@@ -16,7 +16,7 @@ import { loadSpecFiles, workerFor } from './load-spec-files.js';
 import type { LoadReply, LoadRequest } from './load-worker.js';
 
 /** Default time one load may take: far beyond a 10,000-guest repository (about 1 s), well short of a stuck job. */
-export const DEFAULT_SPEC_BUDGET_MS = 60_000;
+const DEFAULT_SPEC_BUDGET_MS = 60_000;
 
 /** A load took longer than its budget and was stopped. */
 export class SpecLoadTimeout extends Error {

@@ -15,7 +15,7 @@ import { PLAN_CHECK_NAME } from '../github/check-names.js';
 import { findCommand } from '../github/commands/registry.js';
 
 /** What the handlers need: the producer, and the App's own id to recognise its check runs. */
-export interface AppDeps {
+interface AppDeps {
   producer: JobProducer;
   appId: number;
   /** The drift schedules, kept in line with the installations' repositories. */
@@ -25,7 +25,7 @@ export interface AppDeps {
 }
 
 /** Adds the job that applies a merged pull request; throws when Redis cannot take it. */
-export interface MergeProducer {
+interface MergeProducer {
   enqueueMerge(job: MergeJobData): Promise<string>;
 }
 

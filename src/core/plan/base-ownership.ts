@@ -27,7 +27,7 @@ export const NAME_WITHHELD = '(name withheld)';
  * nothing more until it is merged. A tagged guest of the base range without a base spec (an
  * orphan) is the base's: its `prune` would destroy it, and the reviewer must see which guest.
  */
-export function ownedByBase(
+function ownedByBase(
   baseClusters: ReadonlyMap<string, ClusterSpec>,
   cluster: string,
   vmid: number,

@@ -16,7 +16,7 @@ export interface ImpactContext {
 }
 
 /** How one key change reaches the guest, and Proxmox's refusal when a running guest cannot take it. */
-export interface KeyImpact {
+interface KeyImpact {
   impact: Impact;
   refusal?: string;
 }

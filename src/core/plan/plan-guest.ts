@@ -48,7 +48,7 @@ export interface GuestPlanInput {
 }
 
 /** The error for a guest that exists but that the plan's token may not see. */
-export function hiddenGuestMessage(vmid: number): string {
+function hiddenGuestMessage(vmid: number): string {
   return `guest ${vmid} exists on the cluster, but this token cannot see it: it lacks VM.Audit on /vms/${vmid} (Proxmox leaves guests a token may not audit out of every listing and read); grant it, or the plan cannot tell what this guest needs`;
 }
 
@@ -122,7 +122,7 @@ function pendingItems(observed: ObservedGuest): PendingItem[] {
 }
 
 /** Keys where the cluster differs from what a spec asks for (used for drift against base). */
-export function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Record<string, string>): DriftItem[] {
+function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Record<string, string>): DriftItem[] {
   const desired = desiredConfig(spec, ownerTag);
   const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
   const drift: DriftItem[] = [];

@@ -156,7 +156,7 @@ export function summarise(guests: readonly GuestPlan[], objects: readonly Object
 }
 
 /** Orders guests most severe first, then by cluster and name, for stable output. */
-export function sortGuestPlans(guests: GuestPlan[]): GuestPlan[] {
+function sortGuestPlans(guests: GuestPlan[]): GuestPlan[] {
   const actionRank = (g: GuestPlan): number => (g.action === 'error' ? 0 : 1);
   return guests.sort(
     (a, b) =>
@@ -313,7 +313,7 @@ function guestName(spec: GuestSpec): string {
  * claim would take the other spec's guest over (rename it, reshape it) while that spec gets a
  * twin. Both VMIDs become errors that name both specs. Returns the error per VMID.
  */
-export function identityClashes(
+function identityClashes(
   headGuests: readonly GuestSpec[],
   baseGuests: readonly GuestSpec[],
   vmids: ReadonlySet<number>,

@@ -18,7 +18,7 @@ import { parsePropertyString, propertyValue } from '../property-string.js';
 export type PermissionTree = Readonly<Record<string, Readonly<Record<string, number | boolean>>>>;
 
 /** One privilege needed on one ACL path, and why. */
-export interface RequiredPrivilege {
+interface RequiredPrivilege {
   path: string;
   privilege: string;
   why: string;
@@ -27,7 +27,7 @@ export interface RequiredPrivilege {
 }
 
 /** What a token lacks: one privilege, the paths it is missing on, and what needs it. */
-export interface MissingPrivilege {
+interface MissingPrivilege {
   privilege: string;
   paths: string[];
   why: string;

@@ -43,7 +43,7 @@ function normaliseScalar(schema: OptionSchema | undefined, value: string): strin
 }
 
 /** A property string as a map: the key-less head is stored under the schema's default key. */
-export function propertyMap(schema: OptionSchema | undefined, value: string): Map<string, string> {
+function propertyMap(schema: OptionSchema | undefined, value: string): Map<string, string> {
   const subs = subOptions(schema) ?? {};
   const ps = parsePropertyString(value);
   const map = new Map<string, string>();
@@ -60,7 +60,7 @@ function mapsEqual(a: Map<string, string>, b: Map<string, string>): boolean {
 }
 
 /** Size strings (`32G`, `512M`, `1T`, bare numbers = bytes) to bytes. */
-export function sizeToBytes(size: string): number | undefined {
+function sizeToBytes(size: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)\s*([KMGT]?)B?$/i.exec(size.trim());
   if (!m) return undefined;
   const unit = (m[2] ?? '').toUpperCase();
@@ -79,7 +79,7 @@ export function formatSize(bytes: number): string {
 }
 
 /** A disk or mount point value, split into what Proxmox manages and what the spec owns. */
-export interface DiskValue {
+interface DiskValue {
   /** Storage ID (`local-lvm`), when the head names one. */
   storage?: string;
   /** Volume within the storage (`vm-100-disk-0`, `iso/x.iso`), when the head names one. */
@@ -149,7 +149,7 @@ export function sizeIsServerChosen(key: string): boolean {
 }
 
 /** Differences between a desired and an actual disk, each handled by its own operation. */
-export interface DiskDiff {
+interface DiskDiff {
   storageChanged: boolean;
   /** Desired size when larger than actual (bytes). */
   grow?: number;
@@ -205,7 +205,7 @@ export function formatDiskUpdate(type: GuestType, key: string, desired: DiskValu
 const NIC_MAC_KEYS = new Set(['macaddr', 'hwaddr']);
 
 /** A NIC as a map of its settings with the model and MAC made explicit (`virtio=AA:..` → both). */
-export function parseNic(type: GuestType, key: string, value: string): { mac?: string; settings: Map<string, string> } {
+function parseNic(type: GuestType, key: string, value: string): { mac?: string; settings: Map<string, string> } {
   const schema = configOption(type, key);
   const subs = subOptions(schema) ?? {};
   const ps: PropertyString = parsePropertyString(value);

@@ -72,7 +72,7 @@ export function loadSpecs(files: readonly SpecFileInput[], options: LoadSpecsOpt
 }
 
 /** Spec files checked against the repository's bounds and decoded: what is left to parse. */
-export interface PreparedSpecFiles {
+interface PreparedSpecFiles {
   limits: SpecLimits;
   label: string;
   /** The files to parse, decoded, in the order given. */
@@ -156,7 +156,7 @@ function validateAll(specs: SpecSet, options: Parameters<typeof validateSpecs>[1
  * The parse of `text`, from `cache` when it holds one made under the same limits. Exported for
  * `loadSpecFiles`, which parses the misses on threads and stores them with {@link cacheParsed}.
  */
-export function parseCached(text: string, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): ParsedSpecText {
+function parseCached(text: string, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): ParsedSpecText {
   const cached = cachedParse(text, prepared, cache);
   if (cached) return cached;
   const parsed = parseSpecText(text, prepared.limits);
