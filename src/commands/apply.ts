@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import type { ApplyResult } from '../core/apply-result.js';
-import { countApplyResult } from '../core/apply-result.js';
+import { allResults, countApplyResult } from '../core/apply-result.js';
 import type { Plan } from '../core/model.js';
 import { planErrorLines, planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderApplyMarkdown, renderApplyText } from '../core/render/render-apply.js';
@@ -123,7 +123,7 @@ export const applyCommand: Command = {
     // A guest whose read failed is that guest's trouble only: the others apply, it is reported
     // (README "How apply decides"). Any other error — a cluster unread, a collision, a policy
     // refusal, invalid specs — may concern every guest, and stops the apply.
-    const onlyUnread = plan.errors.length === 0 && plan.guests.every((g) => g.action !== 'error' || unread.has(`${g.cluster}/${g.vmid}`));
+    const onlyUnread = plan.errors.length === 0 && plan.guests.every((g) => g.action !== 'error' || unread.has(g.key));
     if (planHasErrors(plan) && !(onlyUnread && planHasChanges(plan))) {
       for (const line of planErrorLines(plan)) io.stdout.write(`error: ${line}\n`);
       note(io, 'the plan has errors: nothing was applied');
@@ -166,7 +166,7 @@ export const applyCommand: Command = {
           ? `${renderApplyMarkdown(result)}\n`
           : renderApplyText(result, { color: useColor(io, flags.out !== undefined) });
     await emit(text, flags.out, io);
-    const counts = countApplyResult(result.guests);
+    const counts = countApplyResult(allResults(result));
     return counts.conflict + counts.failed > 0 ? 1 : 0;
   },
 };

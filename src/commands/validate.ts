@@ -15,7 +15,13 @@ export const validateCommand: Command = {
       note(io, `${plural(errorLines.length, 'error')} in ${flags.specs}`);
       return 1;
     }
-    note(io, `${flags.specs}: valid (${plural(specs.clusters.length, 'cluster')}, ${plural(specs.guests.length, 'guest')})`);
+    const others = new Map<string, number>();
+    for (const object of specs.objects ?? []) others.set(object.document, (others.get(object.document) ?? 0) + 1);
+    const counted = [...others].map(([document, count]) => `${count} ${document}`);
+    note(
+      io,
+      `${flags.specs}: valid (${[plural(specs.clusters.length, 'cluster'), plural(specs.guests.length, 'guest'), ...counted].join(', ')})`,
+    );
     return 0;
   },
 };

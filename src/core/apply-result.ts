@@ -104,9 +104,14 @@ export type ApplyCounts = Record<ApplyStatus, number>;
 /** Every status in the order reports list them. */
 export const APPLY_STATUSES: readonly ApplyStatus[] = ['applied', 'unchanged', 'conflict', 'failed', 'skipped'];
 
-/** Counts guests per status, e.g. to decide a check run's conclusion. */
-export function countApplyResult(guests: readonly GuestApplyResult[]): ApplyCounts {
+/** Counts results (guests, items of other kinds) per status, e.g. to decide a check run's conclusion. */
+export function countApplyResult(results: readonly { status: ApplyStatus }[]): ApplyCounts {
   const counts: ApplyCounts = { applied: 0, unchanged: 0, conflict: 0, failed: 0, skipped: 0 };
-  for (const guest of guests) counts[guest.status] += 1;
+  for (const result of results) counts[result.status] += 1;
   return counts;
+}
+
+/** Every result of an apply, guests and items of other kinds, for counting. */
+export function allResults(result: ApplyResult): readonly { status: ApplyStatus }[] {
+  return [...result.guests, ...(result.objects ?? [])];
 }

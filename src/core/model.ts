@@ -139,6 +139,10 @@ export interface ObservedCluster {
    * cannot see it. A VMID missing here was not asked about.
    */
   unlisted?: Record<number, boolean>;
+  /** What each kind other than the guest read for the plan, by kind name (`KindModule.observe`). */
+  objects?: Record<string, unknown>;
+  /** Kinds whose read failed, with the reason. */
+  objectErrors?: Record<string, string>;
 }
 
 export interface ObservedState {
@@ -256,6 +260,11 @@ export interface ObjectOperation {
 export interface ObjectPlan extends ItemEnvelope<ObjectOperation> {
   /** Keys of items that must have applied before this one (a pool member's guest). */
   after?: string[];
+  /**
+   * Set on a pull request's plan when the item follows a guest whose live values are withheld
+   * (`GuestPlan.liveWithheld`): renderings for the pull request withhold its live values too.
+   */
+  liveWithheld?: boolean;
   payload: Record<string, unknown>;
 }
 

@@ -1,10 +1,13 @@
 import type { ClusterSpec, ListedGuest, ObservedCluster, ObservedGuest, ObservedState, SpecSet } from '../core/model.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
-import { guestKey, type PlanScope } from '../core/plan/plan-specs.js';
+import type { PlanScope } from '../core/plan/plan-specs.js';
+import { guestKeyText } from '../core/kinds/resource-key.js';
 import type { ClusterReader } from '../core/ports.js';
 import { GuestNotFoundError } from '../core/port-errors.js';
 import { Semaphore } from '../util/semaphore.js';
 import { errorMessage } from '../util/error-message.js';
+import { OBJECT_KINDS } from '../core/kinds/registry.js';
+import { kindConcerns } from '../core/plan/plan-objects.js';
 
 /** Options of {@link observeClusters}. */
 export interface ObserveOptions {
@@ -71,7 +74,7 @@ export async function observeClusters(
       // (one request) lets the plan check it, and is read only when there are creates.
       const listedVmids = new Set(cluster.listing.map((l) => l.vmid));
       const creates = specs.head.guests.some(
-        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid)),
+        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid)),
       );
       if (creates) {
         try {
@@ -87,7 +90,7 @@ export async function observeClusters(
         clusterSpec !== undefined && vmid >= clusterSpec.vmids.lower && vmid < clusterSpec.vmids.upper;
       const wanted = cluster.listing.filter(
         (l) =>
-          scope.guests.has(guestKey(name, l.vmid)) ||
+          scope.guests.has(guestKeyText(name, l.vmid)) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
       const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
@@ -112,7 +115,7 @@ export async function observeClusters(
       // that is gone (docs/identity-and-privileges.md).
       const unlisted = new Set<number>();
       for (const g of [...specs.head.guests, ...(specs.base?.guests ?? [])]) {
-        if (g.cluster === name && !listedVmids.has(g.vmid) && scope.guests.has(guestKey(name, g.vmid))) unlisted.add(g.vmid);
+        if (g.cluster === name && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid))) unlisted.add(g.vmid);
       }
       cluster.unlisted = {};
       await Promise.all(
@@ -137,8 +140,45 @@ export async function observeClusters(
         options.onProgress?.({ cluster: name, read, total: wanted.length });
       };
       await Promise.all(wanted.map((listed) => bounded(() => readOne(listed))));
+      await observeObjects(reader, name, specs, cluster);
       state.clusters[name] = cluster;
     }),
   );
   return state;
+}
+
+/**
+ * Reads, for each kind other than the guest that has documents or guest keys on the cluster, what
+ * its plan needs, through the kind's port (core/kinds/kind.ts). A kind with nothing on the cluster
+ * costs no request; a failed read is recorded for the plan to report.
+ */
+async function observeObjects(
+  reader: ClusterReader,
+  cluster: string,
+  specs: { head: SpecSet; base?: SpecSet },
+  into: ObservedCluster,
+): Promise<void> {
+  const ofCluster = <T extends { cluster: string }>(list: readonly T[] | undefined): T[] =>
+    (list ?? []).filter((x) => x.cluster === cluster);
+  await Promise.all(
+    OBJECT_KINDS.filter((kind) => kindConcerns(kind, cluster, [specs.head, specs.base])).map(async (kind) => {
+      const port = reader.kindPort?.(kind.name);
+      if (port === undefined) {
+        (into.objectErrors ??= {})[kind.name] = `the connection has no ${kind.name} adapter`;
+        return;
+      }
+      try {
+        const observed = await kind.observe(port, {
+          cluster,
+          head: ofCluster(specs.head.objects).filter((o) => o.kind === kind.name),
+          base: ofCluster(specs.base?.objects).filter((o) => o.kind === kind.name),
+          headGuests: ofCluster(specs.head.guests),
+          baseGuests: ofCluster(specs.base?.guests),
+        });
+        (into.objects ??= {})[kind.name] = observed;
+      } catch (err) {
+        (into.objectErrors ??= {})[kind.name] = errorMessage(err);
+      }
+    }),
+  );
 }

@@ -53,7 +53,7 @@ export function unreadGuests(plan: Plan, observed: ObservedState): Set<string> {
   const unread = new Set<string>();
   for (const guest of plan.guests) {
     if (guest.action === 'error' && observed.clusters[guest.cluster]?.readErrors?.[guest.vmid] !== undefined) {
-      unread.add(`${guest.cluster}/${guest.vmid}`);
+      unread.add(guest.key);
     }
   }
   return unread;

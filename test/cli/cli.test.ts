@@ -228,11 +228,11 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
   });
 
   it('rejects a stored plan of another version with a clear message', async () => {
-    const saved = join(dir, 'v2.json');
-    await writeFile(saved, JSON.stringify({ version: 2 }));
+    const saved = join(dir, 'v3.json');
+    await writeFile(saved, JSON.stringify({ version: 3 }));
     const run = await cli(['apply', '--plan', saved], env);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/plan version 2 is not supported/);
+    expect(run.stderr).toMatch(/plan version 3 is not supported by this pve-gitops \(expects 2\): plan again/);
   });
 
   it('reads connections from a file, with the token from the environment', async () => {

@@ -43,6 +43,8 @@ interface Observed {
 
 let sim: RunningSimulator;
 const LIMITED = 'ops@pve!limited=s3cret';
+/** Admin on everything but guests other than 100: Pool.Allocate everywhere, nothing on /vms/101. */
+const POOLS_ONLY = 'ops@pve!pools=s3cret';
 const TEMPLATE = 'local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst';
 
 const VM_101 = `${WEB_CONFIG.replace('web-01', 'web-02').replaceAll('vm-100-', 'vm-101-')}`.replace(
@@ -61,7 +63,10 @@ beforeEach(async () => {
         { volid: 'local:iso/debian.iso', size: 4096 },
       ],
       pools: [{ poolid: 'web', comment: 'Web servers', vmids: [100] }],
-      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100], guestsOnly: true }],
+      tokens: [
+        { id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100], guestsOnly: true },
+        { id: 'ops@pve!pools', secret: 's3cret', role: 'admin', vmids: [100] },
+      ],
       guests: [
         { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: WEB_CONFIG },
         { vmid: 101, type: 'qemu', node: 'pve-01', config: VM_101 },
@@ -579,7 +584,58 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'POL-4': () => http('GET', '/pools/web', undefined, LIMITED),
   'POL-5': () => http('GET', '/pools?poolid=nope'),
   'POL-6': () => http('GET', '/pools?type=qemu'),
+  'POL-7': async () => {
+    const created = await call('POST', '/pools', { poolid: 'apps', comment: 'Apps' });
+    expect(created.body?.data, created.text).toBeNull();
+    return { data: await data('/pools?poolid=apps') };
+  },
+  'POL-8': () => http('POST', '/pools', { poolid: 'web' }),
+  'POL-9': () => http('POST', '/pools', { poolid: '1apps' }),
+  'POL-10': () => http('POST', '/pools', { poolid: 'apps' }, LIMITED),
+  'POL-11': async () => {
+    await call('POST', '/pools', { poolid: 'db' });
+    return http('PUT', '/pools', { poolid: 'db', vms: '100' });
+  },
+  'POL-12': async () => {
+    await call('POST', '/pools', { poolid: 'db' });
+    const moved = await call('PUT', '/pools', { poolid: 'db', vms: '100', 'allow-move': '1' });
+    expect(moved.status, moved.text).toBe(200);
+    return { data: await poolMembers('web', 'db') };
+  },
+  'POL-13': () => http('PUT', '/pools', { poolid: 'web', vms: '101', delete: '1' }),
+  'POL-14': () => http('PUT', '/pools', { poolid: 'web', vms: '100' }),
+  'POL-15': async () => {
+    const put = await call('PUT', '/pools', { poolid: 'web', comment: 'Frontends' });
+    expect(put.status, put.text).toBe(200);
+    return { data: await data('/pools') };
+  },
+  'POL-16': () => http('PUT', '/pools', { poolid: 'web', vms: '101' }, POOLS_ONLY),
+  'POL-17': async () => {
+    await call('POST', '/pools', { poolid: 'db' });
+    const put = await call('PUT', '/pools', { poolid: 'db', vms: '101,100' });
+    expect(put.body?.message).toContain("VM 100 belongs already to pool 'web'");
+    return { data: await poolMembers('web', 'db') };
+  },
+  'POL-18': () => http('PUT', '/pools/web', { vms: '100' }),
+  'POL-19': () => http('DELETE', '/pools?poolid=web'),
+  'POL-20': async () => {
+    await call('POST', '/pools', { poolid: 'apps' });
+    const deleted = await call('DELETE', '/pools?poolid=apps');
+    expect(deleted.status, deleted.text).toBe(200);
+    return http('GET', '/pools?poolid=apps');
+  },
+  'POL-21': async () => ({ data: await data('/access/permissions?path=/pool', LIMITED) }),
 };
+
+/** The VMIDs of each pool's guest members, by pool. */
+async function poolMembers(...ids: string[]): Promise<Record<string, number[]>> {
+  const out: Record<string, number[]> = {};
+  for (const id of ids) {
+    const [pool] = arr(await data(`/pools?poolid=${id}`));
+    out[id] = arr(pool?.members).map((m) => Number(m.vmid));
+  }
+  return out;
+}
 
 /** Compares an observation with a row's answer, in the notation the page describes. */
 function expectAnswer(expected: string, observed: Observed): void {

@@ -42,6 +42,11 @@ ENDPOINTS += [
     ("/nodes/{node}/storage/{storage}/content", "GET"),
     ("/pools", "GET"),
     ("/pools/{poolid}", "GET"),
+    ("/pools", "POST"),
+    ("/pools", "PUT"),
+    ("/pools/{poolid}", "PUT"),
+    ("/pools", "DELETE"),
+    ("/pools/{poolid}", "DELETE"),
 ]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}

@@ -13,7 +13,7 @@
 import type { ObservedState, PendingItem, Plan, SourceRef, SpecSet } from '../model.js';
 import type { GuestType } from '../guest-flavours.js';
 import { hasOwnerTag } from '../plan/desired-config.js';
-import { guestKey } from '../plan/plan-specs.js';
+import { guestKeyText } from '../kinds/resource-key.js';
 
 /** One allow-list entry, as `.github/pve-gitops.yml` gives it (`drift.allow`). */
 export interface DriftAllow {
@@ -78,6 +78,20 @@ export interface GuestProblem {
   messages: string[];
 }
 
+/**
+ * An object of another kind (a pool, a guest's membership) that differs from the default branch:
+ * its drift items as findings, with ids `cluster/kind/id#key`.
+ */
+export interface DriftObject {
+  cluster: string;
+  kind: string;
+  /** The item's key (core/kinds/resource-key.ts). */
+  key: string;
+  name: string;
+  source?: SourceRef;
+  findings: DriftFinding[];
+}
+
 /** Per cluster: whether it was read, and what was found there. */
 export interface ClusterStatus {
   name: string;
@@ -115,6 +129,8 @@ export interface DriftReport {
   problemHeadline?: string;
   /** Guests whose config, power or existence differs (orphans and unowned guests included). */
   guests: DriftGuest[];
+  /** Objects of other kinds that drifted. Absent in reports stored before kinds existed. */
+  objects?: DriftObject[];
   pending: PendingGuest[];
   guestErrors: GuestProblem[];
   expiredAllows: ExpiredAllow[];
@@ -140,7 +156,7 @@ export interface DriftReportInput {
 
 /** The id of a finding: stable across runs for the same guest and key. */
 export function findingId(cluster: string, vmid: number, key: string): string {
-  return `${guestKey(cluster, vmid)}#${key}`;
+  return `${guestKeyText(cluster, vmid)}#${key}`;
 }
 
 /** `YYYY-MM-DD` of `now` in UTC. */
@@ -240,7 +256,7 @@ export function buildDriftReport(input: DriftReportInput): DriftReport {
     if (g.action === 'error') {
       s.errors += 1;
       guestErrors.push({ ...where, messages: [...g.errors] });
-      unreadGuests.add(guestKey(g.cluster, g.vmid));
+      unreadGuests.add(guestKeyText(g.cluster, g.vmid));
     }
     if (g.action !== 'create' && g.action !== 'error') s.checked += 1;
     if (g.pending.length > 0) {
@@ -334,6 +350,37 @@ export function buildDriftReport(input: DriftReportInput): DriftReport {
     if (unreadable(cluster) || unreadGuests.has(guest)) firstSeen[id] = at;
   }
 
+  // Objects of other kinds: their drift items are the findings; their errors are problems of the cluster.
+  const objects: DriftObject[] = [];
+  for (const item of plan.objects) {
+    if (unreadable(item.cluster)) continue;
+    const s = status(item.cluster);
+    if (item.action === 'error') {
+      s.errors += 1;
+      problems.push({ message: `${item.cluster}: ${item.kind} ${item.name}: ${item.errors.join('; ')}` });
+      continue;
+    }
+    const findings: DriftFinding[] = [];
+    for (const d of item.drift) {
+      const id = `${item.key}#${d.key}`;
+      const firstSeenAt = seen(id);
+      const finding: DriftFinding = { id, kind: 'config', key: d.key, firstSeen: firstSeenAt };
+      if (d.expected !== undefined) finding.expected = d.expected;
+      if (d.actual !== undefined) finding.actual = d.actual;
+      findings.push(finding);
+    }
+    if (findings.length === 0) continue;
+    s.drifted += 1;
+    objects.push({
+      cluster: item.cluster,
+      kind: item.kind,
+      key: item.key,
+      name: item.name,
+      ...(item.source ? { source: item.source } : {}),
+      findings,
+    });
+  }
+
   const byPlace = <T extends { cluster: string; name: string; vmid: number }>(a: T, b: T): number =>
     a.cluster.localeCompare(b.cluster) || a.name.localeCompare(b.name) || a.vmid - b.vmid;
   return {
@@ -342,6 +389,7 @@ export function buildDriftReport(input: DriftReportInput): DriftReport {
     clusters: [...statuses.values()].sort((a, b) => a.name.localeCompare(b.name)),
     problems,
     guests: guests.sort(byPlace),
+    ...(objects.length > 0 ? { objects: objects.sort((a, b) => a.key.localeCompare(b.key)) } : {}),
     pending: pending.sort(byPlace),
     guestErrors: guestErrors.sort(byPlace),
     expiredAllows: allow.expired,
@@ -387,6 +435,7 @@ export function driftReportHasFindings(report: DriftReport): boolean {
     report.problems.length > 0 ||
     report.clusters.some((c) => c.unreadable !== undefined) ||
     report.guests.length > 0 ||
+    (report.objects ?? []).length > 0 ||
     report.pending.length > 0 ||
     report.guestErrors.length > 0 ||
     report.expiredAllows.length > 0

@@ -5,11 +5,13 @@
  */
 import type { ObjectSpec } from '../model.js';
 import { guestKind } from './guest/guest-kind.js';
+import { poolKind } from './pool/pool-kind.js';
+import { poolMemberKind } from './pool/pool-member-kind.js';
 import { type ApplyPhase, type GuestKey, type KindDocument, type KindFacts, type ObjectKind, phaseRank } from './kind.js';
 
 /** The kinds planned and applied through the generic pipeline, in registry order. */
 // biome-ignore lint/suspicious/noExplicitAny: each kind has its own port and observed types; the pipeline passes them through untouched.
-export const OBJECT_KINDS: readonly ObjectKind<any, any>[] = [];
+export const OBJECT_KINDS: readonly ObjectKind<any, any>[] = [poolKind, poolMemberKind];
 
 /** Every kind, the guest first. */
 export const KINDS: readonly KindFacts[] = [guestKind, ...OBJECT_KINDS];

@@ -1,4 +1,5 @@
 import { envPrefix } from '../cluster-name.js';
+import { guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
 import type { HostAccessRule } from '../key-rules.js';
 import type {
@@ -6,6 +7,7 @@ import type {
   ClusterSpec,
   GuestPlan,
   GuestSpec,
+  ObjectPlan,
   ObservedCluster,
   ObservedState,
   Plan,
@@ -16,6 +18,7 @@ import { baseClusterMap, withholdUnowned } from './base-ownership.js';
 import { hasOwnerTag } from './desired-config.js';
 import { severityRank } from './impact.js';
 import { planGuest, toError } from './plan-guest.js';
+import { clustersWithChangedObjects, planObjects } from './plan-objects.js';
 
 /**
  * Which guests a plan covers. A pull request plans what it adds, changes or removes — every guest
@@ -29,10 +32,6 @@ export interface PlanScope {
   fullClusters: Set<string>;
   /** Clusters touched at all. */
   clusters: Set<string>;
-}
-
-export function guestKey(cluster: string, vmid: number): string {
-  return `${cluster}/${vmid}`;
 }
 
 /** Fields that say where a spec was written, not what it says. */
@@ -71,7 +70,7 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
       scope.clusters.add(c.name);
     }
     for (const g of head.guests) {
-      scope.guests.add(guestKey(g.cluster, g.vmid));
+      scope.guests.add(guestKeyText(g.cluster, g.vmid));
       scope.clusters.add(g.cluster);
     }
     return scope;
@@ -81,9 +80,11 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
   const changedClusters = new Set<string>();
   for (const [name, c] of headClusters) if (!sameSpec(baseClusters.get(name), c)) changedClusters.add(name);
   for (const name of baseClusters.keys()) if (!headClusters.has(name)) changedClusters.add(name);
+  // A changed document of another kind (a pool) brings its cluster into the plan.
+  for (const name of clustersWithChangedObjects(head, base, sameSpec)) scope.clusters.add(name);
 
-  const baseGuests = new Map(base.guests.map((g) => [guestKey(g.cluster, g.vmid), g]));
-  const headGuests = new Map(head.guests.map((g) => [guestKey(g.cluster, g.vmid), g]));
+  const baseGuests = new Map(base.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
+  const headGuests = new Map(head.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
   const add = (key: string, cluster: string): void => {
     scope.guests.add(key);
     scope.clusters.add(cluster);
@@ -133,12 +134,17 @@ export function guestIsPending(g: GuestPlan): boolean {
 }
 
 /** The summary of a plan's guests; renderers count with {@link guestIsPending} too. */
-export function summarise(guests: readonly GuestPlan[]): PlanSummary {
+export function summarise(guests: readonly GuestPlan[], objects: readonly ObjectPlan[] = []): PlanSummary {
   const summary: PlanSummary = { create: 0, update: 0, destroy: 0, noop: 0, orphan: 0, error: 0, drifted: 0, pending: 0 };
   for (const g of guests) {
     summary[g.action] += 1;
     if (g.drift.length > 0) summary.drifted += 1;
     if (guestIsPending(g)) summary.pending += 1;
+  }
+  // Items of other kinds count like guests: a pool created is a create.
+  for (const item of objects) {
+    summary[item.action] += 1;
+    if (item.drift.length > 0) summary.drifted += 1;
   }
   return summary;
 }
@@ -221,8 +227,8 @@ export function planSpecs(input: PlanInput): Plan {
     const { lower, upper } = clusterSpec.vmids;
     const inRange = (vmid: number): boolean => vmid >= lower && vmid < upper;
     const vmids = new Set<number>();
-    for (const g of headGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
-    for (const g of baseGuests) if (scope.guests.has(guestKey(clusterName, g.vmid))) vmids.add(g.vmid);
+    for (const g of headGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
+    for (const g of baseGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
     if (scope.fullClusters.has(clusterName)) {
       for (const l of seen.listing) if (inRange(l.vmid) && hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
     }
@@ -265,7 +271,22 @@ export function planSpecs(input: PlanInput): Plan {
     .sort((a, b) => a.cluster.localeCompare(b.cluster));
   if (insecure.length > 0) plan.insecureConnections = insecure;
   sortGuestPlans(plan.guests);
-  plan.summary = summarise(plan.guests);
+  const objects = planObjects({
+    head,
+    base,
+    observed,
+    clusters: plan.clusters.filter((name) => clusterSpecs.has(name) && observed.clusters[name]),
+    fullClusters: scope.fullClusters,
+    guestPlans: plan.guests,
+  });
+  plan.objects = objects.items;
+  if (input.withholdUnowned) {
+    // An item that follows a guest whose live values are withheld (its pool membership) is withheld too.
+    const withheld = new Set(plan.guests.filter((g) => g.liveWithheld === true).map((g) => g.key));
+    for (const item of plan.objects) if (item.after?.some((key) => withheld.has(key))) item.liveWithheld = true;
+  }
+  for (const error of objects.errors) plan.errors.push(error);
+  plan.summary = summarise(plan.guests, plan.objects);
   return plan;
 }
 

@@ -49,8 +49,8 @@ export function countPlan(plan: Plan): { rows: ClusterCounts[]; total: PlanCount
   };
   for (const cluster of plan.clusters) row(cluster);
   const extra = new Set<string>();
-  for (const guest of plan.guests) {
-    if (!byCluster.has(guest.cluster)) extra.add(guest.cluster);
+  for (const item of [...plan.guests, ...plan.objects]) {
+    if (!byCluster.has(item.cluster)) extra.add(item.cluster);
   }
   for (const cluster of [...extra].sort()) row(cluster);
 
@@ -66,6 +66,16 @@ export function countPlan(plan: Plan): { rows: ClusterCounts[]; total: PlanCount
     if (guestIsPending(guest)) {
       counts.pending += 1;
       total.pending += 1;
+    }
+  }
+  // Items of other kinds count like guests (a pool created is a create); they are never pending.
+  for (const item of plan.objects) {
+    const counts = row(item.cluster);
+    counts[item.action] += 1;
+    total[item.action] += 1;
+    if (item.drift.length > 0) {
+      counts.drift += 1;
+      total.drift += 1;
     }
   }
   for (const error of plan.errors) {

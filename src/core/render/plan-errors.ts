@@ -9,7 +9,7 @@ export class PlanVersionError extends Error {
     readonly expected: number,
   ) {
     super(
-      `plan version ${typeof found === 'number' ? String(found) : JSON.stringify(found)} is not supported by this pve-gitops (expects ${expected})`,
+      `plan version ${typeof found === 'number' ? String(found) : JSON.stringify(found)} is not supported by this pve-gitops (expects ${expected}): plan again with this version`,
     );
   }
 }

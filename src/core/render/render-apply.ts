@@ -13,6 +13,7 @@ import {
   type ApplyValueChange,
   type ApplyResult,
   type GuestApplyResult,
+  type ObjectApplyResult,
 } from '../apply-result.js';
 import { assertMarker, codeSpan, escapeHtml, escapeText, markdownTable, resolveMaxChars, safeUrl, fitSection } from './markdown-format.js';
 import { compareByName, plural } from './plan-labels.js';
@@ -87,12 +88,13 @@ export function applyVerdict(counts: ApplyCounts): string {
 export function renderApplyMarkdown(result: ApplyResult, options: ApplyMarkdownOptions = {}): string {
   const maxChars = resolveMaxChars(options.maxChars);
   if (options.marker !== undefined) assertMarker(options.marker);
-  const counts = countApplyResult(result.guests);
+  const counts = countApplyResult([...result.guests, ...(result.objects ?? [])]);
   const detailed = result.guests.filter((guest) => guest.status !== 'unchanged').sort(compareResults);
+  const objects = (result.objects ?? []).filter((item) => item.status !== 'unchanged');
   const inProgress = [...(options.inProgress ?? [])].sort(compareByName);
 
   const footer = (omitted: number): string => renderFooter(counts, omitted, options.detailsUrl);
-  const footerReserve = footer(detailed.length + inProgress.length).length;
+  const footerReserve = footer(detailed.length + objects.length + inProgress.length).length;
   let head = renderHead(result, options, counts, true);
   if (head.length + footerReserve > maxChars) head = renderHead(result, options, counts, false);
   let remaining = maxChars - head.length - footerReserve;
@@ -102,7 +104,28 @@ export function renderApplyMarkdown(result: ApplyResult, options: ApplyMarkdownO
   const running = { text: fitted.text === '' ? '' : `${fitted.text}\n`, shown: fitted.shown };
   remaining -= running.text.length;
   const { text: details, shown } = fitSection('### Guests\n\n', detailed, renderGuest, remaining);
-  return head + running.text + details + footer(detailed.length - shown + inProgress.length - running.shown);
+  remaining -= details.length;
+  const others = fitSection('### Other objects\n\n', objects, renderObjectResult, remaining);
+  return (
+    head +
+    running.text +
+    details +
+    others.text +
+    footer(detailed.length - shown + objects.length - others.shown + inProgress.length - running.shown)
+  );
+}
+
+/** One item of another kind: its status and name, the error or what moved, the steps folded. */
+function renderObjectResult(item: ObjectApplyResult): string {
+  const lines = [
+    `${STATUS_EMOJI[item.status]} **${item.status}** · **${escapeText(`${item.cluster}: ${item.kind} ${item.name}`, 160)}**`,
+    '',
+  ];
+  if (item.error !== undefined) lines.push(`> ${escapeText(item.error, 2_000)}`, '');
+  for (const moved of item.conflict ?? []) lines.push(`- moved after review: ${escapeText(moved, 500)}`);
+  if ((item.conflict ?? []).length > 0) lines.push('');
+  if (item.steps.length > 0) lines.push(renderSteps(item.steps));
+  return `${lines.join('\n')}\n`;
 }
 
 function renderInProgress(guest: GuestInProgress): string {
@@ -276,7 +299,7 @@ const INDENT = '    ';
 /** Renders an apply result for the terminal; every guest is listed, unchanged ones in one line. */
 export function renderApplyText(result: ApplyResult, options: ApplyTextOptions = {}): string {
   const paint = painter(options.color === true);
-  const counts = countApplyResult(result.guests);
+  const counts = countApplyResult([...result.guests, ...(result.objects ?? [])]);
   const took = durationMs(result.startedAt, result.finishedAt);
   const lines = [
     `Apply${result.ref !== undefined ? ` of ${terminalSafe(result.ref)}` : ''}: started ${terminalSafe(result.startedAt)}, finished ${terminalSafe(result.finishedAt)}${took !== undefined ? ` (${formatMs(took)})` : ''}`,
@@ -284,7 +307,8 @@ export function renderApplyText(result: ApplyResult, options: ApplyTextOptions =
   ];
   const listed = [...result.guests].sort(compareResults);
   for (const guest of listed) lines.push(...renderGuestText(guest, paint));
-  if (listed.length > 0) lines.push('');
+  for (const item of result.objects ?? []) lines.push(...renderObjectText(item, paint));
+  if (listed.length + (result.objects ?? []).length > 0) lines.push('');
   if (counts.conflict > 0) {
     lines.push(
       paint('Nothing was written for guests in conflict: an owned value moved after review. Re-plan, review, then apply again.', 'yellow'),
@@ -321,6 +345,18 @@ function renderGuestText(guest: GuestApplyResult, paint: Painter): string[] {
     if (step.exitStatus !== undefined) parts.push(terminalSafe(step.exitStatus, 200));
     if (step.ms !== undefined) parts.push(`(${formatMs(step.ms)})`);
     lines.push(`${INDENT}${parts.join(' ')}`);
+  }
+  return lines;
+}
+
+function renderObjectText(item: ObjectApplyResult, paint: Painter): string[] {
+  const lines = [
+    `${paint(item.status.padEnd(9), ...STATUS_STYLE[item.status])} ${paint(`${terminalSafe(item.cluster)}: ${terminalSafe(item.kind)} ${terminalSafe(item.name)}`, 'bold')}`,
+  ];
+  if (item.error !== undefined) lines.push(`${INDENT}${paint('error:', 'red', 'bold')} ${terminalSafe(item.error, 2_000)}`);
+  for (const moved of item.conflict ?? []) lines.push(`${INDENT}${paint('moved:', 'yellow')} ${terminalSafe(moved, 500)}`);
+  for (const step of item.steps) {
+    lines.push(`${INDENT}${paint(terminalSafe(step.op), 'cyan')}${step.detail !== undefined ? ` ${terminalSafe(step.detail, 500)}` : ''}`);
   }
   return lines;
 }

@@ -5,7 +5,15 @@
  * (the spec change that says so). Under GitHub's size limit whatever the estate: sections that
  * do not fit are left out whole, least important first, and the body says how many.
  */
-import type { DriftFinding, DriftGuest, DriftReport, ExpiredAllow, GuestProblem, PendingGuest } from '../drift/drift-report.js';
+import type {
+  DriftFinding,
+  DriftGuest,
+  DriftObject,
+  DriftReport,
+  ExpiredAllow,
+  GuestProblem,
+  PendingGuest,
+} from '../drift/drift-report.js';
 import type { SourceRef } from '../model.js';
 import { assertMarker, codeSpan, escapeText, fitList, fitSection, markdownTable, resolveMaxChars, shorten } from './markdown-format.js';
 import { plural } from './plan-labels.js';
@@ -141,6 +149,12 @@ function renderGuest(guest: DriftGuest, options: DriftRenderOptions): string {
   return `${lines.join('\n')}\n\n`;
 }
 
+/** An object of another kind that drifted: each key with git's value and the cluster's. */
+function renderObject(object: DriftObject): string {
+  const rows = object.findings.map((f) => [codeSpan(f.key), shown(f.key, f.expected), shown(f.key, f.actual), since(f)]);
+  return `**${escapeText(`${object.cluster}: ${object.kind} ${object.name}`, 160)}**\n\n${markdownTable(['key', 'default branch', 'on the cluster', 'since'], rows)}\n\n`;
+}
+
 function renderPending(guest: PendingGuest): string {
   const items = guest.items.map((item) =>
     item.delete
@@ -264,6 +278,9 @@ export function renderDriftReport(report: DriftReport, options: DriftRenderOptio
   const drift = fitSection(`#### Drift\n\n`, report.guests, (g) => renderGuest(g, options), Math.floor(remaining * 0.75));
   omitted += report.guests.length - drift.shown;
   remaining -= drift.text.length;
+  const objects = fitSection(`#### Drift of other objects\n\n`, report.objects ?? [], renderObject, Math.floor(remaining / 3));
+  omitted += (report.objects ?? []).length - objects.shown;
+  remaining -= objects.text.length;
   const errors = fitSection(
     `#### ⚠️ ${plural(report.guestErrors.length, 'guest')} not read or not planned\n\n`,
     report.guestErrors,
@@ -290,7 +307,16 @@ export function renderDriftReport(report: DriftReport, options: DriftRenderOptio
       `**${plural(omitted, 'entry', 'entries')} left out** to stay under GitHub's size limit: ${codeSpan(FULL_DRIFT_COMMAND)} lists everything.`,
     );
   const footerText = footer.length > 0 ? `${footer.join('\n\n')}\n` : '';
-  const body = head + unreadFitted + problems + expiredFitted + drift.text + errors.text + (pending.text ? pendingText : '') + footerText;
+  const body =
+    head +
+    unreadFitted +
+    problems +
+    expiredFitted +
+    drift.text +
+    objects.text +
+    errors.text +
+    (pending.text ? pendingText : '') +
+    footerText;
   // The budget above leaves room; this only guards a pathological head (thousands of clusters).
   return shorten(body, maxChars);
 }

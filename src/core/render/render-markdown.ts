@@ -5,7 +5,8 @@
  */
 import { flavourOf } from '../guest-flavours.js';
 import { describeOperation } from '../operations.js';
-import type { DriftItem, GuestPlan, KeyChange, Operation, PendingItem, Plan } from '../model.js';
+import type { DriftItem, GuestPlan, KeyChange, ObjectPlan, Operation, PendingItem, Plan } from '../model.js';
+import { objectLabel, objectSteps } from './object-items.js';
 import {
   assertMarker,
   codeSpan,
@@ -65,7 +66,11 @@ export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}
   const maxChars = resolveMaxChars(options.maxChars);
   if (options.marker !== undefined) assertMarker(options.marker);
   const { rows, total } = countPlan(plan);
-  const detailed = plan.guests.filter((guest) => guest.action !== 'noop').sort(compareGuests);
+  // Guests first, then the items of other kinds (a pool, a guest's membership) in apply-phase order.
+  const detailed: (GuestPlan | ObjectPlan)[] = [
+    ...plan.guests.filter((guest) => guest.action !== 'noop').sort(compareGuests),
+    ...plan.objects.filter((item) => item.action !== 'noop'),
+  ];
 
   const footer = (omitted: number): string => renderFooter(total, omitted, options.detailsUrl);
   // The footer is longest when every guest is omitted; reserving that keeps the total in budget.
@@ -82,7 +87,9 @@ export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}
   const warnings = renderPlanWarnings(plan, Math.floor(remaining / 4));
   remaining -= warnings.length;
 
-  const { text: details, shown } = fitSection('### Changes\n\n', detailed, renderGuest, remaining);
+  const renderItem = (item: GuestPlan | ObjectPlan): string =>
+    item.kind === 'guest' ? renderGuest(item as GuestPlan) : renderObject(item as ObjectPlan);
+  const { text: details, shown } = fitSection('### Changes\n\n', detailed, renderItem, remaining);
   return head + hostAccess + errors + warnings + details + footer(detailed.length - shown);
 }
 
@@ -207,6 +214,27 @@ function renderGuest(guest: GuestPlan): string {
     renderNotes(guest),
   ].filter((section) => section !== '');
   return `${heading.join(' · ')}\n\n<details><summary>${escapeHtml(detailsSummary(guest))}</summary>\n\n${sections.join('')}</details>\n\n`;
+}
+
+/** An item of another kind: its heading visible, its changes, steps, drift and messages folded. */
+function renderObject(item: ObjectPlan): string {
+  const heading = [
+    `${ACTION_EMOJI[item.action]} **${ACTION_LABEL[item.action]}**`,
+    `**${escapeText(`${item.cluster}: ${objectLabel(item)}`, 160)}**`,
+  ];
+  if (item.drift.length > 0) heading.push('⚠️ drift');
+  const steps = objectSteps(item);
+  const sections = [
+    renderMessages('Errors', item.errors),
+    renderChanges(item.changes),
+    steps.length > 0 ? `**Operations**, in order:\n\n${steps.map((step, i) => `${i + 1}. ${escapeText(step)}`).join('\n')}\n\n` : '',
+    renderDrift(item.drift),
+    renderMessages('Warnings', item.warnings),
+  ].filter((section) => section !== '');
+  const summary = [item.changes.length > 0 ? plural(item.changes.length, 'change') : undefined, `${item.kind} on ${item.cluster}`]
+    .filter((part) => part !== undefined)
+    .join(' · ');
+  return `${heading.join(' · ')}\n\n<details><summary>${escapeHtml(shorten(summary, 200))}</summary>\n\n${sections.join('')}</details>\n\n`;
 }
 
 function detailsSummary(guest: GuestPlan): string {

@@ -3,7 +3,8 @@
  * key changes indented underneath, then drift and pending sections and a one-line total.
  */
 import { describeOperation } from '../operations.js';
-import type { GuestAction, GuestPlan, KeyChange, Plan } from '../model.js';
+import type { GuestAction, GuestPlan, KeyChange, ObjectPlan, Plan } from '../model.js';
+import { objectLabel, objectSteps } from './object-items.js';
 import { countPlan, hasChanges, type PlanCounts } from './plan-counts.js';
 import {
   ACTION_LABEL,
@@ -69,9 +70,11 @@ export function renderPlanText(plan: Plan, options: PlanTextOptions = {}): strin
 
   const listed = plan.guests.filter((guest) => guest.action !== 'noop').sort(compareGuests);
   for (const guest of listed) lines.push(...renderGuest(guest, paint));
-  if (listed.length > 0) lines.push('');
+  const objects = plan.objects.filter((item) => item.action !== 'noop');
+  for (const item of objects) lines.push(...renderObject(item, paint));
+  if (listed.length + objects.length > 0) lines.push('');
 
-  lines.push(...renderDrift(plan.guests, paint), ...renderPending(plan.guests, paint));
+  lines.push(...renderDrift(plan.guests, paint), ...renderObjectDrift(plan.objects, paint), ...renderPending(plan.guests, paint));
   if (total.noop > 0) lines.push(paint(`${plural(total.noop, 'guest')} unchanged.`, 'dim'));
   lines.push(finalLine(total, paint));
   return `${lines.join('\n')}\n`;
@@ -114,6 +117,34 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
   if (guest.vmidDerived) lines.push(`${INDENT}note: derived VMID ${guest.vmid} — pin it with \`vmid: ${guest.vmid}\``);
   if (guest.adopt === true) lines.push(`${INDENT}note: adopts an existing unowned guest (adds the owner tag)`);
   if (guest.action === 'orphan') lines.push(`${INDENT}note: carries the owner tag but has no spec; destroyed only with \`prune: true\``);
+  return lines;
+}
+
+/** An item of another kind: its sign, action and label, then its errors, changes, steps and warnings. */
+function renderObject(item: ObjectPlan, paint: Painter): string[] {
+  const style = ACTION_STYLE[item.action];
+  const lines = [
+    `${paint(ACTION_SIGN[item.action], ...style, 'bold')} ${paint(ACTION_LABEL[item.action].padEnd(7), ...style)} ${paint(`${terminalSafe(item.cluster)}: ${terminalSafe(objectLabel(item))}`, 'bold')}`,
+  ];
+  for (const error of item.errors) lines.push(`${INDENT}${paint('! error:', 'red', 'bold')} ${terminalSafe(error, 2_000)}`);
+  for (const change of item.changes) lines.push(`${INDENT}${renderChange(change, paint)}`);
+  for (const step of objectSteps(item)) lines.push(`${INDENT}${paint('>', 'cyan')} ${terminalSafe(step, 2_000)}`);
+  for (const warning of item.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
+  if (item.drift.length > 0) lines.push(`${INDENT}${paint('drift:', 'yellow')} changed outside git (see Drift below)`);
+  return lines;
+}
+
+/** Drift of items of other kinds, in the Drift section's form. */
+function renderObjectDrift(items: readonly ObjectPlan[], paint: Painter): string[] {
+  const drifted = items.filter((item) => item.drift.length > 0);
+  if (drifted.length === 0) return [];
+  const lines = [paint('Drift (changed outside git, reverted by apply):', 'yellow')];
+  for (const item of drifted) {
+    lines.push(`  ${terminalSafe(item.cluster)}: ${terminalSafe(objectLabel(item))}`);
+    for (const d of item.drift)
+      lines.push(`${INDENT}${terminalSafe(d.key)}: ${shown(d.key, d.expected)} in git, ${shown(d.key, d.actual)} on the cluster`);
+  }
+  lines.push('');
   return lines;
 }
 

@@ -4,7 +4,7 @@
  * values — the apply compares them with what it reads then — and every rendering for a pull
  * request goes through {@link withholdLiveValues} first.
  */
-import type { GuestPlan, Operation, Plan } from '../model.js';
+import type { GuestPlan, ObjectPlan, Operation, Plan } from '../model.js';
 import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
 export { LIVE_WITHHELD } from '../plan/base-ownership.js';
@@ -48,6 +48,23 @@ function withheldGuest(guest: GuestPlan): GuestPlan {
  * the live parts of operations read {@link LIVE_WITHHELD}. Guests without the mark are unchanged.
  */
 export function withholdLiveValues(plan: Plan): Plan {
-  if (!plan.guests.some((g) => g.liveWithheld === true)) return plan;
-  return { ...plan, guests: plan.guests.map((g) => (g.liveWithheld === true ? withheldGuest(g) : g)) };
+  if (!plan.guests.some((g) => g.liveWithheld === true) && !plan.objects.some((o) => o.liveWithheld === true)) return plan;
+  return {
+    ...plan,
+    guests: plan.guests.map((g) => (g.liveWithheld === true ? withheldGuest(g) : g)),
+    objects: plan.objects.map((o) => (o.liveWithheld === true ? withheldObject(o) : o)),
+  };
+}
+
+/**
+ * An item of another kind that follows a withheld guest: its current values and drift withheld, and
+ * its operations (which only its kind can read, and which may carry a live value) left out.
+ */
+function withheldObject(item: ObjectPlan): ObjectPlan {
+  return {
+    ...item,
+    changes: item.changes.map((c) => (c.from === undefined ? { ...c } : { ...c, from: LIVE_WITHHELD })),
+    operations: [],
+    drift: item.drift.map((d) => (d.actual === undefined ? { ...d } : { ...d, actual: LIVE_WITHHELD })),
+  };
 }

@@ -13,8 +13,8 @@ describe('specJsonSchema', () => {
   const schema = specJsonSchema() as unknown as Schema;
   const [cluster, vm, container] = schema.oneOf;
 
-  it('describes the three kinds, with unknown keys refused and defaults optional', () => {
-    expect(schema.oneOf.map((s) => s.properties.kind?.const)).toEqual(['Cluster', 'VM', 'Container']);
+  it('describes every document the registry knows, with unknown keys refused and defaults optional', () => {
+    expect(schema.oneOf.map((s) => s.properties.kind?.const)).toEqual(['Cluster', 'VM', 'Container', 'Pool']);
     for (const s of schema.oneOf) expect(s.additionalProperties).toBe(false);
     expect(cluster?.required.sort()).toEqual(['kind', 'name', 'nodes', 'vmids']);
     expect(vm?.required.sort()).toEqual(['cluster', 'kind', 'name', 'node']);

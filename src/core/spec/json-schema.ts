@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isServerManaged, optionNames } from '../config-options.js';
 import type { GuestType } from '../guest-flavours.js';
+import { documentNameList, guestKeys, OBJECT_KINDS } from '../kinds/registry.js';
 import { ClusterDocument, ContainerDocument, VmDocument } from './schema.js';
 
 type JsonObject = Record<string, unknown>;
@@ -17,10 +18,14 @@ function configKeyPattern(type: GuestType): string {
   return `^(${names.join('|')})$`;
 }
 
-function withConfigKeys(schema: JsonObject, type: GuestType): JsonObject {
+function withConfigKeys(schema: JsonObject, type: GuestType, convert: (schema: z.ZodType) => JsonObject): JsonObject {
   const properties = schema.properties as Record<string, JsonObject> | undefined;
   const config = properties?.config;
   if (config) config.propertyNames = { pattern: configKeyPattern(type) };
+  // Keys other kinds add to guest documents (a guest's `pool:`), described by those kinds.
+  for (const { key } of guestKeys()) {
+    if (properties) properties[key.key] = { ...convert(key.schema), description: key.description };
+  }
   return schema;
 }
 
@@ -35,14 +40,16 @@ export function specJsonSchema(): JsonObject {
     const { $schema: _drop, ...rest } = schema;
     return rest;
   };
+  const objectDocuments = OBJECT_KINDS.flatMap((kind) => kind.documents.map((document) => strip(convert(document.schema))));
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     title: 'pve-gitops spec document',
-    description: 'One YAML document of a pve-gitops spec repository: kind Cluster, VM or Container.',
+    description: `One YAML document of a pve-gitops spec repository: kind ${documentNameList()}.`,
     oneOf: [
       strip(convert(ClusterDocument)),
-      withConfigKeys(strip(convert(VmDocument)), 'qemu'),
-      withConfigKeys(strip(convert(ContainerDocument)), 'lxc'),
+      withConfigKeys(strip(convert(VmDocument)), 'qemu', (schema) => strip(convert(schema))),
+      withConfigKeys(strip(convert(ContainerDocument)), 'lxc', (schema) => strip(convert(schema))),
+      ...objectDocuments,
     ],
   };
 }

@@ -8,7 +8,9 @@
  * (`src/spec-files/load-spec-files.ts`).
  */
 import type { z } from 'zod';
-import type { ClusterSpec, GuestSpec, SourceRef, SpecSet } from '../model.js';
+import type { ClusterSpec, GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
+import type { KindDocument, ObjectKind } from '../kinds/kind.js';
+import { documentNameList, guestKeys, kindOfDocument, objectKind } from '../kinds/registry.js';
 import type { GuestType } from '../guest-flavours.js';
 import { classifyConfigKey, MAX_SUGGESTIONS_PER_DOCUMENT } from './config-keys.js';
 import { NearestNames } from './nearest-name.js';
@@ -23,6 +25,7 @@ import { quickGuestDocument } from './guest-document.js';
 import { formatBytes, limitHint, resolveSpecLimits, type SpecLimits } from './spec-limits.js';
 import { decodeSpecFile, specFileBytes, type SpecFileInput } from './spec-text.js';
 import { validateSpecs, type GuestVerdicts, type SpecPositions } from './validate-specs.js';
+import { validateObjects } from './validate-objects.js';
 import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
 
@@ -55,7 +58,8 @@ export interface LoadedSpecs {
 
 /**
  * Loads and validates spec files. Documents without content are skipped; every other document must
- * be a mapping with `kind: Cluster | VM | Container` — a document without `kind` is an error, not
+ * be a mapping with a `kind` the registry knows (`Cluster`, and each kind's documents: `VM`,
+ * `Container`, `Pool`, … see `core/kinds/registry.ts`) — a document without `kind` is an error, not
  * silently ignored, because a misspelt `kind` would otherwise drop a guest from the repository
  * (and with `prune: true`, destroy it). Other YAML files do not belong under the spec root.
  *
@@ -138,6 +142,18 @@ function refused(errors: SpecError[]): LoadedSpecs {
   return { specs: { clusters: [], guests: [] }, errors, positions: new Map() };
 }
 
+/** The spec set of a load: objects only when there are some, so guest-only sets look as before. */
+function specSetOf(state: LoadState): SpecSet {
+  return { clusters: state.clusters, guests: state.guests, ...(state.objects.length > 0 ? { objects: state.objects } : {}) };
+}
+
+/** Everything that checks a whole set: the guests' and clusters' rules, then each kind's. */
+function validateAll(specs: SpecSet, options: Parameters<typeof validateSpecs>[1]): SpecError[] {
+  const errors = validateSpecs(specs, options);
+  for (const error of validateObjects(specs)) errors.push(error);
+  return errors;
+}
+
 /**
  * The parse of `text`, from `cache` when it holds one made under the same limits. Exported for
  * `loadSpecFiles`, which parses the misses on threads and stores them with {@link cacheParsed}.
@@ -194,6 +210,7 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
   const state: LoadState = {
     clusters: [],
     guests: [],
+    objects: [],
     errors: [...(prepared?.errors ?? [])],
     positions: new Map(),
     brokenClusters: new Set(),
@@ -205,8 +222,8 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     // Nothing to share with: load straight into this load's state, no copies.
     for (const file of parsed) assembleFile(file, state);
     assignGuestVmids(state);
-    const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
-    const errors = state.errors.concat(validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
+    const specs = specSetOf(state);
+    const errors = state.errors.concat(validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
     errors.sort(compareSpecErrors);
     return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
   }
@@ -225,10 +242,15 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
       state.guests.push(copy);
       state.positions.set(copy, done.positions.get(guest) ?? fixedPositions(guest.source));
     }
+    for (const object of done.objects) {
+      const copy: ObjectSpec = { ...object, fields: structuredClone(object.fields) };
+      state.objects.push(copy);
+      state.positions.set(copy, done.positions.get(object) ?? fixedPositions(object.source));
+    }
     for (const name of done.brokenClusters) state.brokenClusters.add(name);
   }
   assignGuestVmids(state);
-  const specs: SpecSet = { clusters: state.clusters, guests: state.guests };
+  const specs = specSetOf(state);
   const guestVerdicts: GuestVerdicts = {
     get: (guest, cluster) => {
       const origin = origins.get(guest) as GuestSpec | undefined;
@@ -241,7 +263,7 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     },
   };
   const errors = state.errors.concat(
-    validateSpecs(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts }),
+    validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts }),
   );
   errors.sort(compareSpecErrors);
   return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
@@ -251,8 +273,9 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
 interface AssembledFile {
   clusters: ClusterSpec[];
   guests: GuestSpec[];
+  objects: ObjectSpec[];
   errors: SpecError[];
-  positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
+  positions: Map<ClusterSpec | GuestSpec | ObjectSpec, DocumentPositions>;
   brokenClusters: string[];
 }
 
@@ -273,11 +296,12 @@ function assembledFile(file: ParsedSpecFile): AssembledFile {
   let byPath = assembledFiles.get(file.documents);
   const cached = byPath?.get(file.path);
   if (cached) return cached;
-  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
+  const state: LoadState = { clusters: [], guests: [], objects: [], errors: [], positions: new Map(), brokenClusters: new Set() };
   assembleFile(file, state);
   const done: AssembledFile = {
     clusters: state.clusters,
     guests: state.guests,
+    objects: state.objects,
     errors: state.errors,
     positions: state.positions,
     brokenClusters: [...state.brokenClusters],
@@ -309,6 +333,7 @@ function copyGuest(guest: GuestSpec): GuestSpec {
     config: { ...guest.config },
     ...(guest.createOptions ? { createOptions: { ...guest.createOptions } } : {}),
     ...(guest.keySources ? { keySources: { ...guest.keySources } } : {}),
+    ...(guest.refs ? { refs: { ...guest.refs } } : {}),
   };
 }
 
@@ -327,13 +352,13 @@ export interface SpecDocument {
 export function loadSpecDocuments(documents: readonly SpecDocument[]): {
   specs: SpecSet;
   errors: SpecError[];
-  positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
+  positions: Map<ClusterSpec | GuestSpec | ObjectSpec, DocumentPositions>;
   brokenClusters: Set<string>;
 } {
-  const state: LoadState = { clusters: [], guests: [], errors: [], positions: new Map(), brokenClusters: new Set() };
+  const state: LoadState = { clusters: [], guests: [], objects: [], errors: [], positions: new Map(), brokenClusters: new Set() };
   for (const doc of documents) loadDocument(doc.raw, doc.at, state);
   return {
-    specs: { clusters: state.clusters, guests: state.guests },
+    specs: specSetOf(state),
     errors: state.errors,
     positions: state.positions,
     brokenClusters: state.brokenClusters,
@@ -343,8 +368,9 @@ export function loadSpecDocuments(documents: readonly SpecDocument[]): {
 interface LoadState {
   clusters: ClusterSpec[];
   guests: GuestSpec[];
+  objects: ObjectSpec[];
   errors: SpecError[];
-  positions: Map<ClusterSpec | GuestSpec, DocumentPositions>;
+  positions: Map<ClusterSpec | GuestSpec | ObjectSpec, DocumentPositions>;
   /** Clusters whose document failed to load: guests naming them skip cluster checks. */
   brokenClusters: Set<string>;
 }
@@ -360,7 +386,7 @@ function assembleFile(file: ParsedSpecFile, state: LoadState): void {
       case 'empty':
         break;
       case 'not-a-mapping':
-        state.errors.push(new SpecError(at(doc.start), 'a spec document must be a mapping with a kind (Cluster, VM or Container)'));
+        state.errors.push(new SpecError(at(doc.start), `a spec document must be a mapping with a kind (${documentNameList()})`));
         break;
       case 'mapping':
         loadDocument(doc.raw, tablePositions(file.path, doc.positions, lineCounter), state);
@@ -372,21 +398,31 @@ function assembleFile(file: ParsedSpecFile, state: LoadState): void {
 function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state: LoadState): void {
   if (!('kind' in raw)) {
     state.errors.push(
-      new SpecError(at.start, 'document has no kind (Cluster, VM or Container); every YAML document under the spec root must be a spec'),
+      new SpecError(at.start, `document has no kind (${documentNameList()}); every YAML document under the spec root must be a spec`),
     );
+    return;
+  }
+  const found = typeof raw.kind === 'string' ? kindOfDocument(raw.kind) : undefined;
+  const object = found && objectKind(found.kind.name);
+  if (object && found) {
+    loadObjectDocument(raw, at, object, found.document, state);
     return;
   }
   const kind = SpecKind.safeParse(raw.kind);
   if (!kind.success) {
-    state.errors.push(new SpecError(at.value(['kind']), `unknown kind ${describe(raw.kind)} (expected Cluster, VM or Container)`));
+    state.errors.push(new SpecError(at.value(['kind']), `unknown kind ${describe(raw.kind)} (expected ${documentNameList()})`));
     return;
   }
+  // Keys other kinds add to guest documents (a guest's `pool:`) are theirs: taken out here, so
+  // the guest's own schema stays strict about everything else.
+  const own = kind.data === 'Cluster' ? { raw, refs: undefined } : takeGuestKeys(raw, at, state.errors);
+  const body = own.raw;
   // Guest documents the schema accepts are checked without zod's unions (guest-document.ts);
   // anything else, and every error, is the schema's.
-  const quick = kind.data === 'Cluster' ? undefined : quickGuestDocument(raw, kind.data);
-  const parsed = quick ? ({ success: true, data: quick } as const) : DOCUMENT_SCHEMAS[kind.data].safeParse(raw);
+  const quick = kind.data === 'Cluster' ? undefined : quickGuestDocument(body, kind.data);
+  const parsed = quick ? ({ success: true, data: quick } as const) : DOCUMENT_SCHEMAS[kind.data].safeParse(body);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) for (const error of issueErrors(issue, raw, at, kind.data)) state.errors.push(error);
+    for (const issue of parsed.error.issues) for (const error of issueErrors(issue, body, at, kind.data)) state.errors.push(error);
     if (kind.data === 'Cluster' && typeof raw.name === 'string') state.brokenClusters.add(raw.name);
     return;
   }
@@ -396,9 +432,54 @@ function loadDocument(raw: Record<string, unknown>, at: DocumentPositions, state
     state.positions.set(cluster, at);
   } else {
     const guest = toGuestSpec(parsed.data, at, state.errors);
+    if (own.refs) guest.refs = own.refs;
     state.guests.push(guest);
     state.positions.set(guest, at);
   }
+}
+
+/**
+ * The keys other kinds add to a guest document, checked by their kinds' schemas, and the document
+ * without them. Errors point at the key's value.
+ */
+function takeGuestKeys(
+  raw: Record<string, unknown>,
+  at: DocumentPositions,
+  errors: SpecError[],
+): { raw: Record<string, unknown>; refs: Record<string, string | null> | undefined } {
+  let rest: Record<string, unknown> | undefined;
+  let refs: Record<string, string | null> | undefined;
+  for (const { key } of guestKeys()) {
+    if (!Object.hasOwn(raw, key.key)) continue;
+    rest ??= { ...raw };
+    delete rest[key.key];
+    const checked = key.schema.safeParse(raw[key.key]);
+    if (!checked.success) {
+      errors.push(new SpecError(at.value([key.key]), `${key.key}: ${checked.error.issues[0]?.message ?? 'invalid'} (${key.description})`));
+      continue;
+    }
+    refs ??= {};
+    refs[key.key] = checked.data;
+  }
+  return { raw: rest ?? raw, refs };
+}
+
+/** A document of another kind: its schema, then its kind's `load`. */
+function loadObjectDocument(
+  raw: Record<string, unknown>,
+  at: DocumentPositions,
+  kind: ObjectKind,
+  document: KindDocument,
+  state: LoadState,
+): void {
+  const parsed = document.schema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) for (const error of issueErrors(issue, raw, at, document.name)) state.errors.push(error);
+    return;
+  }
+  const spec = kind.load(parsed.data as Record<string, unknown>, at.start);
+  state.objects.push(spec);
+  state.positions.set(spec, at);
 }
 
 function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
@@ -522,22 +603,32 @@ function valueAtPath(root: unknown, path: readonly PropertyKey[]): unknown {
   return node;
 }
 
-/** Top-level keys of each kind, for "did you mean". */
-const KIND_KEYS: Record<SpecKind, string[]> = {
+/** Top-level keys of each document, for "did you mean": the guest documents with the keys other kinds add. */
+const KIND_KEYS: Record<string, string[]> = {
   Cluster: Object.keys(ClusterDocument.shape),
-  VM: Object.keys(VmDocument.shape),
-  Container: Object.keys(ContainerDocument.shape),
+  VM: [...Object.keys(VmDocument.shape), ...guestKeys().map(({ key }) => key.key)],
+  Container: [...Object.keys(ContainerDocument.shape), ...guestKeys().map(({ key }) => key.key)],
 };
 
-function unknownKeyHint(kind: SpecKind, parent: readonly PropertyKey[], key: string, suggest: boolean): string {
+/** The top-level keys a document name allows (its schema's shape, for documents of other kinds). */
+function documentKeys(name: string): string[] {
+  if (KIND_KEYS[name]) return KIND_KEYS[name];
+  const schema = kindOfDocument(name)?.document.schema as { shape?: Record<string, unknown> } | undefined;
+  const keys = schema?.shape ? Object.keys(schema.shape) : [];
+  KIND_KEYS[name] = keys;
+  return keys;
+}
+
+function unknownKeyHint(kind: string, parent: readonly PropertyKey[], key: string, suggest: boolean): string {
+  const guest = kind === 'VM' || kind === 'Container';
   if (parent.length === 0) {
-    if (kind !== 'Cluster' && classifyConfigKey(kind === 'VM' ? 'qemu' : 'lxc', key).kind === 'option') {
+    if (guest && classifyConfigKey(kind === 'VM' ? 'qemu' : 'lxc', key).kind === 'option') {
       return ' (Proxmox options go under config:)';
     }
-    const near = suggest ? closest(key, KIND_KEYS[kind]) : undefined;
+    const near = suggest ? closest(key, documentKeys(kind)) : undefined;
     return near ? ` (did you mean "${near}"?)` : '';
   }
-  if (parent.length === 1 && parent[0] === 'create') {
+  if (guest && parent.length === 1 && parent[0] === 'create') {
     if (key === 'password') return ' (a password does not belong in a repository; use ssh-public-keys)';
     const allowed = Object.keys((kind === 'Container' ? ContainerDocument : VmDocument).shape.create.unwrap().shape);
     return ` (create options for ${kind === 'VM' ? 'a VM' : 'a container'}: ${allowed.join(', ')})`;
@@ -559,7 +650,7 @@ function closest(key: string, candidates: readonly string[]): string | undefined
 }
 
 /** Turns one zod issue into errors at the YAML node it concerns. */
-function issueErrors(issue: z.core.$ZodIssue, raw: unknown, at: DocumentPositions, kind: SpecKind): SpecError[] {
+function issueErrors(issue: z.core.$ZodIssue, raw: unknown, at: DocumentPositions, kind: string): SpecError[] {
   const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
   const label = pathLabel(path);
   const value = valueAtPath(raw, path);

@@ -8,7 +8,7 @@
  */
 import { clusterKey, envPrefix } from '../cluster-name.js';
 import { isDiskKey } from '../key-rules.js';
-import type { ClusterSpec, GuestSpec, SourceRef, SpecSet } from '../model.js';
+import type { ClusterSpec, GuestSpec, SourceRef, SpecSet, ObjectSpec } from '../model.js';
 import { flavourOf, type GuestType } from '../guest-flavours.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
 import { validateParams } from '../proxmox-params.js';
@@ -19,7 +19,7 @@ import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 
 /** Where each spec's parts were written, by spec object. Specs without an entry report at `source`. */
-export type SpecPositions = ReadonlyMap<ClusterSpec | GuestSpec, DocumentPositions>;
+export type SpecPositions = ReadonlyMap<ClusterSpec | GuestSpec | ObjectSpec, DocumentPositions>;
 
 /** `STORAGE:volume` with Proxmox's storage-ID syntax (`pve-storage-id`). */
 const VOLUME_STORAGE = /^([a-z][a-z0-9._-]*[a-z0-9]):(.*)$/i;

@@ -4,11 +4,15 @@
  * adapter is `../cluster-adapter.ts`.
  */
 import type { PveClient } from '../client.js';
+import { PoolAdapter } from './pool-adapter.js';
 
 /** Makes a kind's adapter over one cluster's client. */
 type AdapterFactory = (client: PveClient) => unknown;
 
-const ADAPTERS: Readonly<Record<string, AdapterFactory>> = {};
+const ADAPTERS: Readonly<Record<string, AdapterFactory>> = {
+  pool: (client) => new PoolAdapter(client),
+  'pool-member': (client) => new PoolAdapter(client),
+};
 
 /** The kind's adapter over `client`, or undefined for a kind without one. */
 export function kindAdapter(kind: string, client: PveClient): unknown {

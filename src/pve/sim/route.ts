@@ -67,6 +67,12 @@ export const poolAudit: PermissionCheck = (principal, params) => {
   if (!hasPrivilege(principal, path, 'Pool.Audit')) throw new PermissionError(`${path}, Pool.Audit`);
 };
 
+/** `['perm', '/pool/{poolid}', ['Pool.Allocate']]`: the pool's writes. */
+export const poolAllocate: PermissionCheck = (principal, params) => {
+  const path = `/pool/${String(params.poolid)}`;
+  if (!hasPrivilege(principal, path, 'Pool.Allocate')) throw new PermissionError(`${path}, Pool.Allocate`);
+};
+
 /** `['perm', '/nodes/{node}', ['Sys.Audit']]`. */
 export const nodeAudit: PermissionCheck = (principal, params) => {
   const path = `/nodes/${String(params.node)}`;

@@ -13,7 +13,7 @@ import { ClusterConfigError } from '../../connections/cluster-connections.js';
 import { type ConnectOptions, clusterNames, connectReadable } from '../../connections/connect.js';
 import type { OpenClusters } from '../../connections/open-clusters.js';
 import type { GuestSpec, Plan } from '../../core/model.js';
-import { guestKey } from '../../core/plan/plan-specs.js';
+import { guestKeyText } from '../../core/kinds/resource-key.js';
 import { runPlan } from '../../engine/run-plan.js';
 import { PLAN_CHECK_NAME } from '../../github/check-names.js';
 import { type CheckResult, type CheckTarget, completeCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
@@ -228,7 +228,7 @@ async function openReaders(
 function touchedGuests(plan: Plan): TouchedGuest[] {
   return plan.guests
     .filter((guest) => guest.action === 'create' || guest.action === 'update' || guest.action === 'destroy')
-    .map((guest) => ({ key: guestKey(guest.cluster, guest.vmid), name: `${guest.cluster}/${guest.name}` }));
+    .map((guest) => ({ key: guestKeyText(guest.cluster, guest.vmid), name: `${guest.cluster}/${guest.name}` }));
 }
 
 async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<{ plan: Plan; head: CommitSpecs; base: CommitSpecs }> {
@@ -279,10 +279,10 @@ function racingPrs(...lists: readonly Overlap[][]): number[] {
 
 /** The head specs a plan covers: stored with it, so the plan can be applied as reviewed. */
 function specsOf(plan: Plan, head: CommitSpecs): { clusters: CommitSpecs['loaded']['specs']['clusters']; guests: GuestSpec[] } {
-  const planned = new Set(plan.guests.map((g) => guestKey(g.cluster, g.vmid)));
+  const planned = new Set(plan.guests.map((g) => guestKeyText(g.cluster, g.vmid)));
   return {
     clusters: head.loaded.specs.clusters,
-    guests: head.loaded.specs.guests.filter((g) => planned.has(guestKey(g.cluster, g.vmid))),
+    guests: head.loaded.specs.guests.filter((g) => planned.has(guestKeyText(g.cluster, g.vmid))),
   };
 }
 

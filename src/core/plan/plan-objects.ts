@@ -1,0 +1,88 @@
+/**
+ * Plans the kinds other than the guest (core/kinds/): which clusters they make a pull request
+ * touch, which of them need reading on a cluster, and their items, through each kind's `plan`.
+ * Pure, like the guest planner; what was read is in `ObservedCluster.objects`.
+ */
+import { byPhase, OBJECT_KINDS } from '../kinds/registry.js';
+import type { ObjectKind } from '../kinds/kind.js';
+import { keyText, resourceKey } from '../kinds/resource-key.js';
+import type { GuestPlan, GuestSpec, ObjectPlan, ObjectSpec, ObservedState, SpecSet } from '../model.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: kinds carry their own port and observed types.
+type AnyKind = ObjectKind<any, any>;
+
+function objectKey(object: ObjectSpec): string {
+  return keyText(resourceKey(object.cluster, object.kind, object.id));
+}
+
+/** Whether a guest document carries a key this kind adds (a `pool:`). */
+function refersTo(kind: AnyKind, guest: GuestSpec): boolean {
+  return guest.refs !== undefined && (kind.guestKeys ?? []).some(({ key }) => Object.hasOwn(guest.refs as object, key));
+}
+
+/** Whether the kind has anything on `cluster` in these spec sets: documents, or keys on guests. */
+export function kindConcerns(kind: AnyKind, cluster: string, sets: readonly (SpecSet | undefined)[]): boolean {
+  return sets.some(
+    (set) =>
+      (set?.objects ?? []).some((o) => o.kind === kind.name && o.cluster === cluster) ||
+      (set?.guests ?? []).some((g) => g.cluster === cluster && refersTo(kind, g)),
+  );
+}
+
+/**
+ * Clusters whose documents of other kinds differ between `base` and `head` (added, removed,
+ * changed): a pull request that changes a pool plans its cluster. Position-only edits are no change.
+ */
+export function clustersWithChangedObjects(head: SpecSet, base: SpecSet, same: (a: unknown, b: unknown) => boolean): Set<string> {
+  const changed = new Set<string>();
+  const baseObjects = new Map((base.objects ?? []).map((o) => [objectKey(o), o]));
+  const headObjects = new Map((head.objects ?? []).map((o) => [objectKey(o), o]));
+  for (const [key, o] of headObjects) if (!same(baseObjects.get(key), o)) changed.add(o.cluster);
+  for (const [key, o] of baseObjects) if (!headObjects.has(key)) changed.add(o.cluster);
+  return changed;
+}
+
+/** Inputs of {@link planObjects}. */
+export interface PlanObjectsInput {
+  head: SpecSet;
+  base?: SpecSet;
+  observed: ObservedState;
+  /** The clusters the plan covers, and those planned in full. */
+  clusters: readonly string[];
+  fullClusters: ReadonlySet<string>;
+  guestPlans: readonly GuestPlan[];
+}
+
+/** The items of every other kind on the planned clusters, in apply-phase order; read failures become plan errors. */
+export function planObjects(input: PlanObjectsInput): { items: ObjectPlan[]; errors: { cluster: string; message: string }[] } {
+  const items: ObjectPlan[] = [];
+  const errors: { cluster: string; message: string }[] = [];
+  for (const cluster of input.clusters) {
+    const seen = input.observed.clusters[cluster];
+    if (!seen) continue;
+    for (const kind of OBJECT_KINDS) {
+      if (!kindConcerns(kind, cluster, [input.head, input.base])) continue;
+      const failed = seen.objectErrors?.[kind.name];
+      if (failed !== undefined) {
+        errors.push({ cluster, message: `${kind.name} objects of cluster '${cluster}' could not be read: ${failed}` });
+        continue;
+      }
+      if (!seen.objects || !Object.hasOwn(seen.objects, kind.name)) continue;
+      const ofKind = (set: SpecSet | undefined): ObjectSpec[] =>
+        (set?.objects ?? []).filter((o) => o.kind === kind.name && o.cluster === cluster);
+      const guestsOf = (set: SpecSet | undefined): GuestSpec[] => (set?.guests ?? []).filter((g) => g.cluster === cluster);
+      const planned = kind.plan({
+        cluster,
+        head: ofKind(input.head),
+        ...(input.base ? { base: ofKind(input.base) } : {}),
+        headGuests: guestsOf(input.head),
+        baseGuests: guestsOf(input.base),
+        guestPlans: input.guestPlans.filter((g) => g.cluster === cluster),
+        full: input.fullClusters.has(cluster) || input.base === undefined || input.base === input.head,
+        observed: seen.objects[kind.name],
+      });
+      for (const item of planned) items.push(item);
+    }
+  }
+  return { items: byPhase(items), errors };
+}
