@@ -19,6 +19,8 @@ import { ApplyStore } from '../../src/queue/apply/apply-store.js';
 import { PlanStore } from '../../src/queue/plan/plan-store.js';
 import { QUEUE_NAMES } from '../../src/queue/schema.js';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
+import { pullRequestEvent } from './deliveries.js';
+import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
 import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
@@ -131,7 +133,7 @@ const connections: Redis[] = [];
 
 beforeAll(() => {
   // Registered as a kind's line in `registry.ts` would register it: in both lists the registry reads.
-  const kinds = [probeKind('probe-ref', 'referenced'), probeKind('probe-part', 'guest-parts')];
+  const kinds: ObjectKind[] = [probeKind('probe-ref', 'referenced'), probeKind('probe-part', 'guest-parts')];
   (OBJECT_KINDS as ObjectKind[]).push(...kinds);
   (KINDS as KindFacts[]).push(...kinds);
   const original = PveClusterAdapter.prototype.kindPort;
@@ -141,8 +143,9 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  (OBJECT_KINDS as ObjectKind[]).splice(0);
-  (KINDS as KindFacts[]).splice(1);
+  for (const list of [OBJECT_KINDS as ObjectKind[], KINDS as KindFacts[]]) {
+    for (const probe of list.filter((kind) => kind.name.startsWith('probe-'))) list.splice(list.indexOf(probe), 1);
+  }
   vi.restoreAllMocks();
 });
 
@@ -357,5 +360,51 @@ describe('a run stored by the version before items', () => {
     expect(results.get(guest)).toMatchObject({ status: 'applied', vmid: X });
     expect(await redis.zcard(`${state}:apply:guest:${guest}:tickets`)).toBe(0);
     w.github.verify();
+  });
+});
+
+describe('a pull request that moves a guest to another pool', () => {
+  it('shows the move in its plan comment; merged, the guest is in the other pool on the cluster and the apply comment says so', async () => {
+    const X = 100731;
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(X, 'web-01')],
+      pools: [{ poolid: 'web', comment: 'Web servers', vmids: [X] }, { poolid: 'db' }],
+    });
+    const w = world;
+    const { github, app, repo, installationId } = w;
+    const sim = w.clusters.sims.lab!;
+    const pools = 'kind: Pool\nname: web\ncluster: lab\ncomment: Web servers\n---\nkind: Pool\nname: db\ncluster: lab\n';
+    const vm = (pool: string): string => `${vmDoc('web-01', X)}pool: ${pool}\n`;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'pools.yaml': pools, 'vms/web.yaml': vm('web') };
+    const head: RepoFiles = { ...base, 'vms/web.yaml': vm('db') };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 101;
+
+    await expectArchive(github, repo, baseSha, base);
+    await expectArchive(github, repo, headSha, head);
+    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 1801 });
+    const planComment = expectNewComment(github, repo, pr, 1901);
+    const opened = await app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({ action: 'opened', installationId, repo, number: pr, headSha, baseSha }),
+    });
+    await app.jobDone('plan', opened.deliveryId);
+    await planCheck.result();
+    const planned = await planComment.body();
+    expect(planned).toContain('**lab: pool membership of web-01 (100731)**');
+    expect(planned).toContain('| `pool` | `web` | `db` | live |');
+    github.verify();
+
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 1802 });
+    const comment = expectApplyComment(github, repo, { pr, id: 1902 });
+    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    expect(await check.completed).toMatchObject({ conclusion: 'success' });
+    const applied = await comment.until(finishedComment);
+    expect(sim.sim.pools.get('db')?.vmids.has(X)).toBe(true);
+    expect(sim.sim.pools.get('web')?.vmids.has(X)).toBe(false);
+    expect(applied).toContain('✅ **applied** · **lab: pool-member web-01**');
+    expect(applied).toContain("guest 100731 'web' → 'db'");
+    github.verify();
   });
 });
