@@ -292,6 +292,10 @@ describe('items of other kinds in an apply run', () => {
         { jobId: `${itemJobId(firstRun, 'lab/probe-ref/shared')}-again` },
       );
       for (const check of checks) expect(await check.completed).toMatchObject({ conclusion: 'success' });
+      // The second instance found the item done (by the first, or first itself): it ended without a failure.
+      const again = await queue.getJob(`${itemJobId(firstRun, 'lab/probe-ref/shared')}-again`);
+      const ended = await eventually(async () => ((await again?.getState()) === 'active' ? undefined : again?.getState()));
+      expect({ ended, why: (await queue.getJob(again?.id ?? ''))?.failedReason }).toEqual({ ended: 'completed', why: undefined });
     } finally {
       await queue.close();
     }

@@ -249,12 +249,15 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
       const held = await holdIfBlocked(run, previous);
       if (held !== undefined) return held;
     }
-    await takeTicket(run, previous);
+    if ((await takeTicket(run, previous)) === 'finished')
+      return wakeNextAfterFinished(run, (await deps.store.result(runId, item)) ?? previous);
     const lock = await takeLock(run);
     try {
-      return isGuestProgress(previous)
-        ? await applyUnderLock(run, previous, lock, repo)
-        : await applyObjectUnderLock(run, previous, lock, repo);
+      if (isGuestProgress(previous)) return await applyUnderLock(run, previous, lock, repo);
+      // Another instance of this job may have finished the item while this one waited for the lock.
+      const now = await deps.store.result(runId, item);
+      if (now && isFinal(now.status)) return await wakeNextAfterFinished(run, now);
+      return await applyObjectUnderLock(run, now && !isGuestProgress(now) ? now : previous, lock, repo);
     } finally {
       await lock.release().catch(() => {});
     }
@@ -352,12 +355,17 @@ async function wake(jobs: ApplyJobs, item: string, next: string | undefined): Pr
  * Step 2: returns once the run's ticket heads the guest's FIFO; otherwise parks the job (throws).
  * A ticket gone from the FIFO fails the guest for good; a stale head is removed once.
  */
-async function takeTicket(run: GuestJobRun, previous: ItemProgress): Promise<void> {
+async function takeTicket(run: GuestJobRun, previous: ItemProgress): Promise<'head' | 'finished'> {
   const { store, jobs } = run.deps;
   for (let look = 0; ; look++) {
     const claim = await store.claim(run.item, run.runId);
-    if (claim.state === 'head') return;
+    if (claim.state === 'head') return 'head';
     if (claim.state === 'gone') {
+      // Another instance of this job finished the item since this one read it: nothing was lost.
+      if (!isGuestProgress(previous)) {
+        const now = await store.result(run.runId, run.item);
+        if (now && isFinal(now.status)) return 'finished';
+      }
       const failed: ItemProgress = {
         ...previous,
         status: 'failed',
