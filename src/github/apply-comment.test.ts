@@ -85,3 +85,37 @@ describe('notices: merges that apply nothing', () => {
     expect(check.conclusion).toBe(conclusion);
   });
 });
+
+describe('a run with items of other kinds', () => {
+  const pool = { kind: 'pool', key: 'lab/pool/web', cluster: 'lab', name: 'web' };
+  const member = { kind: 'pool-member', key: 'lab/pool-member/100101', cluster: 'lab', name: 'app-01' };
+
+  it('is not complete while an item is still going, and counts items, not guests', () => {
+    const going = view({
+      objects: [{ ...pool, status: 'applied', steps: [{ op: 'create-pool' }] }],
+      objectsInProgress: [
+        { ...member, state: 'waiting', reason: 'waiting for the items this apply changes first (an earlier phase) to finish' },
+      ],
+    });
+    const check = applyCheckResult(going);
+    expect(check).toMatchObject({ complete: false, conclusion: 'neutral', title: 'Applying: 2 of 3 items done' });
+    const body = renderApplyComment(going);
+    expect(body).toContain('- ⏳ pool-member **lab/app-01**: waiting — waiting for the items this apply changes first');
+    expect(body).toContain('**lab: pool web**');
+  });
+
+  it('fails the check run for a failed item and lists it, and says held items apart from failures', () => {
+    const done = view({
+      objects: [
+        { ...pool, status: 'failed', steps: [], error: 'Proxmox refused: permission denied' },
+        { ...member, status: 'skipped', steps: [], error: 'held: lab/100101 it follows ended failed', retryable: true },
+      ],
+      objectsInProgress: [],
+    });
+    const check = applyCheckResult(done);
+    expect(check).toMatchObject({ complete: true, conclusion: 'failure' });
+    expect(check.summary).toContain('failed · pool **lab/web**: Proxmox refused: permission denied');
+    expect(check.summary).not.toContain('pool-member **lab/app-01**');
+    expect(renderApplyComment(done)).toContain('**1 item could not be applied.**');
+  });
+});

@@ -6,7 +6,14 @@
  * when a merge applies nothing (no reviewed plan, a plan with errors, nothing to change). Pure:
  * the workers post what these return.
  */
-import { type ApplyResult, countApplyResult, type GuestApplyResult } from '../core/apply-result.js';
+import {
+  type ApplyResult,
+  type ApplyCounts,
+  type ApplyStep,
+  countApplyResult,
+  type GuestApplyResult,
+  type ObjectApplyResult,
+} from '../core/apply-result.js';
 import { codeSpan, escapeText, fitList, markdownTable } from '../core/render/markdown-format.js';
 import { plural } from '../core/render/plan-labels.js';
 import { APPLY_MARKER, applyVerdict, type GuestInProgress, renderApplyMarkdown } from '../core/render/render-apply.js';
@@ -24,6 +31,21 @@ export interface ApplyRunView {
   finishedAt: string;
   finished: GuestApplyResult[];
   inProgress: GuestInProgress[];
+  /** Items of other kinds (a pool, a guest's membership) with their result, in apply-phase order. Absent: the run has none. */
+  objects?: ObjectApplyResult[];
+  /** Items of other kinds not finished yet, in apply-phase order. */
+  objectsInProgress?: ObjectInProgress[];
+}
+
+/** An item of another kind that is queued, waiting (behind another apply, an earlier phase) or running. */
+export interface ObjectInProgress {
+  kind: string;
+  key: string;
+  cluster: string;
+  name: string;
+  state: 'queued' | 'waiting' | 'running';
+  reason?: string;
+  steps?: ApplyStep[];
 }
 
 function short(sha: string): string {
@@ -40,25 +62,58 @@ function context(view: Pick<ApplyRunView, 'trigger' | 'requestedBy' | 'headSha' 
 }
 
 function asResult(view: ApplyRunView): ApplyResult {
-  return { version: 1, startedAt: view.startedAt, finishedAt: view.finishedAt, guests: view.finished };
+  const result: ApplyResult = { version: 1, startedAt: view.startedAt, finishedAt: view.finishedAt, guests: view.finished };
+  // In apply-phase order, as the run keeps them (`runView`).
+  if (view.objects !== undefined && view.objects.length > 0) result.objects = view.objects;
+  return result;
+}
+
+/** Items not finished yet: guests and items of other kinds. */
+function unfinished(view: ApplyRunView): number {
+  return view.inProgress.length + (view.objectsInProgress?.length ?? 0);
+}
+
+/** Whether the run has items of other kinds (then counts say "items", not "guests"). */
+function hasObjects(view: ApplyRunView): boolean {
+  return (view.objects?.length ?? 0) + (view.objectsInProgress?.length ?? 0) > 0;
+}
+
+/** Results per status over guests and items of other kinds. */
+function countAll(view: ApplyRunView): ApplyCounts {
+  const counts = countApplyResult(view.finished);
+  for (const item of view.objects ?? []) counts[item.status] += 1;
+  return counts;
 }
 
 /** What to do next, when something did not apply. */
 function nextSteps(view: ApplyRunView): string {
-  if (view.inProgress.length > 0) return '';
-  const counts = countApplyResult(view.finished);
+  if (unfinished(view) > 0) return '';
+  const counts = countAll(view);
   if (counts.failed === 0) return '';
   return (
-    `\n**${plural(counts.failed, 'guest')} could not be applied.** Once the cause is gone (a cluster that was down, a ` +
+    `\n**${plural(counts.failed, hasObjects(view) ? 'item' : 'guest')} could not be applied.** Once the cause is gone (a cluster that was down, a ` +
     `lock held past the limit), comment ${codeSpan('/pve apply')} to run the apply again: every guest is read afresh, ` +
     'and what was already applied is found done.\n'
   );
 }
 
+/** Items of other kinds still going, one line each (the guests' are the core renderer's). */
+function objectsInProgressText(view: ApplyRunView): string {
+  const going = view.objectsInProgress ?? [];
+  if (going.length === 0) return '';
+  const emoji: Record<ObjectInProgress['state'], string> = { queued: '🕓', waiting: '⏳', running: '🔄' };
+  const lines = going.map(
+    (item) =>
+      `- ${emoji[item.state]} ${escapeText(item.kind, 40)} **${escapeText(`${item.cluster}/${item.name}`, 160)}**: ${item.state}` +
+      (item.reason !== undefined ? ` — ${escapeText(item.reason, 300)}` : ''),
+  );
+  return `\n${fitList(lines, 20_000, (omitted) => `…and ${plural(omitted, 'more item')}`)}\n`;
+}
+
 /** The sticky apply comment for a run: under GitHub's comment limit whatever the number of guests. */
 export function renderApplyComment(view: ApplyRunView): string {
   const line = `${context(view)}\n`;
-  const next = nextSteps(view);
+  const next = objectsInProgressText(view) + nextSteps(view);
   const body = renderApplyMarkdown(asResult(view), {
     marker: APPLY_MARKER,
     title: 'pve-gitops apply',
@@ -75,11 +130,19 @@ function guestLine(guest: GuestApplyResult): string {
   return `${guest.status} · **${escapeText(`${guest.cluster}/${guest.name}`, 160)}** (${guest.vmid}): ${escapeText(what, 400)}`;
 }
 
+function objectLine(item: ObjectApplyResult): string {
+  const what = item.error ?? (item.conflict ? `changed after review: ${item.conflict.join('; ')}` : item.status);
+  return `${item.status} · ${escapeText(item.kind, 40)} **${escapeText(`${item.cluster}/${item.name}`, 160)}**: ${escapeText(what, 400)}`;
+}
+
 /** The `pve-gitops/apply` check run's output: in progress, or complete with its conclusion. */
 export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: boolean } {
-  const counts = countApplyResult(view.finished);
-  const complete = view.inProgress.length === 0;
-  const total = view.finished.length + view.inProgress.length;
+  const counts = countAll(view);
+  const left = unfinished(view);
+  const complete = left === 0;
+  const done = view.finished.length + (view.objects?.length ?? 0);
+  const total = done + left;
+  const noun = hasObjects(view) ? 'item' : 'guest';
   const verdict = applyVerdict(counts);
   const rows = [
     ['Applied', counts.applied],
@@ -87,19 +150,22 @@ export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: 
     ['Conflict', counts.conflict],
     ['Failed', counts.failed],
     ...(counts.skipped > 0 ? [['Skipped', counts.skipped] as const] : []),
-    ...(complete ? [] : [['In progress', view.inProgress.length] as const]),
+    ...(complete ? [] : [['In progress', left] as const]),
   ].map(([label, n]) => [String(label), String(n)]);
-  const unhappy = view.finished.filter((g) => g.status === 'conflict' || g.status === 'failed').map(guestLine);
+  const unhappy = [
+    ...(view.objects ?? []).filter((o) => o.status === 'conflict' || o.status === 'failed').map(objectLine),
+    ...view.finished.filter((g) => g.status === 'conflict' || g.status === 'failed').map(guestLine),
+  ];
   const summary = [
     context(view),
     '',
-    markdownTable(['Guests', String(total)], rows, ['left', 'right']),
+    markdownTable([noun === 'item' ? 'Items' : 'Guests', String(total)], rows, ['left', 'right']),
     '',
-    fitList(unhappy, 40_000, (omitted) => `…and ${plural(omitted, 'more guest')}`),
-    `The pull request's apply comment (#${view.pr}) has every guest's steps, task ids and what moved.`,
+    fitList(unhappy, 40_000, (omitted) => `…and ${plural(omitted, `more ${noun}`)}`),
+    `The pull request's apply comment (#${view.pr}) has every ${noun}'s steps, task ids and what moved.`,
   ].join('\n');
   if (!complete) {
-    return { complete, conclusion: 'neutral', title: `Applying: ${view.finished.length} of ${total} guests done`, summary };
+    return { complete, conclusion: 'neutral', title: `Applying: ${done} of ${total} ${noun}s done`, summary };
   }
   return {
     complete,
@@ -143,16 +209,36 @@ export function renderLostApply(view: ApplyRunView): { body: string; check: Chec
       ),
     ],
     inProgress: [],
+    ...(view.objects !== undefined || view.objectsInProgress !== undefined
+      ? {
+          objects: [
+            ...(view.objects ?? []),
+            ...(view.objectsInProgress ?? []).map(
+              (o): ObjectApplyResult => ({
+                kind: o.kind,
+                key: o.key,
+                cluster: o.cluster,
+                name: o.name,
+                status: 'failed',
+                steps: [...(o.steps ?? [])],
+                error: LOST_GUEST.replace('the guest was', 'the item was'),
+              }),
+            ),
+          ],
+          objectsInProgress: [],
+        }
+      : {}),
   };
   const [marker = '', heading = '', blank = '', line = '', ...rest] = renderApplyComment(lost).split('\n');
   const body = [marker, heading, blank, line, '', LOST_NOTE, ...rest].join('\n');
   const check = applyCheckResult(lost);
-  const total = lost.finished.length;
+  const total = lost.finished.length + (lost.objects?.length ?? 0);
+  const noun = hasObjects(lost) ? 'items' : 'guests';
   return {
     body,
     check: {
       conclusion: 'failure',
-      title: `Apply lost: ${view.inProgress.length} of ${total} guests unknown`,
+      title: `Apply lost: ${unfinished(view)} of ${total} ${noun} unknown`,
       summary: `${LOST_NOTE}\n\n${check.summary}`,
     },
   };

@@ -1,9 +1,10 @@
 /**
- * Per-cluster and per-node limits on guests being written at once, shared by every worker process
+ * Per-cluster and per-node limits on items being written at once, shared by every worker process
  * on one Redis: a counting semaphore per cluster and per node, each a sorted set of holders scored
  * by their expiry. A slot is taken for both at once by one Lua script (node and cluster, or
  * neither), so a guest queued behind a busy node never holds a cluster slot that guests of other
- * nodes could use. Holders renew their expiry while they hold a slot; a holder that died (a killed
+ * nodes could use. An item of a kind without a node (a pool: `kindHasNode`) takes the cluster's
+ * slot alone. Holders renew their expiry while they hold a slot; a holder that died (a killed
  * worker) drops out when its expiry passes, so a crash never shrinks the limit for good. Expiry is
  * judged by Redis's own clock (`TIME`), so worker hosts whose clocks disagree still agree on it.
  *
@@ -15,8 +16,8 @@
  */
 import type { Redis } from 'ioredis';
 
-/** The limits, in guests written at once. */
-interface SlotLimits {
+/** The limits, in items written at once. */
+export interface SlotLimits {
   cluster: number;
   node: number;
 }
@@ -35,20 +36,26 @@ interface RedisSlotsOptions {
 /** Returned by {@link RedisSlots.acquire}: releases the slot; safe to call twice. */
 type ReleaseSlot = () => void;
 
-// 1: taken (or already held by this holder: renewed); 0: the node is full; -1: the cluster is full.
+// KEYS: the node's set (absent for a node-less item), then the cluster's; ARGV: holder, ttl, then
+// each key's limit. 1: taken (or already held by this holder: renewed); 0: the node is full; -1:
+// the cluster is full.
 const ACQUIRE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expiry = now + tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local held = redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not held then
-  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
-  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
+local held = true
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  if not redis.call('ZSCORE', KEYS[i], ARGV[1]) then held = false end
 end
-redis.call('ZADD', KEYS[1], expiry, ARGV[1])
-redis.call('ZADD', KEYS[2], expiry, ARGV[1])
+if not held then
+  for i = 1, #KEYS do
+    if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[2 + i]) then
+      if i == #KEYS then return -1 else return 0 end
+    end
+  end
+end
+for i = 1, #KEYS do redis.call('ZADD', KEYS[i], expiry, ARGV[1]) end
 return 1
 `;
 
@@ -57,19 +64,22 @@ return 1
 const RENEW = `
 local t = redis.call('TIME')
 local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2])
-local a = redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry, ARGV[1])
-local b = redis.call('ZADD', KEYS[2], 'XX', 'CH', expiry, ARGV[1])
-return a + b
+local changed = 0
+for i = 1, #KEYS do changed = changed + redis.call('ZADD', KEYS[i], 'XX', 'CH', expiry, ARGV[1]) end
+return changed
 `;
 
+// KEYS: the sets, then the channel last; ARGV: holder, node ('' for none).
 const RELEASE = `
-local removed = redis.call('ZREM', KEYS[1], ARGV[1]) + redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('PUBLISH', KEYS[3], ARGV[2])
+local removed = 0
+for i = 1, #KEYS - 1 do removed = removed + redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('PUBLISH', KEYS[#KEYS], ARGV[2])
 return removed
 `;
 
 interface Waiter {
-  node: string;
+  /** Undefined for a node-less item: only the cluster's limit can hold it up. */
+  node: string | undefined;
   blockedBy: 'node' | 'cluster';
   woken: boolean;
   wake: () => void;
@@ -94,18 +104,24 @@ export class RedisSlots {
     subscriber?.on('message', (channel: string, node: string) => this.wake(channel, node));
   }
 
-  private keys(cluster: string, node: string): [string, string, string] {
+  /** The sets a holding is in: the node's (when there is a node), then the cluster's. */
+  private sets(cluster: string, node: string | undefined): string[] {
     const base = `${this.options.prefix}:apply:slots:${cluster}`;
-    return [`${base}:node:${node}`, base, this.channel(cluster)];
+    return node === undefined ? [base] : [`${base}:node:${node}`, base];
+  }
+
+  private limitsOf(node: string | undefined): string[] {
+    const { limits } = this.options;
+    return node === undefined ? [String(limits.cluster)] : [String(limits.node), String(limits.cluster)];
   }
 
   private channel(cluster: string): string {
     return `${this.options.prefix}:apply:slots:${cluster}:released`;
   }
 
-  private wake(channel: string, node: string): void {
+  private wake(channel: string, node: string | undefined): void {
     for (const waiter of this.waiters.get(channel) ?? []) {
-      if (waiter.blockedBy === 'cluster' || waiter.node === node) {
+      if (waiter.blockedBy === 'cluster' || (waiter.node !== undefined && waiter.node === node)) {
         waiter.woken = true;
         waiter.wake();
       }
@@ -124,14 +140,16 @@ export class RedisSlots {
 
   /**
    * Waits for a slot on `node` of `cluster` (and of the cluster itself) for `holder`, a name
-   * unique to this holding (job and attempt). Rejects with the signal's reason when it aborts.
+   * unique to this holding (job and attempt); with `node` undefined (an item of a kind without a
+   * node), for the cluster's slot alone. Rejects with the signal's reason when it aborts.
    */
-  async acquire(cluster: string, node: string, holder: string, signal?: AbortSignal): Promise<ReleaseSlot> {
-    const [nodeKey, clusterKey, channel] = this.keys(cluster, node);
-    const { limits, ttlMs } = this.options;
+  async acquire(cluster: string, node: string | undefined, holder: string, signal?: AbortSignal): Promise<ReleaseSlot> {
+    const sets = this.sets(cluster, node);
+    const channel = this.channel(cluster);
+    const { ttlMs } = this.options;
     await this.subscribe(cluster);
     // Registered before the first try, so a release between a failed try and the wait is not missed.
-    const waiter: Waiter = { node, blockedBy: 'node', woken: false, wake: () => {} };
+    const waiter: Waiter = { node, blockedBy: node === undefined ? 'cluster' : 'node', woken: false, wake: () => {} };
     let set = this.waiters.get(channel);
     if (!set) this.waiters.set(channel, (set = new Set()));
     set.add(waiter);
@@ -139,9 +157,7 @@ export class RedisSlots {
       for (;;) {
         signal?.throwIfAborted();
         waiter.woken = false;
-        const taken = Number(
-          await this.redis.eval(ACQUIRE, 2, nodeKey, clusterKey, holder, String(ttlMs), String(limits.node), String(limits.cluster)),
-        );
+        const taken = Number(await this.redis.eval(ACQUIRE, sets.length, ...sets, holder, String(ttlMs), ...this.limitsOf(node)));
         if (taken === 1) break;
         waiter.blockedBy = taken === 0 ? 'node' : 'cluster';
         if (waiter.woken) continue;
@@ -163,12 +179,13 @@ export class RedisSlots {
     return this.held(cluster, node, holder);
   }
 
-  private held(cluster: string, node: string, holder: string): ReleaseSlot {
-    const [nodeKey, clusterKey, channel] = this.keys(cluster, node);
+  private held(cluster: string, node: string | undefined, holder: string): ReleaseSlot {
+    const sets = this.sets(cluster, node);
+    const channel = this.channel(cluster);
     const renew = setInterval(
       () => {
         // A failed renewal is tried again at the next tick; the expiry covers a long outage.
-        this.redis.eval(RENEW, 2, nodeKey, clusterKey, holder, String(this.options.ttlMs)).catch(() => {});
+        this.redis.eval(RENEW, sets.length, ...sets, holder, String(this.options.ttlMs)).catch(() => {});
       },
       Math.max(50, Math.floor(this.options.ttlMs / 3)),
     );
@@ -178,15 +195,15 @@ export class RedisSlots {
       if (released) return;
       released = true;
       clearInterval(renew);
-      this.redis.eval(RELEASE, 3, nodeKey, clusterKey, channel, holder, node).catch(() => {});
+      this.redis.eval(RELEASE, sets.length + 1, ...sets, channel, holder, node ?? '').catch(() => {});
       // This process's waiters need no round trip to hear about it; their next try goes out on
       // the same connection after the release, so it sees the slot free.
       this.wake(channel, node);
     };
   }
 
-  /** Holders of a cluster's slots right now (for tests and metrics). */
-  async holders(cluster: string): Promise<string[]> {
-    return this.redis.zrange(`${this.options.prefix}:apply:slots:${cluster}`, 0, -1);
+  /** Holders of a cluster's slots right now (for tests and metrics); of one node's with `node`. */
+  async holders(cluster: string, node?: string): Promise<string[]> {
+    return this.redis.zrange(this.sets(cluster, node)[0] as string, 0, -1);
   }
 }

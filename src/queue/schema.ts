@@ -14,7 +14,10 @@ export const QUEUE_NAMES = {
   drift: 'drift',
   /** Merge-to-apply, per run: a merge starting one, the reports of its progress to GitHub. */
   applyRun: 'apply-run',
-  /** Merge-to-apply, per guest: one job per guest of a run (`src/queue/apply/apply-worker.ts`). */
+  /**
+   * Merge-to-apply, per item: one job per guest or other item of a run (`src/queue/apply/apply-worker.ts`).
+   * Named for guests since before other kinds: the name is kept so jobs queued across an upgrade run.
+   */
   applyGuest: 'apply-guest',
 } as const;
 
@@ -185,7 +188,11 @@ export type ReportJobData = z.infer<typeof ReportJobData>;
 export const ApplyRunJob = z.discriminatedUnion('kind', [MergeJobData, ReportJobData]);
 export type ApplyRunJob = z.infer<typeof ApplyRunJob>;
 
-/** Apply one guest of a run; the guest's reviewed plan is kept with the run in Redis, not in the job. */
+/**
+ * Apply one guest of a run; the guest's reviewed plan is kept with the run in Redis, not in the
+ * job. The form every version has added for guests, so a worker of an older version still takes
+ * a guest job a newer one added while both run (an upgrade).
+ */
 export const GuestJobData = z.strictObject({
   kind: z.literal('guest'),
   runId: RunId,
@@ -193,3 +200,21 @@ export const GuestJobData = z.strictObject({
   guest: z.string().min(3).max(200),
 });
 export type GuestJobData = z.infer<typeof GuestJobData>;
+
+/** Apply one item of a kind other than the guest (a pool, a guest's membership); its plan is kept with the run. */
+export const ObjectJobData = z.strictObject({
+  kind: z.literal('object'),
+  runId: RunId,
+  /** The item's key as text (`core/kinds/resource-key.ts`): opaque to the queue. */
+  item: z.string().min(3).max(300),
+});
+export type ObjectJobData = z.infer<typeof ObjectJobData>;
+
+/** Any job of the per-item apply queue: a guest's (as every version stored them) or another kind's item. */
+export const ItemJobData = z.discriminatedUnion('kind', [GuestJobData, ObjectJobData]);
+export type ItemJobData = z.infer<typeof ItemJobData>;
+
+/** The item key a job applies, whichever form it has. */
+export function itemKeyOfJob(data: ItemJobData): string {
+  return data.kind === 'guest' ? data.guest : data.item;
+}

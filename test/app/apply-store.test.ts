@@ -160,6 +160,29 @@ describe('slots shared by worker processes', () => {
     expect(await one.holders('lab')).toEqual([]);
   });
 
+  it('give an item of a kind without a node the cluster slot alone: no node set is touched, and a node-less release wakes cluster waiters', async () => {
+    const one = slots({ cluster: 2, node: 1 });
+    const two = slots({ cluster: 2, node: 1 });
+    const pool = await one.acquire('lab', undefined, 'lab/pool/web#1');
+    const guest = await two.acquire('lab', 'pve-01', 'g');
+    expect((await one.holders('lab')).sort()).toEqual(['g', 'lab/pool/web#1']);
+    expect(await one.holders('lab', 'pve-01')).toEqual(['g']);
+    const redis = connect();
+    expect(await redis.keys(`${prefix}:apply:slots:lab:node:*`)).toEqual([`${prefix}:apply:slots:lab:node:pve-01`]);
+    // The cluster is full: another node-less item waits for the cluster, and a node-less release wakes it.
+    let waiting = true;
+    const next = two.acquire('lab', undefined, 'lab/pool/db#1').then((release) => {
+      waiting = false;
+      return release;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(waiting).toBe(true);
+    pool();
+    (await next)();
+    guest();
+    expect(await one.holders('lab')).toEqual([]);
+  });
+
   it('drop a holder that stopped renewing (a killed worker) once its expiry passes', async () => {
     const redis = connect();
     // A worker that died holding the only slot: its entry expires and is never renewed.

@@ -56,6 +56,8 @@ export interface ApplyWorld extends World {
 export async function startApplyWorld(options: {
   redisUrl: string;
   guests: SimFixture['guests'];
+  /** Resource pools of the simulator (default: none configured, any name accepted). */
+  pools?: SimFixture['pools'];
   role?: ServerRole;
   env?: Record<string, string | undefined>;
   taskMs?: number;
@@ -63,7 +65,9 @@ export async function startApplyWorld(options: {
   const world = await startWorld({
     redisUrl: options.redisUrl,
     role: options.role,
-    clusters: { lab: { fixture: { guests: options.guests }, taskMs: options.taskMs ?? 20 } },
+    clusters: {
+      lab: { fixture: { guests: options.guests, ...(options.pools ? { pools: options.pools } : {}) }, taskMs: options.taskMs ?? 20 },
+    },
     env: { ...FAST_APPLY_ENV, ...options.env },
   });
   const { app, clusters, repo, installationId } = world;

@@ -27,12 +27,7 @@ export const NAME_WITHHELD = '(name withheld)';
  * nothing more until it is merged. A tagged guest of the base range without a base spec (an
  * orphan) is the base's: its `prune` would destroy it, and the reviewer must see which guest.
  */
-function ownedByBase(
-  baseClusters: ReadonlyMap<string, ClusterSpec>,
-  cluster: string,
-  vmid: number,
-  liveTags: string | undefined,
-): boolean {
+function ownedByBase(baseClusters: ReadonlyMap<string, ClusterSpec>, cluster: string, vmid: number, liveTags: string | undefined): boolean {
   const doc = baseClusters.get(cluster);
   if (!doc || vmid < doc.vmids.lower || vmid >= doc.vmids.upper) return false;
   return hasOwnerTag(liveTags, doc.ownerTag);

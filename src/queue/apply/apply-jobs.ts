@@ -1,6 +1,6 @@
 /**
  * The jobs of merge-to-apply and how they are added: job ids (deterministic, so a retried merge
- * job or a re-run guest job adds nothing twice), retry options, and the report jobs that bring a
+ * job or a re-run item job adds nothing twice), retry options, and the report jobs that bring a
  * run's comment and check run up to date.
  *
  * Reports are debounced by time window rather than by BullMQ's deduplication: every change adds
@@ -13,7 +13,8 @@
 import { createHash } from 'node:crypto';
 import type { JobsOptions, Queue } from 'bullmq';
 import { KEEP_JOBS_SECONDS } from '../enqueue.js';
-import type { GuestJobData, MergeJobData, ReportJobData } from '../schema.js';
+import type { ItemJobData, MergeJobData, ReportJobData } from '../schema.js';
+import { isGuestKey } from './apply-store.js';
 
 /**
  * The id of the run a merge starts: named by the merge itself (repository id, pull request,
@@ -36,9 +37,14 @@ export function mergeJobId(job: Pick<MergeJobData, 'repo' | 'pr' | 'mergeSha'>):
   return `merge-${job.repo.id}-${job.pr}-${job.mergeSha}`;
 }
 
-/** The BullMQ job id of a guest's job in a run. */
-export function guestJobId(runId: string, guest: string): string {
-  return `g-${runId}-${createHash('sha256').update(guest).digest('hex').slice(0, 16)}`;
+/** The BullMQ job id of an item's job in a run (a guest's keeps the id it had before other kinds). */
+export function itemJobId(runId: string, item: string): string {
+  return `g-${runId}-${createHash('sha256').update(item).digest('hex').slice(0, 16)}`;
+}
+
+/** An item's job data: a guest's in the form every version adds, another kind's item in its own. */
+export function itemJobData(runId: string, item: string): ItemJobData {
+  return isGuestKey(item) ? { kind: 'guest', runId, guest: item } : { kind: 'object', runId, item };
 }
 
 /** Options of the merge job: like a plan job's (kept a day for delivery dedup, retried on GitHub or Redis trouble). */
@@ -94,8 +100,8 @@ export class ApplyJobs {
     return enqueueMerge(this.runQueue, job);
   }
 
-  /** Adds the guest jobs of a run (those already there are left as they are). */
-  async addGuests(runId: string, guests: readonly string[]): Promise<void> {
+  /** Adds the item jobs of a run, guests' and other kinds' (those already there are left as they are). */
+  async addItems(runId: string, items: readonly string[]): Promise<void> {
     const options: JobsOptions = {
       attempts: this.settings.attempts,
       backoff: { type: 'exponential', delay: this.settings.backoffMs },
@@ -103,11 +109,11 @@ export class ApplyJobs {
       removeOnFail: { age: 7 * KEEP_JOBS_SECONDS },
     };
     // In chunks: one MULTI for 10,000 guests would hold Redis for a noticeable while.
-    for (let i = 0; i < guests.length; i += 500) {
+    for (let i = 0; i < items.length; i += 500) {
       await this.guestQueue.addBulk(
-        guests.slice(i, i + 500).map((guest) => {
-          const data: GuestJobData = { kind: 'guest', runId, guest };
-          return { name: 'guest', data, opts: { ...options, jobId: guestJobId(runId, guest) } };
+        items.slice(i, i + 500).map((item) => {
+          const data = itemJobData(runId, item);
+          return { name: data.kind, data, opts: { ...options, jobId: itemJobId(runId, item) } };
         }),
       );
     }
@@ -129,8 +135,8 @@ export class ApplyJobs {
     });
   }
 
-  /** The guest job of `runId` for `guest`, if it exists. */
-  guestJob(runId: string, guest: string) {
-    return this.guestQueue.getJob(guestJobId(runId, guest));
+  /** The job of `runId` for `item` (a guest's or another kind's), if it exists. */
+  itemJob(runId: string, item: string) {
+    return this.guestQueue.getJob(itemJobId(runId, item));
   }
 }

@@ -21,8 +21,10 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
 import { bodyHash, ensureComment } from '../../github/sticky-comment.js';
-import type { GuestApplyResult } from '../../core/apply-result.js';
-import type { GuestPlan } from '../../core/model.js';
+import type { GuestApplyResult, ObjectApplyResult } from '../../core/apply-result.js';
+import { byPhase } from '../../core/kinds/registry.js';
+import type { GuestPlan, ObjectPlan } from '../../core/model.js';
+import { objectWrites } from '../../engine/apply-object.js';
 import { planErrorLines, planHasErrors } from '../../core/plan/plan-specs.js';
 import { formatSpecError } from '../../core/spec/errors.js';
 import { validateStoredPlan } from '../../core/spec/validate-stored-plan.js';
@@ -30,6 +32,7 @@ import { APPLY_MARKER, type GuestInProgress } from '../../core/render/render-app
 import {
   type ApplyNotice,
   type ApplyRunView,
+  type ObjectInProgress,
   applyCheckResult,
   renderApplyComment,
   renderApplyNotice,
@@ -44,9 +47,14 @@ import {
   type ApplyRun,
   type ApplyStore,
   type GuestProgress,
+  type ItemProgress,
   isFinal,
+  isGuestProgress,
+  itemKeyOf,
+  type ObjectProgress,
   type RunRecord,
   type RunTrigger,
+  runItems,
 } from './apply-store.js';
 import { finishLost, lostJobReason } from './apply-worker.js';
 import type { PlanTarget } from '../plan/plan-pr.js';
@@ -92,8 +100,9 @@ interface RunRequest {
   order: number;
 }
 
-function queued(plan: GuestPlan): GuestProgress {
-  return { cluster: plan.cluster, name: plan.name, vmid: plan.vmid, node: plan.node, status: 'queued', steps: [] };
+function queued(plan: GuestPlan | ObjectPlan): ItemProgress {
+  if ('vmid' in plan) return { cluster: plan.cluster, name: plan.name, vmid: plan.vmid, node: plan.node, status: 'queued', steps: [] };
+  return { kind: plan.kind, key: plan.key, cluster: plan.cluster, name: plan.name, status: 'queued', steps: [] };
 }
 
 /** Posts the apply comment and a completed check run for a merge that applies nothing. */
@@ -185,7 +194,9 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
     return 'notice';
   }
   const guests = stored.plan.guests.filter((guest) => APPLIED_ACTIONS.has(guest.action));
-  if (guests.length === 0) {
+  // Items of other kinds that write (a pool, a guest's membership), in the order of their phases.
+  const objects = byPhase((stored.plan.objects ?? []).filter(objectWrites));
+  if (guests.length === 0 && objects.length === 0) {
     await postNotice(deps, octokit, stored.repo, { kind: 'no-changes', ...about }, log);
     return 'notice';
   }
@@ -200,20 +211,25 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
     ...(request.requestedBy !== undefined ? { requestedBy: request.requestedBy } : {}),
     createdAt: new Date().toISOString(),
     order: request.order,
-    guests: guests.map((guest) => `${guest.cluster}/${guest.vmid}`),
+    guests: guests.map(itemKeyOf),
+    ...(objects.length > 0 ? { objects: objects.map(itemKeyOf) } : {}),
   };
   // Idempotent throughout (a retried job makes the same run): the run is kept as first stored, a
   // ticket already in a FIFO stays where it is, a guest job already added is not added again.
   // One MULTI appends all of a run's tickets; the repository's lock only makes a merge's look at
   // the merges of its second and its append one step (`mergeOrder`).
-  const plans = new Map(guests.map((guest) => [`${guest.cluster}/${guest.vmid}`, guest]));
+  const plans = new Map<string, GuestPlan | ObjectPlan>([...guests, ...objects].map((item) => [itemKeyOf(item), item]));
   const append = async (): Promise<ApplyRun> => {
-    if (run.trigger === 'merge') run.order = await mergeOrder(deps, octokit, run, run.guests, log);
-    const created = await deps.store.createRun(run, guests);
-    // A run stored by an earlier attempt keeps its own guests' plans: the tickets are made from those.
-    const planOf = async (key: string): Promise<GuestPlan> => plans.get(key) ?? (await deps.store.guestPlan(created.id, key));
-    const tickets = new Map(await Promise.all(created.guests.map(async (key) => [key, queued(await planOf(key))] as const)));
-    await deps.store.appendTickets(created, (key) => tickets.get(key) as GuestProgress);
+    if (run.trigger === 'merge') run.order = await mergeOrder(deps, octokit, run, runItems(run), log);
+    const created = await deps.store.createRun(run, [...guests, ...objects]);
+    // A run stored by an earlier attempt keeps its own items' plans: the tickets are made from those.
+    const planOf = async (key: string, guest: boolean): Promise<GuestPlan | ObjectPlan> =>
+      plans.get(key) ?? (guest ? await deps.store.guestPlan(created.id, key) : await deps.store.objectPlan(created.id, key));
+    const tickets = new Map([
+      ...(await Promise.all(created.guests.map(async (key) => [key, queued(await planOf(key, true))] as const))),
+      ...(await Promise.all((created.objects ?? []).map(async (key) => [key, queued(await planOf(key, false))] as const))),
+    ]);
+    await deps.store.appendTickets(created, (key) => tickets.get(key) as ItemProgress);
     return created;
   };
   const created =
@@ -222,10 +238,13 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
       : await append();
   deps.lost?.note(created);
   await deps.store.setLatestRun(created.repo.id, created.pr, created.id);
-  await deps.jobs.addGuests(created.id, created.guests);
+  await deps.jobs.addItems(created.id, runItems(created));
   await deps.store.markQueued(created.id);
   await deps.jobs.report(created.id);
-  log.info({ run: created.id, guests: created.guests.length, trigger: created.trigger }, 'apply run started');
+  log.info(
+    { run: created.id, guests: created.guests.length, objects: created.objects?.length ?? 0, trigger: created.trigger },
+    'apply run started',
+  );
   return 'started';
 }
 
@@ -444,18 +463,43 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
 }
 
 function toResult(progress: GuestProgress): GuestApplyResult {
-  const { waiting: _waiting, attempts: _attempts, finishedAt: _finishedAt, status, ...rest } = progress;
+  const { waiting: _waiting, attempts: _attempts, finishedAt: _finishedAt, inFlight: _inFlight, status, ...rest } = progress;
   return { ...rest, status: isFinal(status) ? status : 'failed' };
 }
 
-/** The run as the comment shows it, from what Redis holds. */
-export function runView(run: ApplyRun, results: ReadonlyMap<string, GuestProgress>): ApplyRunView {
+function toObjectResult(progress: ObjectProgress): ObjectApplyResult {
+  const { waiting: _waiting, attempts: _attempts, finishedAt: _finishedAt, inFlight: _inFlight, status, ...rest } = progress;
+  return { ...rest, status: isFinal(status) ? status : 'failed' };
+}
+
+/** The run as the comment shows it, from what Redis holds: its guests, then its other items in phase order. */
+export function runView(run: ApplyRun, results: ReadonlyMap<string, ItemProgress>): ApplyRunView {
   const finished: GuestApplyResult[] = [];
   const inProgress: GuestInProgress[] = [];
+  const objects: ObjectApplyResult[] = [];
+  const objectsInProgress: ObjectInProgress[] = [];
   let finishedAt = run.createdAt;
+  for (const key of run.objects ?? []) {
+    const progress = results.get(key);
+    if (!progress || isGuestProgress(progress)) continue;
+    if (isFinal(progress.status)) {
+      objects.push(toObjectResult(progress));
+      if (progress.finishedAt !== undefined && progress.finishedAt > finishedAt) finishedAt = progress.finishedAt;
+    } else {
+      objectsInProgress.push({
+        kind: progress.kind,
+        key: progress.key,
+        cluster: progress.cluster,
+        name: progress.name,
+        state: progress.status as ObjectInProgress['state'],
+        ...(progress.waiting !== undefined ? { reason: progress.waiting } : {}),
+        steps: progress.steps,
+      });
+    }
+  }
   for (const guest of run.guests) {
     const progress = results.get(guest);
-    if (!progress) continue;
+    if (!progress || !isGuestProgress(progress)) continue;
     if (isFinal(progress.status)) {
       finished.push(toResult(progress));
       if (progress.finishedAt !== undefined && progress.finishedAt > finishedAt) finishedAt = progress.finishedAt;
@@ -481,12 +525,13 @@ export function runView(run: ApplyRun, results: ReadonlyMap<string, GuestProgres
     finishedAt,
     finished,
     inProgress,
+    ...(run.objects !== undefined ? { objects, objectsInProgress } : {}),
   };
 }
 
-/** Guests whose jobs ended without a result (a worker that died on the last attempt): recorded as failed. */
-async function heal(deps: ApplyRunDeps, record: RunRecord, results: ReadonlyMap<string, GuestProgress>, log: Logger): Promise<void> {
-  for (const guest of record.run.guests) {
+/** Items whose jobs ended without a result (a worker that died on the last attempt): recorded as failed. */
+async function heal(deps: ApplyRunDeps, record: RunRecord, results: ReadonlyMap<string, ItemProgress>, log: Logger): Promise<void> {
+  for (const guest of runItems(record.run)) {
     const progress = results.get(guest);
     if (!progress || isFinal(progress.status)) continue;
     const why = await lostJobReason(deps.store, deps.jobs, record.run.id, guest);

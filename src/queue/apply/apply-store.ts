@@ -1,12 +1,22 @@
 /**
- * Merge-to-apply's state in Redis: apply runs, and a FIFO of tickets per guest.
+ * Merge-to-apply's state in Redis: apply runs, and a FIFO of tickets per item.
  *
  * A **run** is one apply of one stored plan: a merge, or a `/pve apply`. It keeps what it applies
- * (each guest's reviewed plan, copied from the stored plan when the run starts, so a later re-plan
- * of the same commit cannot change what this run does) and each guest's progress and result.
+ * (each item's reviewed plan — a guest's, or an item of another kind such as a pool — copied from
+ * the stored plan when the run starts, so a later re-plan of the same commit cannot change what
+ * this run does) and each item's progress and result. Items are named by their key as text
+ * (`core/kinds/resource-key.ts`: `cluster/vmid` for a guest, as runs stored before other kinds
+ * have them; `cluster/kind/id` otherwise), and the FIFOs, locks and results below treat that key
+ * as opaque. Only the phases (`phaseGate`) read a key's kind.
  *
- * **Order and exclusion per guest.** BullMQ's open-source edition has no groups, and a job lock
- * alone would give exclusion without order. So every guest (cluster + VMID) has a FIFO of
+ * **Phases.** A run applies in the phases of its items' kinds (`core/kinds/kind.ts`): on each
+ * cluster, an item starts only once every item of earlier phases of the same run on that cluster
+ * has its result. The run hash counts the items left per phase and cluster; the script that
+ * records a result counts it down in the same step, so the worker that finishes the last item of
+ * a phase knows it and wakes the next phase's jobs (`apply-worker.ts`).
+ *
+ * **Order and exclusion per item.** BullMQ's open-source edition has no groups, and a job lock
+ * alone would give exclusion without order. So every item (a guest: cluster + VMID) has a FIFO of
  * tickets, a sorted set of run ids scored by the run's order key: the merge's `merged_at` (or the
  * time `/pve apply` was accepted). A guest job runs only while its ticket is the head; the others
  * wait (delayed in BullMQ, woken by the head when it finishes). Scoring by `merged_at` rather
@@ -28,9 +38,13 @@
 import { upgradeGuestItem } from '../../core/render/render-json.js';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { APPLY_STATUSES, type ApplyStatus, type GuestApplyResult } from '../../core/apply-result.js';
-import type { GuestPlan } from '../../core/model.js';
-import { GuestPlanSchema } from '../../core/render/plan-schema.js';
+import { APPLY_STATUSES, type ApplyStatus, type GuestApplyResult, type ObjectApplyResult } from '../../core/apply-result.js';
+import { APPLY_PHASES, type ApplyPhase, phaseRank } from '../../core/kinds/kind.js';
+import { objectKind, phaseOf } from '../../core/kinds/registry.js';
+import { errorMessage } from '../../util/error-message.js';
+import { GUEST_KIND, guestKeyText, parseKeyText } from '../../core/kinds/resource-key.js';
+import type { GuestPlan, ObjectPlan } from '../../core/model.js';
+import { GuestPlanSchema, ObjectPlanSchema } from '../../core/render/plan-schema.js';
 import type { KnownComment } from '../../github/sticky-comment.js';
 import { CommitSha, RepoRef } from '../schema.js';
 
@@ -53,7 +67,25 @@ export interface GuestProgress extends Omit<GuestApplyResult, 'status'> {
   inFlight?: string;
 }
 
-/** Whether a guest's status is its result (the run is done with it). */
+/** One item of another kind (a pool, a guest's membership) of a run as the comment shows it. */
+export interface ObjectProgress extends Omit<ObjectApplyResult, 'status'> {
+  status: GuestRunStatus;
+  waiting?: string;
+  attempts?: number;
+  finishedAt?: string;
+  /** The item's apply started and was not seen to end: what a run after a crash counts as written. */
+  inFlight?: string;
+}
+
+/** One item's progress or result: a guest's (as runs have always stored it) or another kind's item. */
+export type ItemProgress = GuestProgress | ObjectProgress;
+
+/** Whether the progress is a guest's. */
+export function isGuestProgress(progress: ItemProgress): progress is GuestProgress {
+  return 'vmid' in progress;
+}
+
+/** Whether an item's status is its result (the run is done with it). */
 export function isFinal(status: GuestRunStatus): status is ApplyStatus {
   return (APPLY_STATUSES as readonly string[]).includes(status);
 }
@@ -83,9 +115,60 @@ const GuestProgressSchema = z.object({
   inFlight: z.string().optional(),
 });
 
+const ObjectProgressSchema = z.object({
+  kind: z.string(),
+  key: z.string(),
+  cluster: z.string(),
+  name: z.string(),
+  status: z.enum(['queued', 'waiting', 'running', ...APPLY_STATUSES]),
+  steps: z.array(StepSchema),
+  conflict: z.array(z.string()).optional(),
+  error: z.string().optional(),
+  retryable: z.boolean().optional(),
+  waiting: z.string().optional(),
+  attempts: z.int().optional(),
+  finishedAt: z.string().optional(),
+  inFlight: z.string().optional(),
+});
+
+/** Progress as stored: a guest's has its VMID, another item its kind and key. */
+const ItemProgressSchema = z.union([GuestProgressSchema, ObjectProgressSchema]);
+
+function parseProgress(text: string): ItemProgress | undefined {
+  const parsed = ItemProgressSchema.safeParse(JSON.parse(text));
+  return parsed.success ? (parsed.data as ItemProgress) : undefined;
+}
+
+/** Whether an item key names a guest (`cluster/vmid`); a key that does not parse is taken for one, as runs before kinds had only guests. */
+export function isGuestKey(key: string): boolean {
+  const parsed = parseKeyText(key);
+  return parsed === undefined || parsed.kind === GUEST_KIND;
+}
+
+/** The apply phase and cluster of an item key. */
+export function phaseOfKey(key: string): { phase: ApplyPhase; cluster: string } {
+  const parsed = parseKeyText(key);
+  return { phase: phaseOf(parsed?.kind ?? GUEST_KIND), cluster: parsed?.cluster ?? key.split('/')[0] ?? '' };
+}
+
+/** The run hash's field counting the items of one phase on one cluster not finished yet. */
+function leftField(phase: ApplyPhase, cluster: string): string {
+  return `left:${phase}:${cluster}`;
+}
+
+/** The item key of a plan item: its envelope's, or `cluster/vmid` for a guest item stored before the envelope. */
+export function itemKeyOf(plan: GuestPlan | ObjectPlan): string {
+  return 'vmid' in plan ? guestKeyText(plan.cluster, plan.vmid) : plan.key;
+}
+
 /** A run lacks the reviewed plan of one of its guests (expired, or written by another version). */
 export class GuestPlanMissingError extends Error {
   override name = 'GuestPlanMissingError';
+}
+
+/** A run's stored item of another kind that this build refuses to apply (an unknown kind, a check of its kind failing). */
+export class StoredItemRefusedError extends Error {
+  override name = 'StoredItemRefusedError';
 }
 
 /** What started a run. */
@@ -113,6 +196,13 @@ export interface ApplyRun {
   order: number;
   /** The guests it applies (`cluster/vmid`), in plan order. */
   guests: string[];
+  /** The items of other kinds it applies (their keys), in apply-phase order. Absent in runs stored before other kinds. */
+  objects?: string[];
+}
+
+/** Every item key of a run: its guests, then its other items. */
+export function runItems(run: Pick<ApplyRun, 'guests' | 'objects'>): string[] {
+  return [...run.guests, ...(run.objects ?? [])];
 }
 
 const ApplyRunSchema = z.strictObject({
@@ -127,6 +217,7 @@ const ApplyRunSchema = z.strictObject({
   createdAt: z.string(),
   order: z.number(),
   guests: z.array(z.string()),
+  objects: z.array(z.string()).optional(),
 });
 
 /** A run with what changes while it goes. */
@@ -164,12 +255,15 @@ function causeKey(cause: ApplyCause): string {
 }
 
 /**
- * Stores a run and its guests' plans only if the run is not stored yet, in one step: a retried
- * merge job finds the run its first attempt stored and keeps it whole, never the first run's
- * guest list with a later re-plan's plans.
+ * Stores a run, its items' plans and its phase counters only if the run is not stored yet, in one
+ * step: a retried merge job finds the run its first attempt stored and keeps it whole, never the
+ * first run's item list with a later re-plan's plans. ARGV: the run, the number of counter
+ * fields and values that follow it, then the plans' fields and values.
  */
 const CREATE_RUN_LUA = `if redis.call('hexists', KEYS[1], 'run') == 1 then return 0 end
-if #ARGV > 1 then redis.call('hset', KEYS[2], unpack(ARGV, 2)) end
+local counters = tonumber(ARGV[2])
+if #ARGV > 2 + counters then redis.call('hset', KEYS[2], unpack(ARGV, 3 + counters)) end
+if counters > 0 then redis.call('hset', KEYS[1], unpack(ARGV, 3, 2 + counters)) end
 redis.call('hset', KEYS[1], 'run', ARGV[1])
 return 1`;
 
@@ -207,21 +301,27 @@ if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {0, head} end
 return {-1, head}
 `;
 
-// KEYS: tickets, started, results, run hash, guest lock; ARGV: run id, guest key, result JSON,
-// lock token ('' = not checked), '1' = only while this run is the head.
+// KEYS: tickets, started, results, run hash, item lock; ARGV: run id, item key, result JSON,
+// lock token ('' = not checked), '1' = only while this run is the head, the run hash's counter of
+// the item's phase. Returns {state, next head, items of the phase left on the cluster (-1: the
+// run has no counter, stored before phases)}.
 const FINISH = `${FINAL_LUA}
-if ARGV[4] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[4] then return {'lost', ''} end
-if ARGV[5] == '1' and (redis.call('ZRANGE', KEYS[1], 0, 0)[1] or '') ~= ARGV[1] then return {'not-head', ''} end
+if ARGV[4] ~= '' and redis.call('GET', KEYS[5]) ~= ARGV[4] then return {'lost', '', -1} end
+if ARGV[5] == '1' and (redis.call('ZRANGE', KEYS[1], 0, 0)[1] or '') ~= ARGV[1] then return {'not-head', '', -1} end
 local already = isFinal(redis.call('HGET', KEYS[3], ARGV[2]))
+local left = -1
 if not already then
   redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
   redis.call('HINCRBY', KEYS[4], 'version', 1)
+  if redis.call('HEXISTS', KEYS[4], ARGV[6]) == 1 then left = redis.call('HINCRBY', KEYS[4], ARGV[6], -1) end
+else
+  left = tonumber(redis.call('HGET', KEYS[4], ARGV[6]) or '-1')
 end
 redis.call('ZREM', KEYS[1], ARGV[1])
 if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0)[1] or ''
-if already then return {'already', head} end
-return {'done', head}
+if already then return {'already', head, left} end
+return {'done', head, left}
 `;
 
 // KEYS: results, run hash, guest lock; ARGV: guest key, progress JSON, lock token ('' = not checked).
@@ -238,10 +338,15 @@ return 1
 
 /** What {@link ApplyStore.finish} did. */
 export interface FinishOutcome {
-  /** `done`: recorded; `already`: the guest had its result (kept); `lost`: the lock was not ours; `not-head`: not the head. */
+  /** `done`: recorded; `already`: the item had its result (kept); `lost`: the lock was not ours; `not-head`: not the head. */
   state: 'done' | 'already' | 'lost' | 'not-head';
-  /** The guest's next run in line, if any: its job is to be woken. */
+  /** The item's next run in line, if any: its job is to be woken. */
   next?: string;
+  /**
+   * Set when the item's phase on its cluster has no item of the run left unfinished (and the run
+   * counts them): the run's items of later phases on that cluster may start.
+   */
+  phaseDone?: boolean;
 }
 
 /** A lock a write is fenced with: written only while `token` is the value at `key`. */
@@ -269,17 +374,24 @@ export class ApplyStore {
     return `${this.prefix}:apply:run:${runId}:results`;
   }
 
-  private ticketsKey(guest: string): string {
-    return `${this.prefix}:apply:guest:${guest}:tickets`;
+  // Under `apply:guest:` for every item, since before other kinds: a guest's FIFO and lock keep
+  // the names a worker of an older version uses for them, so the two serialise the same guest.
+  private ticketsKey(item: string): string {
+    return `${this.prefix}:apply:guest:${item}:tickets`;
   }
 
-  private startedKey(guest: string): string {
-    return `${this.prefix}:apply:guest:${guest}:started`;
+  private startedKey(item: string): string {
+    return `${this.prefix}:apply:guest:${item}:started`;
   }
 
-  /** The per-guest lock (see `src/queue/redis-lock.ts`). */
+  /** The per-item lock (see `src/queue/redis-lock.ts`): one writer per item, whatever its kind. */
+  itemLockKey(item: string): string {
+    return `${this.prefix}:apply:guest:${item}:lock`;
+  }
+
+  /** The per-guest lock: {@link itemLockKey} of a guest's key. */
   guestLockKey(guest: string): string {
-    return `${this.prefix}:apply:guest:${guest}:lock`;
+    return this.itemLockKey(guest);
   }
 
   /** Serialises placing merges of one repository in their guests' FIFOs: a merge looks at the merges of its second, then appends. */
@@ -319,17 +431,26 @@ export class ApplyStore {
   }
 
   /**
-   * Creates a run with the guests' reviewed plans, once: a second call with the same id (a retried
-   * merge job) keeps the first. Resolves with the run as stored.
+   * Creates a run with its items' reviewed plans (guests' and other kinds'), once: a second call
+   * with the same id (a retried merge job) keeps the first. Resolves with the run as stored.
    */
-  async createRun(run: ApplyRun, plans: readonly GuestPlan[]): Promise<ApplyRun> {
-    const fields = plans.flatMap((plan) => [`${plan.cluster}/${plan.vmid}`, JSON.stringify(plan)]);
+  async createRun(run: ApplyRun, plans: readonly (GuestPlan | ObjectPlan)[]): Promise<ApplyRun> {
+    const fields = plans.flatMap((plan) => [itemKeyOf(plan), JSON.stringify(plan)]);
+    // Counted only in a run with items of other kinds: a run of guests alone has one phase.
+    const left = new Map<string, number>();
+    for (const key of (run.objects?.length ?? 0) > 0 ? runItems(run) : []) {
+      const { phase, cluster } = phaseOfKey(key);
+      left.set(leftField(phase, cluster), (left.get(leftField(phase, cluster)) ?? 0) + 1);
+    }
+    const counters = [...left].flatMap(([field, n]) => [field, String(n)]);
     await this.redis.eval(
       CREATE_RUN_LUA,
       2,
       this.runKey(run.id),
       this.plansKey(run.id),
       JSON.stringify(ApplyRunSchema.parse(run)),
+      String(counters.length),
+      ...counters,
       ...fields,
     );
     const stored = await this.getRun(run.id);
@@ -390,32 +511,73 @@ export class ApplyStore {
     return GuestPlanSchema.parse(upgradeGuestItem(JSON.parse(text)));
   }
 
-  /** Every guest's progress or result, by guest key. */
-  async results(runId: string): Promise<Map<string, GuestProgress>> {
+  /** The reviewed plan of one item of another kind of the run. Throws when it is missing or unreadable. */
+  async objectPlan(runId: string, item: string): Promise<ObjectPlan> {
+    const text = await this.redis.hget(this.plansKey(runId), item);
+    if (text === null) throw new GuestPlanMissingError(`apply run ${runId} has no plan for item ${item}`);
+    const plan = ObjectPlanSchema.parse(JSON.parse(text)) as ObjectPlan;
+    const kind = objectKind(plan.kind);
+    // Read by its kind, as a stored plan is (`render-json.ts`): never applied as misread.
+    if (!kind)
+      throw new StoredItemRefusedError(`apply run ${runId} holds ${item} of the kind '${plan.kind}', which this pve-gitops does not know`);
+    try {
+      kind.checkStored(plan);
+    } catch (error) {
+      throw new StoredItemRefusedError(`apply run ${runId} holds ${item} as its kind no longer reads it: ${errorMessage(error)}`);
+    }
+    return plan;
+  }
+
+  /** Every item's progress or result, by item key. */
+  async results(runId: string): Promise<Map<string, ItemProgress>> {
     const all = await this.redis.hgetall(this.resultsKey(runId));
-    const map = new Map<string, GuestProgress>();
-    for (const [guest, text] of Object.entries(all)) {
-      const parsed = GuestProgressSchema.safeParse(JSON.parse(text));
-      if (parsed.success) map.set(guest, parsed.data as GuestProgress);
+    const map = new Map<string, ItemProgress>();
+    for (const [item, text] of Object.entries(all)) {
+      const progress = parseProgress(text);
+      if (progress) map.set(item, progress);
     }
     return map;
   }
 
-  /** One guest's progress or result. */
-  async result(runId: string, guest: string): Promise<GuestProgress | undefined> {
-    const text = await this.redis.hget(this.resultsKey(runId), guest);
-    if (text === null) return undefined;
-    const parsed = GuestProgressSchema.safeParse(JSON.parse(text));
-    return parsed.success ? (parsed.data as GuestProgress) : undefined;
+  /** The progress or results of some items of the run, by item key (those without any left out). */
+  async resultsOf(runId: string, items: readonly string[]): Promise<Map<string, ItemProgress>> {
+    const map = new Map<string, ItemProgress>();
+    if (items.length === 0) return map;
+    const texts = await this.redis.hmget(this.resultsKey(runId), ...items);
+    items.forEach((item, i) => {
+      const text = texts[i];
+      const progress = text === null || text === undefined ? undefined : parseProgress(text);
+      if (progress) map.set(item, progress);
+    });
+    return map;
+  }
+
+  /** One item's progress or result. */
+  async result(runId: string, item: string): Promise<ItemProgress | undefined> {
+    const text = await this.redis.hget(this.resultsKey(runId), item);
+    return text === null ? undefined : parseProgress(text);
   }
 
   /**
-   * Appends the run's tickets to its guests' FIFOs (idempotent: a ticket already there stays
-   * where it is), each guest starting as `queued`. The caller holds the repository's lock.
+   * Whether the item may start as far as its run's phases go: every item of the run in an earlier
+   * phase on the item's cluster has its result. A run stored before phases has only guests, which
+   * wait for nothing.
    */
-  async appendTickets(run: ApplyRun, queued: (guest: string) => GuestProgress): Promise<void> {
+  async phaseOpen(runId: string, item: string): Promise<boolean> {
+    const { phase, cluster } = phaseOfKey(item);
+    const earlier = APPLY_PHASES.filter((p) => phaseRank(p) < phaseRank(phase)).map((p) => leftField(p, cluster));
+    if (earlier.length === 0) return true;
+    const left = await this.redis.hmget(this.runKey(runId), ...earlier);
+    return left.every((n) => n === null || Number(n) <= 0);
+  }
+
+  /**
+   * Appends the run's tickets to its items' FIFOs (idempotent: a ticket already there stays
+   * where it is), each item starting as `queued`. The caller holds the repository's lock.
+   */
+  async appendTickets(run: ApplyRun, queued: (item: string) => ItemProgress): Promise<void> {
     const pipeline = this.redis.multi();
-    for (const guest of run.guests) {
+    for (const guest of runItems(run)) {
       pipeline.eval(
         APPEND,
         3,
@@ -469,7 +631,7 @@ export class ApplyStore {
    * Records a guest's progress (not its result): `written`, `unchanged` (the same as recorded),
    * or `refused` — `fence` is given and no longer holds, or the guest already has its result.
    */
-  async setProgress(runId: string, guest: string, progress: GuestProgress, fence?: Fence): Promise<'written' | 'unchanged' | 'refused'> {
+  async setProgress(runId: string, guest: string, progress: ItemProgress, fence?: Fence): Promise<'written' | 'unchanged' | 'refused'> {
     const written = await this.redis.eval(
       PROGRESS,
       3,
@@ -488,8 +650,9 @@ export class ApplyStore {
    * guest lock when `fence` is given; with `onlyIfHead`, only while `runId` is the guest's head
    * (removing a stale head). A result already recorded is kept (the first one wins).
    */
-  async finish(runId: string, guest: string, result: GuestProgress, options: { fence?: Fence; onlyIfHead?: boolean } = {}) {
-    const [state, next] = (await this.redis.eval(
+  async finish(runId: string, guest: string, result: ItemProgress, options: { fence?: Fence; onlyIfHead?: boolean } = {}) {
+    const { phase, cluster } = phaseOfKey(guest);
+    const [state, next, left] = (await this.redis.eval(
       FINISH,
       5,
       this.ticketsKey(guest),
@@ -502,9 +665,11 @@ export class ApplyStore {
       JSON.stringify(result),
       options.fence ? String(options.fence.token) : '',
       options.onlyIfHead ? '1' : '0',
-    )) as [FinishOutcome['state'], string];
+      leftField(phase, cluster),
+    )) as [FinishOutcome['state'], string, number];
     const outcome: FinishOutcome = { state };
     if (next) outcome.next = next;
+    if ((state === 'done' || state === 'already') && Number(left) === 0) outcome.phaseDone = true;
     return outcome;
   }
 

@@ -1,8 +1,15 @@
 /**
- * The guest job: applies one guest of an apply run, in merge order, alone.
+ * The item job: applies one item of an apply run — a guest, or an item of another kind (a pool, a
+ * guest's pool membership) — in merge order, alone. The steps below are a guest's; an item of
+ * another kind goes through the same ticket and lock under its own key (opaque here), then its
+ * kind's executor (`applyObjectUnderLock`).
  *
- * 1. A guest that already has its result (the job ran to its end before, then its worker died)
- *    only makes sure the next run in line is woken.
+ * 1. An item that already has its result (the job ran to its end before, then its worker died)
+ *    only makes sure the next run in line, and the run's next phase, is woken.
+ *    Then, in a run with items of other kinds, an item of a later phase waits (parked) until every
+ *    item of earlier phases of its run on its cluster has its result: the worker that records the
+ *    last of them wakes it (`openNextPhases`). An item whose `after` item did not apply is held:
+ *    recorded skipped and retryable, never written.
  * 2. The job runs only while its run's ticket heads the guest's FIFO (`apply-store.ts`). Otherwise
  *    it parks: BullMQ's `moveToDelayed` + `DelayedError`, so a waiting guest holds no worker
  *    concurrency. The head wakes the next ticket's job (`promote`) when it finishes; the delay is
@@ -31,16 +38,32 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ClusterConfigError } from '../../connections/cluster-connections.js';
 import { MissingConnectionError, RepositoryNotAllowedError } from '../../connections/connect.js';
-import { type ApplyStatus, type ApplyStep, isWritingStep } from '../../core/apply-result.js';
-import type { GuestPlan } from '../../core/model.js';
+import { type ApplyStatus, type ApplyStep, isWritingStep, type ObjectApplyResult } from '../../core/apply-result.js';
+import { phaseRank } from '../../core/kinds/kind.js';
+import { kindHasNode } from '../../core/kinds/registry.js';
+import type { GuestPlan, ObjectPlan } from '../../core/model.js';
 import type { ClusterWriter, WriteResult } from '../../core/ports.js';
 import { type ApplyEvent, applyGuest } from '../../engine/apply-guest.js';
+import { applyObject, heldResult } from '../../engine/apply-object.js';
 import type { ApplyJobs } from './apply-jobs.js';
-import { type ApplyStore, type Fence, GuestPlanMissingError, type GuestProgress, isFinal } from './apply-store.js';
+import {
+  type ApplyStore,
+  type Fence,
+  type FinishOutcome,
+  GuestPlanMissingError,
+  type GuestProgress,
+  type ItemProgress,
+  isFinal,
+  isGuestProgress,
+  type ObjectProgress,
+  phaseOfKey,
+  runItems,
+  StoredItemRefusedError,
+} from './apply-store.js';
 import { acquireLock, type HeldLock } from '../redis-lock.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from '../redis-slots.js';
-import { GuestJobData, type RepoRef } from '../schema.js';
+import { ItemJobData, itemKeyOfJob, type RepoRef } from '../schema.js';
 import { z } from 'zod';
 import { errorMessage } from '../../util/error-message.js';
 
@@ -92,8 +115,8 @@ const STARTING_GRACE_MS = 10 * 60_000;
  * A job not found right after its run was created may still be on its way: its merge job adds
  * the guest jobs after the tickets.
  */
-export async function lostJobReason(store: ApplyStore, jobs: ApplyJobs, runId: string, guest: string): Promise<string | undefined> {
-  const job = await jobs.guestJob(runId, guest);
+export async function lostJobReason(store: ApplyStore, jobs: ApplyJobs, runId: string, item: string): Promise<string | undefined> {
+  const job = await jobs.itemJob(runId, item);
   if (!job) {
     const record = await store.getRun(runId);
     if (record && !record.queued && Date.now() - Date.parse(record.run.createdAt) < STARTING_GRACE_MS) return undefined;
@@ -114,15 +137,15 @@ export async function finishLost(
   store: ApplyStore,
   jobs: ApplyJobs,
   runId: string,
-  guest: string,
+  item: string,
   why: string,
   options: { onlyIfHead?: boolean } = {},
 ): Promise<boolean> {
-  const before = await store.result(runId, guest);
+  const before = await store.result(runId, item);
   if (!before || isFinal(before.status)) return false;
   const outcome = await store.finish(
     runId,
-    guest,
+    item,
     {
       ...before,
       status: 'failed',
@@ -133,10 +156,34 @@ export async function finishLost(
     options,
   );
   if (outcome.state === 'not-head') return false;
-  const next = outcome.next ? await jobs.guestJob(outcome.next, guest) : undefined;
+  const next = outcome.next ? await jobs.itemJob(outcome.next, item) : undefined;
   await next?.promote().catch(() => {});
+  if (outcome.phaseDone) await openNextPhases(store, jobs, runId, item);
   await jobs.report(runId);
   return true;
+}
+
+/**
+ * The last item of a phase on its cluster has its result (`FinishOutcome.phaseDone`): wakes the
+ * run's items of later phases on that cluster, parked until now (`waitForPhase`). Waking one that
+ * is not parked, or whose own earlier phase is still going, does nothing: it parks again.
+ */
+export async function openNextPhases(store: ApplyStore, jobs: ApplyJobs, runId: string, item: string): Promise<void> {
+  const record = await store.getRun(runId);
+  if (!record) return;
+  const { phase, cluster } = phaseOfKey(item);
+  const later = runItems(record.run).filter((key) => {
+    const of = phaseOfKey(key);
+    return of.cluster === cluster && phaseRank(of.phase) > phaseRank(phase);
+  });
+  for (let i = 0; i < later.length; i += 100) {
+    await Promise.all(
+      later.slice(i, i + 100).map(async (key) => {
+        const job = await jobs.itemJob(runId, key);
+        await job?.promote().catch(() => {});
+      }),
+    );
+  }
 }
 
 /**
@@ -176,49 +223,130 @@ interface GuestJobRun {
   job: Job;
   token: string | undefined;
   runId: string;
-  guest: string;
+  item: string;
   log: Logger;
 }
 
-/** The processor BullMQ calls for each guest job: the steps of the opening comment, in order. */
+/**
+ * The processor BullMQ calls for each item job — a guest's, or an item of another kind (a pool,
+ * a guest's membership) — the steps of the opening comment, in order. An item of a later phase
+ * first waits for its run's earlier phases on its cluster (`waitForPhase`), and an item whose
+ * `after` item did not apply is held (`holdIfBlocked`); then both kinds take the item's ticket and
+ * lock alike.
+ */
 export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: string) => Promise<string> {
   return async (job, token) => {
-    const { runId, guest } = GuestJobData.parse(job.data);
+    const data = ItemJobData.parse(job.data);
+    const { runId } = data;
+    const item = itemKeyOfJob(data);
     if (deps.stopping?.aborted) return handBack(job, token);
-    const run: GuestJobRun = { deps, job, token, runId, guest, log: deps.logger.child({ job: job.id, run: runId, guest }) };
-    const { repo, previous } = await readGuestOfRun(run);
+    const context = data.kind === 'guest' ? { guest: item } : { item };
+    const run: GuestJobRun = { deps, job, token, runId, item, log: deps.logger.child({ job: job.id, run: runId, ...context }) };
+    const { repo, previous, phased } = await readGuestOfRun(run);
     if (isFinal(previous.status)) return wakeNextAfterFinished(run, previous);
-    await takeTicket(run, previous);
+    if (phased) await waitForPhase(run, previous);
+    if (!isGuestProgress(previous)) {
+      const held = await holdIfBlocked(run, previous);
+      if (held !== undefined) return held;
+    }
+    if ((await takeTicket(run, previous)) === 'finished')
+      return wakeNextAfterFinished(run, (await deps.store.result(runId, item)) ?? previous);
     const lock = await takeLock(run);
     try {
-      return await applyUnderLock(run, previous, lock, repo);
+      if (isGuestProgress(previous)) return await applyUnderLock(run, previous, lock, repo);
+      // Another instance of this job may have finished the item while this one waited for the lock.
+      const now = await deps.store.result(runId, item);
+      if (now && isFinal(now.status)) return await wakeNextAfterFinished(run, now);
+      return await applyObjectUnderLock(run, now && !isGuestProgress(now) ? now : previous, lock, repo);
     } finally {
       await lock.release().catch(() => {});
     }
   };
 }
 
-/** The run's repository and what the run recorded for the guest so far; a run or guest gone is unrecoverable. */
-async function readGuestOfRun({ deps, runId, guest }: GuestJobRun): Promise<{ repo: RepoRef; previous: GuestProgress }> {
-  const record = await deps.store.getRun(runId);
-  if (!record) throw new UnrecoverableError(`apply run ${runId} is gone (expired or never created)`);
-  const previous = await deps.store.result(runId, guest);
-  if (!previous) throw new UnrecoverableError(`apply run ${runId} has no place for guest ${guest}`);
-  return { repo: record.run.repo, previous };
+/**
+ * Returns once every item of the run in an earlier phase on the item's cluster has its result;
+ * otherwise parks the job, to be woken by the worker that finishes the last of them
+ * (`openNextPhases`). The delay is only the fallback for a worker that died before waking it.
+ */
+async function waitForPhase(run: GuestJobRun, previous: ItemProgress): Promise<void> {
+  const { store, jobs, settings } = run.deps;
+  if (await store.phaseOpen(run.runId, run.item)) return;
+  const waiting = 'waiting for the items this apply changes first (an earlier phase) to finish';
+  if (previous.status !== 'waiting' || previous.waiting !== waiting) {
+    if ((await store.setProgress(run.runId, run.item, { ...previous, status: 'waiting', waiting })) === 'written')
+      await jobs.report(run.runId);
+  }
+  run.log.debug('an earlier phase of the run is not finished: parked');
+  await run.job.moveToDelayed(Date.now() + settings.lockMs, run.token);
+  // The phase may have closed between the look and the move, when there was no delayed job to wake.
+  if (await store.phaseOpen(run.runId, run.item)) await run.job.promote().catch(() => {});
+  throw new DelayedError();
 }
 
-/** Step 1: a guest finished before only makes sure its ticket is out and the next run is woken. */
-async function wakeNextAfterFinished(run: GuestJobRun, previous: GuestProgress): Promise<string> {
+/** Statuses of an item after which an item that follows it may go ahead. */
+const FOLLOWABLE: ReadonlySet<string> = new Set(['applied', 'unchanged']);
+
+/**
+ * An item whose `after` item (a pool member's guest) ended otherwise than applied or unchanged is
+ * held: recorded skipped and retryable, never written — nor does it take its lock or slot. Resolves
+ * its status when held, undefined when it may go ahead.
+ */
+async function holdIfBlocked(run: GuestJobRun, previous: ObjectProgress): Promise<string | undefined> {
+  const { store, jobs } = run.deps;
+  let plan: ObjectPlan;
+  try {
+    plan = await store.objectPlan(run.runId, run.item);
+  } catch {
+    // Unreadable: the apply step says so and fails it for good.
+    return undefined;
+  }
+  const after = plan.after ?? [];
+  const results = await store.resultsOf(run.runId, after);
+  const blocker = after.find((key) => {
+    const status = results.get(key)?.status;
+    return status !== undefined && isFinal(status) && !FOLLOWABLE.has(status);
+  });
+  if (blocker === undefined) return undefined;
+  const status = results.get(blocker)?.status as ApplyStatus;
+  const { kind: _kind, key: _key, ...held } = heldResult(plan, blocker, status);
+  const result: ObjectProgress = { ...previous, ...held, kind: plan.kind, key: plan.key, finishedAt: new Date().toISOString() };
+  delete result.waiting;
+  const outcome = await store.finish(run.runId, run.item, result);
+  run.log.info({ blocker, blockerStatus: status }, 'held: an item it follows did not apply');
+  await afterFinish(run.deps, run.runId, run.item, outcome);
+  await jobs.report(run.runId);
+  return result.status;
+}
+
+/** After an item's result is recorded: wakes the next run in its FIFO and, when its phase is done, the run's next phase. */
+async function afterFinish(deps: GuestWorkerDeps, runId: string, item: string, outcome: FinishOutcome): Promise<void> {
+  await wake(deps.jobs, item, outcome.next);
+  if (outcome.phaseDone) await openNextPhases(deps.store, deps.jobs, runId, item);
+}
+
+/** The run's repository and what the run recorded for the item so far; a run or item gone is unrecoverable. */
+async function readGuestOfRun({ deps, runId, item }: GuestJobRun): Promise<{ repo: RepoRef; previous: ItemProgress; phased: boolean }> {
+  const record = await deps.store.getRun(runId);
+  if (!record) throw new UnrecoverableError(`apply run ${runId} is gone (expired or never created)`);
+  const previous = await deps.store.result(runId, item);
+  if (!previous) throw new UnrecoverableError(`apply run ${runId} has no place for item ${item}`);
+  // A run of guests alone (every run stored before other kinds) has one phase: nothing to wait for.
+  return { repo: record.run.repo, previous, phased: (record.run.objects?.length ?? 0) > 0 };
+}
+
+/** Step 1: an item finished before only makes sure its ticket is out and the next run (and the run's next phase) is woken. */
+async function wakeNextAfterFinished(run: GuestJobRun, previous: ItemProgress): Promise<string> {
   // Taking the ticket out again is a no-op unless the worker died right after.
-  const outcome = await run.deps.store.finish(run.runId, run.guest, previous);
-  await wake(run.deps.jobs, run.guest, outcome.next);
+  const outcome = await run.deps.store.finish(run.runId, run.item, previous);
+  await afterFinish(run.deps, run.runId, run.item, outcome);
   return previous.status;
 }
 
 /** Wakes the job of the run now heading the guest's FIFO (it is parked as delayed). */
-async function wake(jobs: ApplyJobs, guest: string, next: string | undefined): Promise<void> {
+async function wake(jobs: ApplyJobs, item: string, next: string | undefined): Promise<void> {
   if (!next) return;
-  const job = await jobs.guestJob(next, guest);
+  const job = await jobs.itemJob(next, item);
   // Not delayed (already woken, running, retrying with backoff): nothing to do.
   await job?.promote().catch(() => {});
 }
@@ -227,20 +355,25 @@ async function wake(jobs: ApplyJobs, guest: string, next: string | undefined): P
  * Step 2: returns once the run's ticket heads the guest's FIFO; otherwise parks the job (throws).
  * A ticket gone from the FIFO fails the guest for good; a stale head is removed once.
  */
-async function takeTicket(run: GuestJobRun, previous: GuestProgress): Promise<void> {
+async function takeTicket(run: GuestJobRun, previous: ItemProgress): Promise<'head' | 'finished'> {
   const { store, jobs } = run.deps;
   for (let look = 0; ; look++) {
-    const claim = await store.claim(run.guest, run.runId);
-    if (claim.state === 'head') return;
+    const claim = await store.claim(run.item, run.runId);
+    if (claim.state === 'head') return 'head';
     if (claim.state === 'gone') {
-      const failed: GuestProgress = {
+      // Another instance of this job finished the item since this one read it: nothing was lost.
+      if (!isGuestProgress(previous)) {
+        const now = await store.result(run.runId, run.item);
+        if (now && isFinal(now.status)) return 'finished';
+      }
+      const failed: ItemProgress = {
         ...previous,
         status: 'failed',
         retryable: true,
         error: "this apply lost its place in the guest's queue; /pve apply runs it again",
         finishedAt: new Date().toISOString(),
       };
-      await store.finish(run.runId, run.guest, failed);
+      await store.finish(run.runId, run.item, failed);
       await jobs.report(run.runId);
       throw new UnrecoverableError(failed.error);
     }
@@ -252,25 +385,25 @@ async function takeTicket(run: GuestJobRun, previous: GuestProgress): Promise<vo
 }
 
 /** Parks the job until the head wakes it, or a lock duration passed. */
-async function park({ deps, job, token, guest, runId }: GuestJobRun): Promise<never> {
+async function park({ deps, job, token, item, runId }: GuestJobRun): Promise<never> {
   await job.moveToDelayed(Date.now() + deps.settings.lockMs, token);
   // The head may have finished between our look and the move, when there was no delayed job to
   // wake: look again now that the job can be woken.
-  if ((await deps.store.head(guest)) === runId) await job.promote().catch(() => {});
+  if ((await deps.store.head(item)) === runId) await job.promote().catch(() => {});
   throw new DelayedError();
 }
 
 /** Takes a head out of the FIFO when its job can no longer finish it. True when it was removed. */
-async function removeIfStale({ deps, guest, log }: GuestJobRun, head: string): Promise<boolean> {
-  const why = await lostJobReason(deps.store, deps.jobs, head, guest);
+async function removeIfStale({ deps, item, log }: GuestJobRun, head: string): Promise<boolean> {
+  const why = await lostJobReason(deps.store, deps.jobs, head, item);
   if (why === undefined) return false;
-  if (!(await finishLost(deps.store, deps.jobs, head, guest, why, { onlyIfHead: true }))) return false;
+  if (!(await finishLost(deps.store, deps.jobs, head, item, why, { onlyIfHead: true }))) return false;
   log.warn({ head, why }, 'removed a stale apply from the head of the guest queue');
   return true;
 }
 
 /** Records the guest as waiting behind `head` (once: an unchanged note writes nothing). */
-async function noteBehind({ deps, runId, guest }: GuestJobRun, head: string | undefined, previous: GuestProgress): Promise<void> {
+async function noteBehind({ deps, runId, item }: GuestJobRun, head: string | undefined, previous: ItemProgress): Promise<void> {
   const { store, jobs } = deps;
   const other = head ? await store.getRun(head) : undefined;
   const record = await store.getRun(runId);
@@ -282,7 +415,7 @@ async function noteBehind({ deps, runId, guest }: GuestJobRun, head: string | un
       : 'another pull request';
   const waiting = `waiting for the apply of ${who} to finish with this guest (merged earlier)`;
   if (previous.status === 'waiting' && previous.waiting === waiting) return;
-  if ((await store.setProgress(runId, guest, { ...previous, status: 'waiting', waiting })) === 'written') await jobs.report(runId);
+  if ((await store.setProgress(runId, item, { ...previous, status: 'waiting', waiting })) === 'written') await jobs.report(runId);
 }
 
 /** Hands the job back to the queue at once (the process stops): no attempt is used up. */
@@ -294,7 +427,7 @@ async function handBack(job: Job, token: string | undefined): Promise<never> {
 /** Step 3: the guest's Redis lock; held by another instance of this very job (or a dead one, until it expires), the job parks. */
 async function takeLock(run: GuestJobRun): Promise<HeldLock> {
   const { deps } = run;
-  const lock = await acquireLock(deps.redis, deps.store.guestLockKey(run.guest), {
+  const lock = await acquireLock(deps.redis, deps.store.guestLockKey(run.item), {
     ttlMs: deps.settings.lockMs,
     waitMs: deps.settings.lockMs,
   });
@@ -308,7 +441,7 @@ async function applyUnderLock(run: GuestJobRun, previous: GuestProgress, lock: H
   const fence: Fence = { key: lock.key, token: lock.token };
   const attempts = (previous.attempts ?? 0) + 1;
   const priorSteps = stepsOfEarlierRuns(previous);
-  const { plan, writer } = await openWriter(run, previous, attempts, fence, repo);
+  const { plan, writer } = await openWriter(run, previous, attempts, fence, repo, (id, key) => run.deps.store.guestPlan(id, key));
   const stop = stopWhenLockLostOrStopping(run, lock);
   const recorder = recordProgress(run, { ...previous, status: 'running', attempts }, priorSteps, fence, stop.controller);
   let result: Awaited<ReturnType<typeof applyGuest>>;
@@ -329,22 +462,23 @@ async function applyUnderLock(run: GuestJobRun, previous: GuestProgress, lock: H
  * The steps recorded so far, and a write the run before sent without living to see it confirmed:
  * what this run finds done may be its work, so it counts as written.
  */
-function stepsOfEarlierRuns(previous: GuestProgress): ApplyStep[] {
+function stepsOfEarlierRuns(previous: ItemProgress): ApplyStep[] {
   return previous.inFlight !== undefined
     ? [...previous.steps, { op: previous.inFlight, detail: 'sent by an earlier run of this job, which stopped before it was confirmed' }]
     : previous.steps;
 }
 
-/** The guest's stored plan and its cluster's writer; a wrong configuration or stored run fails the guest for good. */
-async function openWriter(
-  { deps, runId, guest }: GuestJobRun,
-  previous: GuestProgress,
+/** The item's stored plan and its cluster's writer; a wrong configuration or stored run fails the item for good. */
+async function openWriter<P extends GuestPlan | ObjectPlan>(
+  { deps, runId, item }: GuestJobRun,
+  previous: ItemProgress,
   attempts: number,
   fence: Fence,
   repo: RepoRef,
-): Promise<{ plan: GuestPlan; writer: OpenWriter }> {
+  load: (runId: string, item: string) => Promise<P>,
+): Promise<{ plan: P; writer: OpenWriter }> {
   try {
-    const plan = await deps.store.guestPlan(runId, guest);
+    const plan = await load(runId, item);
     const writer = await deps.writer(plan.cluster, `${repo.owner}/${repo.name}`);
     return { plan, writer };
   } catch (error) {
@@ -354,17 +488,18 @@ async function openWriter(
       error instanceof ClusterConfigError ||
       error instanceof SyntaxError ||
       error instanceof z.ZodError ||
-      error instanceof GuestPlanMissingError;
+      error instanceof GuestPlanMissingError ||
+      error instanceof StoredItemRefusedError;
     if (!permanent) throw error;
     // Not worth a retry: the server's configuration or the stored run is wrong.
-    const failed: GuestProgress = {
+    const failed: ItemProgress = {
       ...previous,
       status: 'failed',
       attempts,
       error: errorMessage(error),
       finishedAt: new Date().toISOString(),
     };
-    await deps.store.finish(runId, guest, failed, { fence });
+    await deps.store.finish(runId, item, failed, { fence });
     await deps.jobs.report(runId);
     throw new UnrecoverableError(failed.error);
   }
@@ -384,8 +519,8 @@ function stopWhenLockLostOrStopping({ deps }: GuestJobRun, lock: HeldLock): { co
 
 /** Records the guest's progress in order, fenced by the guest lock. */
 interface ProgressRecorder {
-  /** Told every event of the engine: steps and waits are recorded as they happen. */
-  onEvent(event: ApplyEvent): void;
+  /** Told every event of the engine (or a step of another kind's executor): steps and waits are recorded as they happen. */
+  onEvent(event: ApplyEvent | { type: 'step'; step: ApplyStep }): void;
   /** Awaited before every write request: the write is recorded before it is sent, or refused. */
   beforeWrite(op: string): Promise<void>;
   /** Resolves when everything recorded so far is written. */
@@ -393,23 +528,23 @@ interface ProgressRecorder {
 }
 
 function recordProgress(
-  { deps, runId, guest, log }: GuestJobRun,
-  running: GuestProgress,
+  { deps, runId, item, log }: GuestJobRun,
+  running: ItemProgress,
   priorSteps: readonly ApplyStep[],
   fence: Fence,
   stop: AbortController,
 ): ProgressRecorder {
   const { store, jobs } = deps;
-  let progress: GuestProgress = { ...running };
+  let progress: ItemProgress = { ...running };
   delete progress.waiting;
   delete progress.inFlight;
   const steps: ApplyStep[] = [...priorSteps];
-  let saving: Promise<unknown> = store.setProgress(runId, guest, { ...progress, steps }, fence).catch(() => undefined);
-  const save = (next: GuestProgress, report: boolean): void => {
+  let saving: Promise<unknown> = store.setProgress(runId, item, { ...progress, steps }, fence).catch(() => undefined);
+  const save = (next: ItemProgress, report: boolean): void => {
     progress = next;
     const snapshot = { ...next, steps: [...steps] };
     saving = saving
-      .then(() => store.setProgress(runId, guest, snapshot, fence))
+      .then(() => store.setProgress(runId, item, snapshot, fence))
       .then((outcome) => (report && outcome === 'written' ? jobs.report(runId) : undefined))
       .catch((error: unknown) => log.warn({ err: error }, 'recording apply progress failed'));
   };
@@ -429,12 +564,12 @@ function recordProgress(
       progress = { ...progress, inFlight: op };
       const snapshot = { ...progress, steps: [...steps] };
       // In order after the progress saved so far; refused (0) only when the lock is no longer ours.
-      const attempt = saving.then(() => store.setProgress(runId, guest, snapshot, fence));
+      const attempt = saving.then(() => store.setProgress(runId, item, snapshot, fence));
       saving = attempt.catch(() => undefined);
       let refusal: Error;
       try {
         if ((await attempt) !== 'refused') return;
-        refusal = new LockLostError('guest lock lost: another run of this job holds it now; nothing was sent');
+        refusal = new LockLostError('item lock lost: another run of this job holds it now; nothing was sent');
       } catch (error) {
         // Redis trouble: interrupt (a retry) rather than send a write this job could not record.
         refusal = error instanceof Error ? error : new Error(errorMessage(error));
@@ -476,7 +611,7 @@ function applyPlanOfGuest(
 }
 
 /** An interrupted apply keeps its ticket: handed back when the worker stops, else thrown to be run again. */
-async function handOverInterrupted(run: GuestJobRun, reason: unknown, result: Awaited<ReturnType<typeof applyGuest>>): Promise<never> {
+async function handOverInterrupted(run: GuestJobRun, reason: unknown, result: { steps: readonly ApplyStep[] }): Promise<never> {
   if (reason instanceof StoppingError) {
     // Another worker takes the job now and re-reads before anything else.
     run.log.info({ steps: result.steps.length }, 'worker stopping: apply handed back');
@@ -504,33 +639,89 @@ function resultOfAttempt(
 
 /** A transient failure: noted and thrown for BullMQ's backoff, or — on the last attempt — given up in `merged`'s error. */
 async function retryOrGiveUp(
-  { deps, job, runId, guest, log }: GuestJobRun,
-  merged: GuestProgress,
-  result: Awaited<ReturnType<typeof applyGuest>>,
+  { deps, job, runId, item, log }: GuestJobRun,
+  merged: ItemProgress,
+  result: { error?: string },
   attempts: number,
   fence: Fence,
 ): Promise<void> {
   const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   if (!last) {
-    const note: GuestProgress = { ...merged, status: 'waiting', waiting: `retrying after: ${result.error ?? 'a transient failure'}` };
-    if ((await deps.store.setProgress(runId, guest, note, fence)) === 'written') await deps.jobs.report(runId);
+    const note: ItemProgress = { ...merged, status: 'waiting', waiting: `retrying after: ${result.error ?? 'a transient failure'}` };
+    if ((await deps.store.setProgress(runId, item, note, fence)) === 'written') await deps.jobs.report(runId);
     log.warn({ error: result.error, attempt: attempts }, 'transient failure: retried with backoff');
     throw new Error(result.error ?? 'transient failure');
   }
   merged.error = `${result.error ?? 'transient failure'} — gave up after ${attempts} attempts; comment /pve apply to run it again`;
 }
 
-/** Records the result, takes the ticket out and wakes the next run in one fenced step, then reports the run. */
-async function recordAndReport({ deps, runId, guest, log }: GuestJobRun, merged: GuestProgress, fence: Fence): Promise<string> {
-  const outcome = await deps.store.finish(runId, guest, merged, { fence });
+/** Records the result, takes the ticket out and wakes the next run (and the run's next phase) in one fenced step, then reports the run. */
+async function recordAndReport({ deps, runId, item, log }: GuestJobRun, merged: ItemProgress, fence: Fence): Promise<string> {
+  const outcome = await deps.store.finish(runId, item, merged, { fence });
   if (outcome.state === 'lost') {
     // Another run of this job holds the guest now; it reports the result.
     log.warn({ status: merged.status }, 'guest lock lost before the result was recorded: result dropped');
     throw new LockLostError('guest lock lost before the result was recorded');
   }
-  log.info({ status: merged.status, error: merged.error }, 'guest applied');
+  log.info({ status: merged.status, error: merged.error }, isGuestProgress(merged) ? 'guest applied' : 'item applied');
   if (outcome.state === 'done' && isFinal(merged.status)) deps.onResult?.(merged.status);
-  await wake(deps.jobs, guest, outcome.next);
+  await afterFinish(deps, runId, item, outcome);
   await deps.jobs.report(runId);
   return merged.status;
+}
+
+/**
+ * Steps 4 and 5 for an item of another kind, under its lock: open the writer, take the cluster's
+ * slot (and a node's only for a kind with a node), record the apply as in flight — fenced, so a
+ * job that lost the lock sends nothing — run the kind's executor (`applyObject`, which reads
+ * before it writes), then record the result as for a guest. The kind's port writes on its own, so
+ * the fence is checked once, before the executor starts, and a lost lock aborts it.
+ */
+async function applyObjectUnderLock(run: GuestJobRun, previous: ObjectProgress, lock: HeldLock, repo: RepoRef): Promise<string> {
+  const { deps } = run;
+  const fence: Fence = { key: lock.key, token: lock.token };
+  const attempts = (previous.attempts ?? 0) + 1;
+  const priorSteps = stepsOfEarlierRuns(previous);
+  const { plan, writer } = await openWriter(run, previous, attempts, fence, repo, (id, key) => deps.store.objectPlan(id, key));
+  const stop = stopWhenLockLostOrStopping(run, lock);
+  const recorder = recordProgress(run, { ...previous, status: 'running', attempts }, priorSteps, fence, stop.controller);
+  let result: ObjectApplyResult = { kind: plan.kind, key: plan.key, cluster: plan.cluster, name: plan.name, status: 'failed', steps: [] };
+  let release: (() => void) | undefined;
+  try {
+    release = await deps.slots.acquire(plan.cluster, nodeOf(plan), `${run.job.id}#${lock.token}`, stop.controller.signal);
+    await recorder.beforeWrite(plan.operations.map((o) => o.op).join(', ') || plan.action);
+    result = await applyObject(plan, writer.writer, {
+      signal: stop.controller.signal,
+      onStep: (step) => recorder.onEvent({ type: 'step', step }),
+    });
+  } catch (error) {
+    // A slot wait or the fenced record failed: interrupted, run again (the item was not written).
+    if (!stop.controller.signal.aborted) stop.controller.abort(error);
+  } finally {
+    release?.();
+    stop.detach();
+  }
+  await recorder.settled();
+  if (stop.controller.signal.aborted) return handOverInterrupted(run, stop.controller.signal.reason, result);
+  const { kind: _kind, key: _key, ...outcome } = result;
+  const merged: ObjectProgress = {
+    ...outcome,
+    kind: plan.kind,
+    key: plan.key,
+    steps: [...priorSteps, ...result.steps],
+    attempts,
+    finishedAt: new Date().toISOString(),
+    status: result.status === 'unchanged' && wrote(priorSteps) ? 'applied' : result.status,
+  };
+  if (result.retryable) await retryOrGiveUp(run, merged, result, attempts, fence);
+  return recordAndReport(run, merged, fence);
+}
+
+/**
+ * The node whose slot an item takes: only a kind whose objects live on a node has one, named by
+ * its payload's `node` (the envelope has none yet); every other kind takes the cluster's slot alone.
+ */
+function nodeOf(plan: ObjectPlan): string | undefined {
+  if (!kindHasNode(plan.kind)) return undefined;
+  return typeof plan.payload.node === 'string' ? plan.payload.node : undefined;
 }

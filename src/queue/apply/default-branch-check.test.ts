@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { GuestSpec } from '../../core/model.js';
+import type { GuestSpec, ObjectPlan, ObjectSpec } from '../../core/model.js';
 import { makeClusterSpec, makeGuestPlan, makePlan, makeVmSpec } from '../../../test/helpers/factories.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
 
@@ -55,5 +55,59 @@ describe('guestsTheBranchChanged', () => {
     ],
   ])('%s', (_name, plan, branch, expected) => {
     expect(guestsTheBranchChanged(plan, branch, APPLIED)).toEqual(expected);
+  });
+});
+
+describe('guestsTheBranchChanged, for items of other kinds', () => {
+  const web: ObjectSpec = {
+    kind: 'pool',
+    document: 'Pool',
+    cluster: 'lab',
+    id: 'web',
+    state: 'present',
+    fields: { comment: 'Web servers' },
+    source: { file: 'pools.yaml', line: 1, col: 1 },
+  };
+  const item = (key: string, name: string, after?: string): ObjectPlan => ({
+    kind: key.split('/')[1] as string,
+    key,
+    cluster: 'lab',
+    name,
+    action: 'update',
+    changes: [],
+    operations: [{ op: 'set' }],
+    drift: [],
+    errors: [],
+    warnings: [],
+    severity: 'configuration',
+    ...(after !== undefined ? { after: [after] } : {}),
+    payload: {},
+  });
+  const plan = { ...makePlan([makeGuestPlan({ name: 'app-01', vmid: 100101, action: 'noop' })]) };
+  plan.objects = [item('lab/pool/web', 'web'), item('lab/pool-member/100101', 'app-01', 'lab/100101')];
+  const storedWith = { plan, specs: { clusters: [lab], guests: [app], objects: [web] } };
+
+  it.each([
+    ['the branch says what the head said', storedWith, { clusters: [lab], guests: [app], objects: [web] }, []],
+    [
+      "a later merge changed the object's document",
+      storedWith,
+      { clusters: [lab], guests: [app], objects: [{ ...web, fields: { comment: 'Front ends' } }] },
+      ['lab: pool web'],
+    ],
+    [
+      'a later merge changed the guest an item follows',
+      storedWith,
+      { clusters: [lab], guests: [{ ...app, config: { memory: '8192' } }], objects: [web] },
+      ['lab: pool-member app-01'],
+    ],
+    [
+      "a plan stored without its objects' documents cannot show the branch agrees",
+      { plan, specs: { clusters: [lab], guests: [app] } },
+      { clusters: [lab], guests: [app], objects: [web] },
+      ['lab: pool web'],
+    ],
+  ])('%s', (_name, stored, branch, expected) => {
+    expect(guestsTheBranchChanged(stored, branch, APPLIED)).toEqual(expected);
   });
 });

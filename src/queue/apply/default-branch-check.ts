@@ -6,7 +6,9 @@
  * pull request's plan only where the default branch's head describes each of its guests (and
  * their Cluster documents) exactly as the pull request's head did.
  */
-import type { ClusterSpec, GuestSpec, SpecSet } from '../../core/model.js';
+import { GUEST_KIND, guestKeyText, parseKeyText } from '../../core/kinds/resource-key.js';
+import type { ClusterSpec, GuestSpec, ObjectSpec, SpecSet } from '../../core/model.js';
+import { objectWrites } from '../../engine/apply-object.js';
 import type { StoredPlan } from '../plan/plan-store.js';
 
 /** A value as canonical JSON: object keys sorted, positions in the files left out (moving a document changes nothing). */
@@ -21,17 +23,19 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function same(a: GuestSpec | ClusterSpec | undefined, b: GuestSpec | ClusterSpec | undefined): boolean {
+function same(a: GuestSpec | ClusterSpec | ObjectSpec | undefined, b: GuestSpec | ClusterSpec | ObjectSpec | undefined): boolean {
   return a === undefined || b === undefined ? a === b : canonical(a) === canonical(b);
 }
 
 /**
  * The guests (`cluster/name`) the plan changes for which the default branch's specs now say
  * something else than the pull request's head did — their spec, or their cluster's document —
- * in plan order. Empty: applying the plan applies what the default branch says.
+ * in plan order, then the items of other kinds the plan writes for which it does: the object's own
+ * document (a pool), or the guest an item follows (a guest's membership comes from its
+ * document). Empty: applying the plan applies what the default branch says.
  */
 export function guestsTheBranchChanged(
-  stored: Pick<StoredPlan, 'plan' | 'specs'>,
+  stored: Pick<StoredPlan, 'plan'> & { specs: StoredPlan['specs'] & { objects?: readonly ObjectSpec[] } },
   branch: SpecSet,
   applied: ReadonlySet<string>,
 ): string[] {
@@ -40,11 +44,29 @@ export function guestsTheBranchChanged(
   const branchGuests = new Map(branch.guests.map((g) => [key(g), g]));
   const headClusters = new Map(stored.specs.clusters.map((c) => [c.name, c]));
   const branchClusters = new Map(branch.clusters.map((c) => [c.name, c]));
-  return stored.plan.guests
+  const guests = stored.plan.guests
     .filter((guest) => applied.has(guest.action))
     .filter((guest) => {
       const id = key(guest);
       return !same(headGuests.get(id), branchGuests.get(id)) || !same(headClusters.get(guest.cluster), branchClusters.get(guest.cluster));
     })
     .map((guest) => `${guest.cluster}/${guest.name}`);
+  const objectKey = (spec: ObjectSpec): string => `${spec.cluster}/${spec.kind}/${spec.id}`;
+  // A plan stored without its objects' documents cannot show they are unchanged: any the branch has differs.
+  const headObjects = new Map((stored.specs.objects ?? []).map((o) => [objectKey(o), o]));
+  const branchObjects = new Map((branch.objects ?? []).map((o) => [objectKey(o), o]));
+  const objects = (stored.plan.objects ?? [])
+    .filter(objectWrites)
+    .filter((item) => {
+      if (!same(headObjects.get(item.key), branchObjects.get(item.key))) return true;
+      if (!same(headClusters.get(item.cluster), branchClusters.get(item.cluster))) return true;
+      return (item.after ?? []).some((after) => {
+        const followed = parseKeyText(after);
+        if (followed?.kind !== GUEST_KIND) return false;
+        const id = guestKeyText(followed.cluster, Number(followed.id));
+        return !same(headGuests.get(id), branchGuests.get(id));
+      });
+    })
+    .map((item) => `${item.cluster}: ${item.kind} ${item.name}`);
+  return [...guests, ...objects];
 }

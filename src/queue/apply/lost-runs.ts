@@ -11,6 +11,7 @@
  * check run completed as a failure, the comment marking the unfinished guests unknown and saying
  * what to do. One process does it (a mark in Redis, set only once); the others forget the run.
  */
+import { parseKeyText } from '../../core/kinds/resource-key.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
@@ -44,7 +45,7 @@ export interface LostRunsDeps {
   statePrefix: string;
 }
 
-/** A view of a run no report has rendered yet: every guest still queued. */
+/** A view of a run no report has rendered yet: every item still queued. */
 function queuedView(run: ApplyRun): ApplyRunView {
   return {
     pr: run.pr,
@@ -59,6 +60,22 @@ function queuedView(run: ApplyRun): ApplyRunView {
       const [cluster = '', vmid = '0'] = guest.split('/');
       return { cluster, name: guest, vmid: Number(vmid), node: '', state: 'queued', steps: [] };
     }),
+    ...(run.objects !== undefined
+      ? {
+          objects: [],
+          objectsInProgress: run.objects.map((key) => {
+            const parsed = parseKeyText(key);
+            return {
+              kind: parsed?.kind ?? '',
+              key,
+              cluster: parsed?.cluster ?? '',
+              name: parsed?.id ?? key,
+              state: 'queued' as const,
+              steps: [],
+            };
+          }),
+        }
+      : {}),
   };
 }
 
