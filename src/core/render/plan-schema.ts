@@ -99,6 +99,17 @@ export const GuestSpecSchema = z.strictObject({
   refs: z.record(z.string(), z.string().nullable()).transform(sortKeys).optional(),
 });
 
+/** A document of another kind as loaded (`ObjectSpec`): stored beside a pull request's plan. */
+export const ObjectSpecSchema = z.strictObject({
+  kind: z.string().min(1),
+  document: z.string().min(1),
+  cluster: z.string().min(1),
+  id: z.string().min(1),
+  state: z.enum(['present', 'absent']),
+  fields: z.record(z.string(), z.unknown()),
+  source: SourceRefSchema,
+});
+
 const DriftItemSchema = z.strictObject({
   key: z.string().min(1),
   expected: z.string().optional(),

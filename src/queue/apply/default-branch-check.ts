@@ -6,7 +6,7 @@
  * pull request's plan only where the default branch's head describes each of its guests (and
  * their Cluster documents) exactly as the pull request's head did.
  */
-import { GUEST_KIND, guestKeyText, parseKeyText } from '../../core/kinds/resource-key.js';
+import { GUEST_KIND, guestKeyText, keyText, parseKeyText, resourceKey } from '../../core/kinds/resource-key.js';
 import type { ClusterSpec, GuestSpec, ObjectSpec, SpecSet } from '../../core/model.js';
 import { objectWrites } from '../../engine/apply-object.js';
 import type { StoredPlan } from '../plan/plan-store.js';
@@ -35,11 +35,11 @@ function same(a: GuestSpec | ClusterSpec | ObjectSpec | undefined, b: GuestSpec 
  * document). Empty: applying the plan applies what the default branch says.
  */
 export function guestsTheBranchChanged(
-  stored: Pick<StoredPlan, 'plan'> & { specs: StoredPlan['specs'] & { objects?: readonly ObjectSpec[] } },
+  stored: Pick<StoredPlan, 'plan' | 'specs'>,
   branch: SpecSet,
   applied: ReadonlySet<string>,
 ): string[] {
-  const key = (spec: { cluster: string; vmid: number }): string => `${spec.cluster}/${spec.vmid}`;
+  const key = (spec: { cluster: string; vmid: number }): string => guestKeyText(spec.cluster, spec.vmid);
   const headGuests = new Map(stored.specs.guests.map((g) => [key(g), g]));
   const branchGuests = new Map(branch.guests.map((g) => [key(g), g]));
   const headClusters = new Map(stored.specs.clusters.map((c) => [c.name, c]));
@@ -51,7 +51,7 @@ export function guestsTheBranchChanged(
       return !same(headGuests.get(id), branchGuests.get(id)) || !same(headClusters.get(guest.cluster), branchClusters.get(guest.cluster));
     })
     .map((guest) => `${guest.cluster}/${guest.name}`);
-  const objectKey = (spec: ObjectSpec): string => `${spec.cluster}/${spec.kind}/${spec.id}`;
+  const objectKey = (spec: ObjectSpec): string => keyText(resourceKey(spec.cluster, spec.kind, spec.id));
   // A plan stored without its objects' documents cannot show they are unchanged: any the branch has differs.
   const headObjects = new Map((stored.specs.objects ?? []).map((o) => [objectKey(o), o]));
   const branchObjects = new Map((branch.objects ?? []).map((o) => [objectKey(o), o]));

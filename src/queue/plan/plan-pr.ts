@@ -12,8 +12,8 @@ import type { ProbotOctokit } from 'probot';
 import { ClusterConfigError } from '../../connections/cluster-connections.js';
 import { type ConnectOptions, clusterNames, connectReadable } from '../../connections/connect.js';
 import type { OpenClusters } from '../../connections/open-clusters.js';
-import type { GuestSpec, Plan } from '../../core/model.js';
-import { guestKeyText } from '../../core/kinds/resource-key.js';
+import type { Plan } from '../../core/model.js';
+import { guestKeyText, keyText, resourceKey } from '../../core/kinds/resource-key.js';
 import { runPlan } from '../../engine/run-plan.js';
 import { PLAN_CHECK_NAME } from '../../github/check-names.js';
 import { type CheckResult, type CheckTarget, completeCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
@@ -278,11 +278,14 @@ function racingPrs(...lists: readonly Overlap[][]): number[] {
 }
 
 /** The head specs a plan covers: stored with it, so the plan can be applied as reviewed. */
-function specsOf(plan: Plan, head: CommitSpecs): { clusters: CommitSpecs['loaded']['specs']['clusters']; guests: GuestSpec[] } {
-  const planned = new Set(plan.guests.map((g) => guestKeyText(g.cluster, g.vmid)));
+function specsOf(plan: Plan, head: CommitSpecs): StoredPlan['specs'] {
+  const planned = new Set(plan.guests.map((g) => g.key));
+  const items = new Set(plan.objects.map((o) => o.key));
+  const objects = (head.loaded.specs.objects ?? []).filter((o) => items.has(keyText(resourceKey(o.cluster, o.kind, o.id))));
   return {
     clusters: head.loaded.specs.clusters,
     guests: head.loaded.specs.guests.filter((g) => planned.has(guestKeyText(g.cluster, g.vmid))),
+    ...(objects.length > 0 ? { objects } : {}),
   };
 }
 

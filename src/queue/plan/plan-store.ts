@@ -11,9 +11,9 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import type { ClusterSpec, GuestSpec, Plan } from '../../core/model.js';
+import type { ClusterSpec, GuestSpec, ObjectSpec, Plan } from '../../core/model.js';
 import { parsePlanJson, renderPlanJson } from '../../core/render/render-json.js';
-import { ClusterSpecSchema, GuestSpecSchema } from '../../core/render/plan-schema.js';
+import { ClusterSpecSchema, GuestSpecSchema, ObjectSpecSchema } from '../../core/render/plan-schema.js';
 import type { KnownComment } from '../../github/sticky-comment.js';
 import { CommitSha, RepoRef } from '../schema.js';
 
@@ -46,8 +46,15 @@ const StoredPlanEnvelope = z.strictObject({
   shownAt: z.iso.datetime({ offset: true }).optional(),
   /** The plan, exactly as `renderPlanJson` wrote it. */
   plan: z.string(),
-  /** The head's Cluster documents and the head specs of the guests the plan covers. */
-  specs: z.strictObject({ clusters: z.array(ClusterSpecSchema), guests: z.array(GuestSpecSchema) }),
+  /**
+   * The head's Cluster documents, the head specs of the guests the plan covers and the documents
+   * of the other items it covers (absent in plans stored before kinds existed).
+   */
+  specs: z.strictObject({
+    clusters: z.array(ClusterSpecSchema),
+    guests: z.array(GuestSpecSchema),
+    objects: z.array(ObjectSpecSchema).optional(),
+  }),
 });
 
 /** A plan as posted for one pull request head. */
@@ -66,7 +73,7 @@ export interface StoredPlan {
    */
   shownAt?: string | undefined;
   plan: Plan;
-  specs: { clusters: ClusterSpec[]; guests: GuestSpec[] };
+  specs: { clusters: ClusterSpec[]; guests: GuestSpec[]; objects?: ObjectSpec[] };
 }
 
 /** A guest a pull request's plan touches: `cluster/vmid` and the name to show. */
