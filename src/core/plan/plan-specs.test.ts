@@ -71,9 +71,15 @@ describe('planSpecs', () => {
     const base = specs(guest('a', 100001), guest('b', 100002));
     const head = specs(guest('a', 100001, { cores: '4' }), guest('b', 100002));
     const plan = planSpecs({ head, base, observed: { clusters: { lab: seen([]) } } });
-    expect(plan.errors[0]?.message).toMatch(/listing is empty.*missing privileges/);
+    expect(plan.errors[0]?.message).toMatch(/listing is empty, but the base branch has 2 guest\(s\) there.*missing privileges/);
     expect(plan.guests).toEqual([]);
     expect(planHasErrors(plan)).toBe(true);
+  });
+
+  it('says "the specs" when a drift report finds the listing empty: it has no base branch', () => {
+    const set = specs(guest('a', 100001), guest('b', 100002));
+    const plan = planSpecs({ head: set, base: set, observed: { clusters: { lab: seen([]) } } });
+    expect(plan.errors[0]?.message).toMatch(/listing is empty, but the specs have 2 guest\(s\) there/);
   });
 
   it('warns, but plans creates, for an empty listing when nothing is expected there yet', () => {

@@ -213,7 +213,8 @@ export function planSpecs(input: PlanInput): Plan {
     if (seen.listing.length === 0 && expected.length > 0) {
       plan.errors.push({
         cluster: clusterName,
-        message: `the cluster listing is empty, but the base branch has ${expected.length} guest(s) there: missing privileges (VM.Audit) look like missing data; refusing to plan creates`,
+        // A drift report plans the specs against themselves: there is no base branch to speak of.
+        message: `the cluster listing is empty, but ${base === head ? 'the specs have' : 'the base branch has'} ${expected.length} guest(s) there: missing privileges (VM.Audit) look like missing data; refusing to plan creates`,
       });
       continue;
     }
