@@ -78,7 +78,7 @@ describe('planSpecs', () => {
 
   it('says "the specs" when a drift report finds the listing empty: it has no base branch', () => {
     const set = specs(guest('a', 100001), guest('b', 100002));
-    const plan = planSpecs({ head: set, base: set, observed: { clusters: { lab: seen([]) } } });
+    const plan = planSpecs({ head: set, base: set, scope: planScope(set), observed: { clusters: { lab: seen([]) } } });
     expect(plan.errors[0]?.message).toMatch(/listing is empty, but the specs have 2 guest\(s\) there/);
   });
 
