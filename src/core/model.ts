@@ -51,10 +51,10 @@ export interface GuestSpec {
   ignore: string[];
   config: Record<string, string>;
   /**
-   * Top-level keys that another kind adds to guest documents (a guest's `pool:`), by key, as
-   * written: that kind plans and applies them (`KindModule.guestKeys`). `null` means "none".
+   * Top-level keys that another kind adds to guest documents (a guest's `pool:`), by key, as its
+   * kind's schema read them (`ObjectKind.guestKeys`): that kind plans and applies them. JSON values.
    */
-  refs?: Record<string, string | null>;
+  refs?: Record<string, unknown>;
   /**
    * Parameters Proxmox takes only when creating the guest (a container's `ostemplate`, say): sent
    * with the create, never compared afterwards.

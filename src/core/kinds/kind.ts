@@ -33,8 +33,8 @@ export interface KindDocument {
 /** A top-level key a kind adds to guest documents (a guest's `pool:`). */
 export interface GuestKey {
   key: string;
-  /** The value as written; `null` is allowed and means "none". */
-  schema: z.ZodType<string | null>;
+  /** The value as written (any JSON value the kind accepts; a pool's `null` means "none"). */
+  schema: z.ZodType;
   /** One line for `validate` and the JSON Schema. */
   description: string;
   /**

@@ -96,7 +96,7 @@ export const GuestSpecSchema = z.strictObject({
   createOptions: StringRecordSchema.optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
-  refs: z.record(z.string(), z.string().nullable()).transform(sortKeys).optional(),
+  refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),
 });
 
 /** A document of another kind as loaded (`ObjectSpec`): stored beside a pull request's plan. */

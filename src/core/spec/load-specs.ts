@@ -444,9 +444,9 @@ function takeGuestKeys(
   raw: Record<string, unknown>,
   at: DocumentPositions,
   errors: SpecError[],
-): { raw: Record<string, unknown>; refs: Record<string, string | null> | undefined } {
+): { raw: Record<string, unknown>; refs: Record<string, unknown> | undefined } {
   let rest: Record<string, unknown> | undefined;
-  let refs: Record<string, string | null> | undefined;
+  let refs: Record<string, unknown> | undefined;
   for (const { key } of guestKeys()) {
     if (!Object.hasOwn(raw, key.key)) continue;
     rest ??= { ...raw };

@@ -67,7 +67,10 @@ function validate(specs: SpecSet): KindError[] {
   for (const pool of (specs.objects ?? []).filter((o) => o.kind === POOL_KIND)) {
     if (pool.state === 'absent') {
       const members = specs.guests.filter(
-        (g) => g.cluster === pool.cluster && g.state === 'present' && (g.refs?.pool ?? g.createOptions?.pool) === pool.id,
+        (g) =>
+          g.cluster === pool.cluster &&
+          g.state === 'present' &&
+          ((g.refs?.pool as string | null | undefined) ?? g.createOptions?.pool) === pool.id,
       );
       if (members.length > 0) {
         errors.push({

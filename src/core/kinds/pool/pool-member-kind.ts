@@ -44,7 +44,8 @@ function managed(guest: GuestSpec): boolean {
 }
 
 function wanted(guest: GuestSpec): string | null {
-  return guest.refs?.pool ?? null;
+  const pool = guest.refs?.pool;
+  return typeof pool === 'string' ? pool : null;
 }
 
 function onCluster(guests: readonly GuestSpec[], cluster: string): GuestSpec[] {
