@@ -80,7 +80,11 @@ return removed
 interface Waiter {
   /** Undefined for a node-less item: only the cluster's limit can hold it up. */
   node: string | undefined;
-  blockedBy: 'node' | 'cluster';
+  /**
+   * What the last try found full; `trying` while a try is in flight, when any release may be one
+   * the try did not see, so it wakes the waiter whatever its node.
+   */
+  blockedBy: 'node' | 'cluster' | 'trying';
   woken: boolean;
   wake: () => void;
 }
@@ -121,7 +125,7 @@ export class RedisSlots {
 
   private wake(channel: string, node: string | undefined): void {
     for (const waiter of this.waiters.get(channel) ?? []) {
-      if (waiter.blockedBy === 'cluster' || (waiter.node !== undefined && waiter.node === node)) {
+      if (waiter.blockedBy !== 'node' || (waiter.node !== undefined && waiter.node === node)) {
         waiter.woken = true;
         waiter.wake();
       }
@@ -149,7 +153,7 @@ export class RedisSlots {
     const { ttlMs } = this.options;
     await this.subscribe(cluster);
     // Registered before the first try, so a release between a failed try and the wait is not missed.
-    const waiter: Waiter = { node, blockedBy: node === undefined ? 'cluster' : 'node', woken: false, wake: () => {} };
+    const waiter: Waiter = { node, blockedBy: 'trying', woken: false, wake: () => {} };
     let set = this.waiters.get(channel);
     if (!set) this.waiters.set(channel, (set = new Set()));
     set.add(waiter);
@@ -157,6 +161,7 @@ export class RedisSlots {
       for (;;) {
         signal?.throwIfAborted();
         waiter.woken = false;
+        waiter.blockedBy = 'trying';
         const taken = Number(await this.redis.eval(ACQUIRE, sets.length, ...sets, holder, String(ttlMs), ...this.limitsOf(node)));
         if (taken === 1) break;
         waiter.blockedBy = taken === 0 ? 'node' : 'cluster';
