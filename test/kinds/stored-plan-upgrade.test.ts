@@ -81,8 +81,8 @@ describe('a plan this build must not apply', () => {
       ...JSON.parse(renderPlanJson(plan)),
       objects: [
         {
-          kind: 'backup-job',
-          key: 'lab/backup-job/nightly',
+          kind: 'widget',
+          key: 'lab/widget/nightly',
           cluster: 'lab',
           name: 'nightly',
           action: 'create',
@@ -97,7 +97,7 @@ describe('a plan this build must not apply', () => {
       ],
     };
     expect(() => parsePlanJson(JSON.stringify(withUnknown))).toThrow(
-      "plan is malformed at objects[0].kind: this pve-gitops does not know the kind 'backup-job'; plan again with this version (comment /pve plan)",
+      "plan is malformed at objects[0].kind: this pve-gitops does not know the kind 'widget'; plan again with this version (comment /pve plan)",
     );
   });
 

@@ -625,7 +625,70 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return http('GET', '/pools?poolid=apps');
   },
   'POL-21': async () => ({ data: await data('/access/permissions?path=/pool', LIMITED) }),
+  'BAK-1': async () => {
+    await backupJob('nightly', { vmid: '100,101', 'prune-backups': 'keep-last=3' });
+    return { data: await data('/cluster/backup') };
+  },
+  'BAK-2': () => http('GET', '/cluster/backup', undefined, LIMITED),
+  'BAK-3': () => http('GET', '/cluster/backup/nope'),
+  'BAK-4': async () => {
+    await backupJob('nightly', { vmid: '100' });
+    const job = (await data('/cluster/backup/nightly')) as Record<string, unknown>;
+    return { data: { digest: job.digest ?? null } };
+  },
+  'BAK-5': async () => {
+    const created = await call('POST', '/cluster/backup', { schedule: 'daily', vmid: '100' });
+    expect(created.status, created.text).toBe(200);
+    const id = String(arr(await data('/cluster/backup'))[0]?.id);
+    return { data: { uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id) } };
+  },
+  'BAK-6': async () => {
+    await backupJob('nightly', { vmid: '100' });
+    return http('POST', '/cluster/backup', { id: 'nightly', schedule: 'daily', vmid: '101' });
+  },
+  'BAK-7': () => http('POST', '/cluster/backup', { id: 'nightly', schedule: 'daily', vmid: '100', tmpdir: '/var/tmp' }),
+  'BAK-8': () => http('POST', '/cluster/backup', { id: 'nightly', schedule: 'daily', vmid: '100' }, sim.auditToken),
+  'BAK-9': () => http('POST', '/cluster/backup', { id: 'nightly', vmid: '100' }),
+  'BAK-10': () => http('POST', '/cluster/backup', { id: 'nightly', schedule: 'daily', pool: 'web' }, POOLS_ONLY),
+  'BAK-11': async () => {
+    await backupJob('nightly', { exclude: '101' });
+    const job = (await data('/cluster/backup/nightly')) as Record<string, unknown>;
+    return { data: { all: job.all, exclude: job.exclude, vmid: job.vmid ?? null } };
+  },
+  'BAK-12': async () => {
+    await backupJob('nightly', { exclude: '100' });
+    const put = await call('PUT', '/cluster/backup/nightly', { vmid: '101' });
+    expect(put.status, put.text).toBe(200);
+    const job = (await data('/cluster/backup/nightly')) as Record<string, unknown>;
+    return { data: { vmid: job.vmid, all: job.all ?? null, exclude: job.exclude ?? null } };
+  },
+  'BAK-13': () => http('PUT', '/cluster/backup/nope', { schedule: 'daily' }),
+  'BAK-14': async () => {
+    await backupJob('nightly', { vmid: '100' });
+    return http('PUT', '/cluster/backup/nightly', {});
+  },
+  'BAK-15': async () => {
+    await backupJob('nightly', { vmid: '100' });
+    const deleted = await call('DELETE', '/cluster/backup/nightly');
+    expect(deleted.status, deleted.text).toBe(200);
+    return http('GET', '/cluster/backup/nightly');
+  },
+  'BAK-16': async () => {
+    await backupJob('nightly', { vmid: '100,101' });
+    await backupJob('solo', { vmid: '101' });
+    const destroyed = await task('DELETE', '/nodes/pve-01/qemu/101?purge=1');
+    expect(destroyed.task).toBe('OK');
+    const ids = arr(await data('/cluster/backup')).map((j) => String(j.id));
+    const nightly = (await data('/cluster/backup/nightly')) as Record<string, unknown>;
+    return { data: { nightly: nightly.vmid, solo: ids.includes('solo') } };
+  },
 };
+
+/** Creates a backup job `id` on schedule `sun 01:00` (the admin token), asserting it was created. */
+async function backupJob(id: string, form: Record<string, string>): Promise<void> {
+  const created = await call('POST', '/cluster/backup', { id, schedule: 'sun 01:00', ...form });
+  expect(created.status, created.text).toBe(200);
+}
 
 /** The VMIDs of each pool's guest members, by pool. */
 async function poolMembers(...ids: string[]): Promise<Record<string, number[]>> {

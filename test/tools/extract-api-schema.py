@@ -47,6 +47,11 @@ ENDPOINTS += [
     ("/pools/{poolid}", "PUT"),
     ("/pools", "DELETE"),
     ("/pools/{poolid}", "DELETE"),
+    ("/cluster/backup", "GET"),
+    ("/cluster/backup", "POST"),
+    ("/cluster/backup/{id}", "GET"),
+    ("/cluster/backup/{id}", "PUT"),
+    ("/cluster/backup/{id}", "DELETE"),
 ]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}

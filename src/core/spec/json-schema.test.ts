@@ -14,7 +14,7 @@ describe('specJsonSchema', () => {
   const [cluster, vm, container] = schema.oneOf;
 
   it('describes every document the registry knows, with unknown keys refused and defaults optional', () => {
-    expect(schema.oneOf.map((s) => s.properties.kind?.const)).toEqual(['Cluster', 'VM', 'Container', 'Pool']);
+    expect(schema.oneOf.map((s) => s.properties.kind?.const)).toEqual(['Cluster', 'VM', 'Container', 'Pool', 'BackupJob']);
     for (const s of schema.oneOf) expect(s.additionalProperties).toBe(false);
     expect(cluster?.required.sort()).toEqual(['kind', 'name', 'nodes', 'vmids']);
     expect(vm?.required.sort()).toEqual(['cluster', 'kind', 'name', 'node']);

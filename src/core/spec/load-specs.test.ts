@@ -26,18 +26,22 @@ describe('loadSpecs: document and shape errors', () => {
     [
       'a document without kind',
       'name: a\ncluster: lab\n',
-      ['g.yaml:1:1: document has no kind (Cluster, VM, Container or Pool); every YAML document under the spec root must be a spec'],
+      [
+        'g.yaml:1:1: document has no kind (Cluster, VM, Container, Pool or BackupJob); every YAML document under the spec root must be a spec',
+      ],
     ],
     [
       'a misspelt kind key in the second document',
       '# first\nkind: Cluster\nname: dev\nvmids: { lower: 500, upper: 600 }\nnodes: [n]\n---\n# second\nkidn: VM\n',
-      ['g.yaml:8:1: document has no kind (Cluster, VM, Container or Pool); every YAML document under the spec root must be a spec'],
+      [
+        'g.yaml:8:1: document has no kind (Cluster, VM, Container, Pool or BackupJob); every YAML document under the spec root must be a spec',
+      ],
     ],
-    ['an unknown kind', 'kind: Vm\nname: a\n', ['g.yaml:1:7: unknown kind "Vm" (expected Cluster, VM, Container or Pool)']],
+    ['an unknown kind', 'kind: Vm\nname: a\n', ['g.yaml:1:7: unknown kind "Vm" (expected Cluster, VM, Container, Pool or BackupJob)']],
     [
       'a document that is not a mapping',
       '- kind: VM\n',
-      ['g.yaml:1:1: a spec document must be a mapping with a kind (Cluster, VM, Container or Pool)'],
+      ['g.yaml:1:1: a spec document must be a mapping with a kind (Cluster, VM, Container, Pool or BackupJob)'],
     ],
     ['a missing required key', 'kind: VM\nname: a\nnode: pve-01\n', ['g.yaml:1:1: missing required key "cluster"']],
     [

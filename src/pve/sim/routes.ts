@@ -5,6 +5,7 @@
  * each method once, each with a permission check.
  */
 import { accessRoutes } from './kinds/access/routes.js';
+import { backupRoutes } from './kinds/backup/routes.js';
 import { clusterRoutes } from './kinds/cluster/routes.js';
 import { containerRoutes } from './kinds/container/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
@@ -20,6 +21,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   accessRoutes,
   storageRoutes,
   poolRoutes,
+  backupRoutes,
   vmRoutes,
   containerRoutes,
 ];

@@ -100,6 +100,8 @@ export class Simulator {
   readonly pools = new Map<string, SimPool>();
   /** Whether only the configured pools exist (else any name is accepted and created on first use). */
   readonly strictPools: boolean;
+  /** Backup jobs (`jobs.cfg` entries of type `vzdump`) by id: each option as Proxmox stores it. */
+  readonly backupJobs = new Map<string, Record<string, string>>();
   latencyMs: number;
   /**
    * pvestatd's publishing interval for `/cluster/resources` name/status (Proxmox: 10 s); 0 shows
@@ -328,6 +330,21 @@ export class Simulator {
     this.armedEdits.delete(vmid);
     this.volumes.freeOwnedBy(vmid);
     this.sorted = undefined;
+  }
+
+  /**
+   * pve-guest-common `remove_vmid_from_backup_jobs` (a destroy with `purge`): the VMID leaves every
+   * job's `vmid` or `exclude` list, and a job whose `vmid` list it empties is deleted.
+   */
+  removeFromBackupJobs(vmid: number): void {
+    for (const [id, job] of [...this.backupJobs]) {
+      const key = job.vmid !== undefined ? 'vmid' : job.exclude !== undefined ? 'exclude' : undefined;
+      if (key === undefined) continue;
+      const rest = (job[key] as string).split(/[\s,;\0]+/).filter((v) => v !== '' && v !== String(vmid));
+      if (rest.length > 0) job[key] = rest.join(',');
+      else if (key === 'vmid') this.backupJobs.delete(id);
+      else delete job.exclude;
+    }
   }
 
   /** Guests in `sort keys %$vmlist` order (VMIDs as strings). */

@@ -27,6 +27,10 @@ export function destroyContainer(ctx: RequestContext): HandlerResult {
     // A plain `warn`: logged, not counted.
     if (guest.running) log.log(`forced to stop CT ${vmid} before destroying!`);
     logRemovedVolumes(log, guest);
+    if (flag(ctx, 'purge')) {
+      log.log(`purging CT ${vmid} from related configurations..`);
+      ctx.sim.removeFromBackupJobs(vmid);
+    }
     ctx.sim.deleteGuest(vmid);
   });
 }

@@ -25,7 +25,10 @@ export function destroyVm(ctx: RequestContext): HandlerResult {
     if (guest.lock && guest.lock !== 'suspended') throw new TaskFailure(`VM is locked (${guest.lock})`);
     if (perlTrue(guest.main.get('protection'))) throw new TaskFailure(`can't remove VM ${vmid} - protection mode enabled`);
     logRemovedVolumes(log, guest);
-    if (flag(ctx, 'purge')) log.log(`purging VM ${vmid} from related configurations..`);
+    if (flag(ctx, 'purge')) {
+      log.log(`purging VM ${vmid} from related configurations..`);
+      ctx.sim.removeFromBackupJobs(vmid);
+    }
     ctx.sim.deleteGuest(vmid);
   });
 }
