@@ -100,7 +100,9 @@ describe('a run with items of other kinds', () => {
     const check = applyCheckResult(going);
     expect(check).toMatchObject({ complete: false, conclusion: 'neutral', title: 'Applying: 2 of 3 items done' });
     const body = renderApplyComment(going);
-    expect(body).toContain('- ⏳ pool-member **lab/app-01**: waiting — waiting for the items this apply changes first');
+    // The head says the apply is still going, so nobody reads it as finished.
+    expect(body).toContain('**⏳ 1 item in progress · so far 2 applied**');
+    expect(body).toContain('- ⏳ **waiting** · pool-member **lab/app-01** — waiting for the items this apply changes first');
     expect(body).toContain('**lab: pool web**');
   });
 

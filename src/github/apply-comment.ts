@@ -9,14 +9,19 @@
 import {
   type ApplyResult,
   type ApplyCounts,
-  type ApplyStep,
   countApplyResult,
   type GuestApplyResult,
   type ObjectApplyResult,
 } from '../core/apply-result.js';
 import { codeSpan, escapeText, fitList, markdownTable } from '../core/render/markdown-format.js';
 import { plural } from '../core/render/plan-labels.js';
-import { APPLY_MARKER, applyVerdict, type GuestInProgress, renderApplyMarkdown } from '../core/render/render-apply.js';
+import {
+  APPLY_MARKER,
+  applyVerdict,
+  type GuestInProgress,
+  type ObjectInProgress,
+  renderApplyMarkdown,
+} from '../core/render/render-apply.js';
 import type { CheckResult } from './check-runs.js';
 
 /** An apply run as the comment shows it. */
@@ -35,17 +40,6 @@ export interface ApplyRunView {
   objects?: ObjectApplyResult[];
   /** Items of other kinds not finished yet, in apply-phase order. */
   objectsInProgress?: ObjectInProgress[];
-}
-
-/** An item of another kind that is queued, waiting (behind another apply, an earlier phase) or running. */
-export interface ObjectInProgress {
-  kind: string;
-  key: string;
-  cluster: string;
-  name: string;
-  state: 'queued' | 'waiting' | 'running';
-  reason?: string;
-  steps?: ApplyStep[];
 }
 
 function short(sha: string): string {
@@ -97,27 +91,15 @@ function nextSteps(view: ApplyRunView): string {
   );
 }
 
-/** Items of other kinds still going, one line each (the guests' are the core renderer's). */
-function objectsInProgressText(view: ApplyRunView): string {
-  const going = view.objectsInProgress ?? [];
-  if (going.length === 0) return '';
-  const emoji: Record<ObjectInProgress['state'], string> = { queued: '🕓', waiting: '⏳', running: '🔄' };
-  const lines = going.map(
-    (item) =>
-      `- ${emoji[item.state]} ${escapeText(item.kind, 40)} **${escapeText(`${item.cluster}/${item.name}`, 160)}**: ${item.state}` +
-      (item.reason !== undefined ? ` — ${escapeText(item.reason, 300)}` : ''),
-  );
-  return `\n${fitList(lines, 20_000, (omitted) => `…and ${plural(omitted, 'more item')}`)}\n`;
-}
-
 /** The sticky apply comment for a run: under GitHub's comment limit whatever the number of guests. */
 export function renderApplyComment(view: ApplyRunView): string {
   const line = `${context(view)}\n`;
-  const next = objectsInProgressText(view) + nextSteps(view);
+  const next = nextSteps(view);
   const body = renderApplyMarkdown(asResult(view), {
     marker: APPLY_MARKER,
     title: 'pve-gitops apply',
     inProgress: view.inProgress,
+    ...(view.objectsInProgress ? { objectsInProgress: view.objectsInProgress } : {}),
     maxChars: 65_000 - line.length - next.length - 2,
   });
   // The context goes under the heading block the renderer starts with (marker, title, blank).

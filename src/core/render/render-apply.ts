@@ -36,6 +36,19 @@ interface ApplyMarkdownOptions {
    * run. With any, the head says the apply is in progress and they are listed first.
    */
   inProgress?: readonly GuestInProgress[];
+  /** Items of other kinds the apply has not finished yet (a pool, a guest's membership), in apply-phase order. */
+  objectsInProgress?: readonly ObjectInProgress[];
+}
+
+/** An item of another kind that is queued, waiting (behind another apply, an earlier phase) or running. */
+export interface ObjectInProgress {
+  kind: string;
+  key: string;
+  cluster: string;
+  name: string;
+  state: 'queued' | 'waiting' | 'running';
+  reason?: string;
+  steps?: ApplyStep[];
 }
 
 /** A guest an apply has not finished: queued, waiting (another apply of it, a lock, a retry) or running. */
@@ -93,15 +106,19 @@ export function renderApplyMarkdown(result: ApplyResult, options: ApplyMarkdownO
   const detailed = result.guests.filter((guest) => guest.status !== 'unchanged').sort(compareResults);
   const objects = (result.objects ?? []).filter((item) => item.status !== 'unchanged');
   const inProgress = [...(options.inProgress ?? [])].sort(compareByName);
+  const objectsGoing = options.objectsInProgress ?? [];
 
   const footer = (omitted: number): string => renderFooter(counts, omitted, options.detailsUrl);
-  const footerReserve = footer(detailed.length + objects.length + inProgress.length).length;
+  const footerReserve = footer(detailed.length + objects.length + inProgress.length + objectsGoing.length).length;
   let head = renderHead(result, options, counts, true);
   if (head.length + footerReserve > maxChars) head = renderHead(result, options, counts, false);
   let remaining = maxChars - head.length - footerReserve;
 
   // What is still going on first, compactly: it is what a reader of a running apply looks for.
-  const fitted = fitSection('### In progress\n\n', inProgress, renderInProgress, remaining - 1);
+  const going: (GuestInProgress | ObjectInProgress)[] = [...inProgress, ...objectsGoing];
+  const renderGoing = (item: GuestInProgress | ObjectInProgress): string =>
+    'kind' in item ? renderObjectInProgress(item) : renderInProgress(item);
+  const fitted = fitSection('### In progress\n\n', going, renderGoing, remaining - 1);
   const running = { text: fitted.text === '' ? '' : `${fitted.text}\n`, shown: fitted.shown };
   remaining -= running.text.length;
   const { text: details, shown } = fitSection('### Guests\n\n', detailed, renderGuest, remaining);
@@ -112,7 +129,7 @@ export function renderApplyMarkdown(result: ApplyResult, options: ApplyMarkdownO
     running.text +
     details +
     others.text +
-    footer(detailed.length - shown + objects.length - others.shown + inProgress.length - running.shown)
+    footer(detailed.length - shown + objects.length - others.shown + going.length - running.shown)
   );
 }
 
@@ -129,6 +146,11 @@ function renderObjectResult(item: ObjectApplyResult): string {
   return `${lines.join('\n')}\n`;
 }
 
+function renderObjectInProgress(item: ObjectInProgress): string {
+  const reason = item.reason !== undefined ? ` — ${escapeText(item.reason, 300)}` : '';
+  return `- ${PROGRESS_EMOJI[item.state]} **${item.state}** · ${escapeText(item.kind, 40)} **${escapeText(`${item.cluster}/${item.name}`, 160)}**${reason}\n`;
+}
+
 function renderInProgress(guest: GuestInProgress): string {
   const steps = guest.steps?.length ?? 0;
   const done = steps > 0 ? ` · ${plural(steps, 'step')} done` : '';
@@ -137,10 +159,10 @@ function renderInProgress(guest: GuestInProgress): string {
 }
 
 function clusterRows(
-  guests: readonly GuestApplyResult[],
-  inProgress: readonly GuestInProgress[] = [],
+  guests: readonly { cluster: string; status: ApplyStatus }[],
+  inProgress: readonly { cluster: string }[] = [],
 ): { cluster: string; counts: ApplyCounts }[] {
-  const byCluster = new Map<string, GuestApplyResult[]>();
+  const byCluster = new Map<string, { cluster: string; status: ApplyStatus }[]>();
   for (const guest of guests) {
     const list = byCluster.get(guest.cluster) ?? [];
     list.push(guest);
@@ -152,12 +174,16 @@ function clusterRows(
 
 function renderHead(result: ApplyResult, options: ApplyMarkdownOptions, counts: ApplyCounts, perCluster: boolean): string {
   const lines: string[] = [];
-  const inProgress = options.inProgress ?? [];
+  const guestsGoing = options.inProgress ?? [];
+  const inProgress: readonly { cluster: string }[] = [...guestsGoing, ...(options.objectsInProgress ?? [])];
   if (options.marker !== undefined) lines.push(options.marker);
+  // Guests alone are counted as guests; with items of other kinds among them, as items.
+  const what = inProgress.length === guestsGoing.length ? 'guest' : 'item';
+  const finished = result.guests.length + (result.objects ?? []).length;
   const verdict =
     inProgress.length === 0
       ? applyVerdict(counts)
-      : `⏳ ${plural(inProgress.length, 'guest')} in progress${result.guests.length > 0 ? ` · so far ${applyVerdict(counts)}` : ''}`;
+      : `⏳ ${plural(inProgress.length, what)} in progress${finished > 0 ? ` · so far ${applyVerdict(counts)}` : ''}`;
   lines.push(`### ${escapeText(options.title ?? 'pve-gitops apply', 200)}`, '', `**${verdict}**`, '');
   const meta = [result.ref !== undefined ? `Ref ${codeSpan(result.ref, 80)}` : undefined, `started ${escapeText(result.startedAt, 40)}`];
   if (inProgress.length > 0) {
@@ -177,7 +203,7 @@ function renderHead(result: ApplyResult, options: ApplyMarkdownOptions, counts: 
     ...(progressColumn ? [String(going)] : []),
   ];
   const going = (cluster?: string): number => inProgress.filter((g) => cluster === undefined || g.cluster === cluster).length;
-  const rows = perCluster ? clusterRows(result.guests, inProgress) : [];
+  const rows = perCluster ? clusterRows([...result.guests, ...(result.objects ?? [])], inProgress) : [];
   const body = rows.map((row) => cells(escapeText(row.cluster, 80), row.counts, going(row.cluster)));
   if (rows.length !== 1) body.push(cells('**Total**', counts, going()));
   const titles = [

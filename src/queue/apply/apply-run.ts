@@ -28,11 +28,10 @@ import { objectWrites } from '../../engine/apply-object.js';
 import { planErrorLines, planHasErrors } from '../../core/plan/plan-specs.js';
 import { formatSpecError } from '../../core/spec/errors.js';
 import { validateStoredPlan } from '../../core/spec/validate-stored-plan.js';
-import { APPLY_MARKER, type GuestInProgress } from '../../core/render/render-apply.js';
+import { APPLY_MARKER, type GuestInProgress, type ObjectInProgress } from '../../core/render/render-apply.js';
 import {
   type ApplyNotice,
   type ApplyRunView,
-  type ObjectInProgress,
   applyCheckResult,
   renderApplyComment,
   renderApplyNotice,
