@@ -47,6 +47,11 @@ ENDPOINTS += [
     ("/pools/{poolid}", "PUT"),
     ("/pools", "DELETE"),
     ("/pools/{poolid}", "DELETE"),
+    ("/cluster/ha/resources", "GET"),
+    ("/cluster/ha/resources", "POST"),
+    ("/cluster/ha/resources/{sid}", "GET"),
+    ("/cluster/ha/resources/{sid}", "PUT"),
+    ("/cluster/ha/resources/{sid}", "DELETE"),
 ]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}

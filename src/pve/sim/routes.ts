@@ -7,6 +7,7 @@
 import { accessRoutes } from './kinds/access/routes.js';
 import { clusterRoutes } from './kinds/cluster/routes.js';
 import { containerRoutes } from './kinds/container/routes.js';
+import { haRoutes } from './kinds/ha/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
 import { storageRoutes } from './kinds/storage/routes.js';
 import { taskRoutes } from './kinds/task/routes.js';
@@ -22,6 +23,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   poolRoutes,
   vmRoutes,
   containerRoutes,
+  haRoutes,
 ];
 
 /** Every implemented method. */
