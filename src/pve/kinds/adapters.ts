@@ -4,6 +4,7 @@
  * adapter is `../cluster-adapter.ts`.
  */
 import type { PveClient } from '../client.js';
+import { HaAdapter } from './ha-adapter.js';
 import { PoolAdapter } from './pool-adapter.js';
 
 /** Makes a kind's adapter over one cluster's client. */
@@ -12,6 +13,7 @@ type AdapterFactory = (client: PveClient) => unknown;
 const ADAPTERS: Readonly<Record<string, AdapterFactory>> = {
   pool: (client) => new PoolAdapter(client),
   'pool-member': (client) => new PoolAdapter(client),
+  ha: (client) => new HaAdapter(client),
 };
 
 /** The kind's adapter over `client`, or undefined for a kind without one. */
