@@ -6,6 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { GuestPlan, GuestSpec, ObjectPlan } from '../../model.js';
+import { formatSpecError } from '../../spec/errors.js';
+import { loadSpecs } from '../../spec/load-specs.js';
 import type { KindPlanInput } from '../kind.js';
 import { type HaObserved, haKind } from './ha-kind.js';
 
@@ -75,6 +77,30 @@ describe('the ha: guest key', () => {
     expect(schema?.safeParse({ state: 'enabled' }).success).toBe(false);
     expect(schema?.safeParse({ max_restart: -1 }).success).toBe(false);
     expect(schema?.safeParse('started').success).toBe(false);
+  });
+});
+
+const CLUSTER = 'kind: Cluster\nname: lab\nvmids: { lower: 100000, upper: 199999 }\nnodes: [pve-01]\n';
+
+function load(extra: string) {
+  return loadSpecs([
+    { path: 'clusters.yaml', text: CLUSTER },
+    { path: 'g.yaml', text: `kind: VM\nname: db-01\ncluster: lab\nnode: pve-01\n${extra}` },
+  ]);
+}
+
+describe('ha: in a guest document', () => {
+  it('is kept on the guest as written, null included', () => {
+    expect(load('ha: { state: started, comment: primary db }\n').specs.guests[0]?.refs).toEqual({
+      ha: { state: 'started', comment: 'primary db' },
+    });
+    expect(load('ha: ~\n').specs.guests[0]?.refs).toEqual({ ha: null });
+    expect(load('').specs.guests[0]?.refs?.ha).toBeUndefined();
+  });
+
+  it('is suggested for a typo of it, not for any short word', () => {
+    expect(load('hq: {}\n').errors.map(formatSpecError)).toEqual(['g.yaml:5:1: unknown key "hq" in VM (did you mean "ha"?)']);
+    expect(load('bad: 1\n').errors.map(formatSpecError)).toEqual(['g.yaml:5:1: unknown key "bad" in VM']);
   });
 });
 
