@@ -666,6 +666,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   },
   'HA-13': () => http('DELETE', '/cluster/ha/resources/vm:101'),
   'HA-14': () => http('POST', '/cluster/ha/resources', { sid: 'not a sid' }),
+  'HA-15': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100', state: 'disabled' });
+    await call('POST', '/cluster/ha/resources', { sid: 'ct:200' });
+    const listed = arr(await data('/cluster/resources?type=vm'));
+    return { data: listed.map((e) => ({ vmid: e.vmid, hastate: e.hastate ?? null })) };
+  },
 };
 
 /** The VMIDs of each pool's guest members, by pool. */

@@ -145,3 +145,20 @@ export function deleteResource(ctx: RequestContext): HandlerResult {
   config.errorState.delete(sid);
   return { data: null };
 }
+
+/**
+ * The `hastate` `/cluster/resources` shows for a guest (pve-manager `API2/Cluster.pm`,
+ * `resources`): the manager's service state, else the configured one. The simulated manager is
+ * always current: `error` when set, `stopped` for `disabled`, `ignored` (not in the manager
+ * status, so the configured state), else `started`. Undefined: not HA-managed.
+ */
+export function haState(ctx: RequestContext, type: 'qemu' | 'lxc', vmid: number): string | undefined {
+  const config = haConfig(ctx.sim);
+  const sid = `${type === 'lxc' ? 'ct' : 'vm'}:${vmid}`;
+  const resource = config.ids.get(sid);
+  if (!resource) return undefined;
+  if (config.errorState.has(sid)) return 'error';
+  const state = resource.options.state;
+  if (state === 'ignored') return 'ignored';
+  return state === 'stopped' || state === 'disabled' ? 'stopped' : 'started';
+}
