@@ -391,6 +391,8 @@ const STORAGE_CONTENT = new Set(['images', 'rootdir', 'vztmpl', 'iso', 'backup',
 const NAMED_FORMATS: Record<string, Verifier> = {
   'pve-vmid': (v) => (/^[1-9][0-9]{2,8}$/.test(v) ? undefined : 'value does not look like a valid VM ID\n'),
   'pve-node': (v) => (NODE_RE.test(v) ? undefined : 'value does not look like a valid node name\n'),
+  // pve-ha-manager `HA/Tools.pm` `pve_verify_ha_resource_or_vm_id`.
+  'pve-ha-resource-or-vm-id': (v) => (/^([a-z]+:\S+|\d+)$/.test(v) ? undefined : 'value does not look like a valid ha resource id\n'),
   'pve-configid': (v) => (CONFIGID_RE.test(v) ? undefined : `invalid configuration ID '${v}'\n`),
   'pve-configid-list': (v) => {
     for (const id of splitList(v)) if (!CONFIGID_RE.test(id)) return `invalid configuration ID '${id}'\n`;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { api, type ApiAnswer, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
 
@@ -23,7 +24,7 @@ interface DocRow {
 function readRows(): DocRow[] {
   const rows: DocRow[] = [];
   for (const line of readFileSync(DOC, 'utf8').split('\n')) {
-    const m = /^\| ([A-Z]{3}-\d+) \|/.exec(line);
+    const m = /^\| ([A-Z]{2,3}-\d+) \|/.exec(line);
     if (!m) continue;
     const cells = line.split(/(?<!\\)\|/).map((c) => c.replace(/\\\|/g, '|'));
     const answer = /`([^`]*)`/.exec(cells[4] ?? '');
@@ -681,6 +682,52 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const ids = arr(await data('/cluster/backup')).map((j) => String(j.id));
     const nightly = (await data('/cluster/backup/nightly')) as Record<string, unknown>;
     return { data: { nightly: nightly.vmid, solo: ids.includes('solo') } };
+  },
+  'HA-1': () => http('GET', '/cluster/ha/resources', undefined, LIMITED),
+  'HA-2': async () => {
+    const created = await call('POST', '/cluster/ha/resources', { sid: 'vm:100', state: 'started', max_restart: '2' });
+    expect(created.body?.data, created.text).toBeNull();
+    const read = (await data('/cluster/ha/resources/vm:100')) as Record<string, unknown>;
+    return { data: { ...read, digest: /^[0-9a-f]{40}$/.test(String(read.digest)) ? '(40 hex)' : read.digest } };
+  },
+  'HA-3': async () => {
+    const created = await call('POST', '/cluster/ha/resources', { sid: '200' });
+    expect(created.status, created.text).toBe(200);
+    return { data: await data('/cluster/ha/resources/ct:200') };
+  },
+  'HA-4': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100' });
+    return http('POST', '/cluster/ha/resources', { sid: 'vm:100' });
+  },
+  'HA-5': () => http('POST', '/cluster/ha/resources', { sid: 'vm:100', group: 'g1' }),
+  'HA-6': () => http('POST', '/cluster/ha/resources', { sid: 'vm:999' }),
+  'HA-7': () => http('POST', '/cluster/ha/resources', { sid: 'vm:200' }),
+  'HA-8': () => http('POST', '/cluster/ha/resources', { sid: 'vm:100' }, sim.auditToken),
+  'HA-9': () => http('GET', '/cluster/ha/resources/vm:101'),
+  'HA-10': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100' });
+    const before = (await data('/cluster/ha/resources/vm:100')) as Record<string, unknown>;
+    await call('POST', '/cluster/ha/resources', { sid: 'ct:200' });
+    return http('PUT', '/cluster/ha/resources/vm:100', { state: 'stopped', digest: String(before.digest) });
+  },
+  'HA-11': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100', state: 'started', comment: 'primary db' });
+    const updated = await call('PUT', '/cluster/ha/resources/vm:100', { max_restart: '3', delete: 'comment' });
+    expect(updated.status, updated.text).toBe(200);
+    return { data: Object.keys((await data('/cluster/ha/resources/vm:100')) as object).sort() };
+  },
+  'HA-12': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100' });
+    haConfig(sim.sim).errorState.add('vm:100');
+    return http('PUT', '/cluster/ha/resources/vm:100', { state: 'started' });
+  },
+  'HA-13': () => http('DELETE', '/cluster/ha/resources/vm:101'),
+  'HA-14': () => http('POST', '/cluster/ha/resources', { sid: 'not a sid' }),
+  'HA-15': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100', state: 'disabled' });
+    await call('POST', '/cluster/ha/resources', { sid: 'ct:200' });
+    const listed = arr(await data('/cluster/resources?type=vm'));
+    return { data: listed.map((e) => ({ vmid: e.vmid, hastate: e.hastate ?? null })) };
   },
 };
 

@@ -52,6 +52,11 @@ ENDPOINTS += [
     ("/cluster/backup/{id}", "GET"),
     ("/cluster/backup/{id}", "PUT"),
     ("/cluster/backup/{id}", "DELETE"),
+    ("/cluster/ha/resources", "GET"),
+    ("/cluster/ha/resources", "POST"),
+    ("/cluster/ha/resources/{sid}", "GET"),
+    ("/cluster/ha/resources/{sid}", "PUT"),
+    ("/cluster/ha/resources/{sid}", "DELETE"),
 ]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}

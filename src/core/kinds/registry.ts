@@ -6,6 +6,7 @@
 import type { GuestSpec, ObjectSpec } from '../model.js';
 import { backupJobKind } from './backup/backup-job-kind.js';
 import { guestKind } from './guest/guest-kind.js';
+import { haKind } from './ha/ha-kind.js';
 import { poolKind } from './pool/pool-kind.js';
 import { poolMemberKind } from './pool/pool-member-kind.js';
 import {
@@ -20,7 +21,7 @@ import {
 
 /** The kinds planned and applied through the generic pipeline, in registry order. */
 // biome-ignore lint/suspicious/noExplicitAny: each kind has its own port and observed types; the pipeline passes them through untouched.
-export const OBJECT_KINDS: readonly ObjectKind<any, any>[] = [poolKind, poolMemberKind, backupJobKind];
+export const OBJECT_KINDS: readonly ObjectKind<any, any>[] = [poolKind, poolMemberKind, backupJobKind, haKind];
 
 /** Every kind, the guest first. */
 export const KINDS: readonly KindFacts[] = [guestKind, ...OBJECT_KINDS];

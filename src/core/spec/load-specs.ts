@@ -644,7 +644,9 @@ function closest(key: string, candidates: readonly string[]): string | undefined
     KIND_KEY_INDEX.set(candidates, index);
   }
   const found = index.find(key.toLowerCase(), true);
-  return found === undefined ? undefined : candidates[found.index];
+  // A short key is no suggestion for a word it shares too little with: `bad` is not a typo of `ha`.
+  if (found === undefined || found.distance >= (candidates[found.index] ?? '').length) return undefined;
+  return candidates[found.index];
 }
 
 /** Turns one zod issue into errors at the YAML node it concerns. */

@@ -5,6 +5,7 @@
  */
 import type { PveClient } from '../client.js';
 import { BackupJobAdapter } from './backup-adapter.js';
+import { HaAdapter } from './ha-adapter.js';
 import { PoolAdapter } from './pool-adapter.js';
 
 /** Makes a kind's adapter over one cluster's client. */
@@ -14,6 +15,7 @@ const ADAPTERS: Readonly<Record<string, AdapterFactory>> = {
   pool: (client) => new PoolAdapter(client),
   'pool-member': (client) => new PoolAdapter(client),
   'backup-job': (client) => new BackupJobAdapter(client),
+  ha: (client) => new HaAdapter(client),
 };
 
 /** The kind's adapter over `client`, or undefined for a kind without one. */

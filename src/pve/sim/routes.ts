@@ -8,6 +8,7 @@ import { accessRoutes } from './kinds/access/routes.js';
 import { backupRoutes } from './kinds/backup/routes.js';
 import { clusterRoutes } from './kinds/cluster/routes.js';
 import { containerRoutes } from './kinds/container/routes.js';
+import { haRoutes } from './kinds/ha/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
 import { storageRoutes } from './kinds/storage/routes.js';
 import { taskRoutes } from './kinds/task/routes.js';
@@ -24,6 +25,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   backupRoutes,
   vmRoutes,
   containerRoutes,
+  haRoutes,
 ];
 
 /** Every implemented method. */

@@ -9,6 +9,7 @@ import { DieError, ParamError } from '../../errors.js';
 import type { Guest } from '../../guest/guest.js';
 import { flavourOf } from '../../guest/flavours.js';
 import type { SimStorage } from '../../volumes.js';
+import { haState } from '../ha/handlers.js';
 import { poolVisible } from '../pool/handlers.js';
 import { contentString } from '../storage/handlers.js';
 
@@ -142,7 +143,7 @@ function resourceJson(guest: Guest, lagMs: number): string {
 
 /**
  * `GET /cluster/resources`: pools it holds Pool.Audit on, guests it may audit (with `pool` where
- * it holds Pool.Audit), nodes (statistics only with Sys.Audit), and per node the storages it
+ * it holds Pool.Audit, and `hastate` for an HA-managed one), nodes (statistics only with Sys.Audit), and per node the storages it
  * holds Datastore.Audit on.
  */
 export function getClusterResources(ctx: RequestContext): HandlerResult {
@@ -160,7 +161,9 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
       if (!canSeeGuest(ctx.principal, guest.vmid)) continue;
       const json = resourceJson(guest, ctx.sim.rrdLagMs);
       const pool = poolVisible(ctx, guest.vmid);
-      parts.push(pool === undefined ? json : `${json.slice(0, -1)},"pool":${JSON.stringify(pool)}}`);
+      const hastate = haState(ctx, guest.type, guest.vmid);
+      const extra = `${pool === undefined ? '' : `,"pool":${JSON.stringify(pool)}`}${hastate === undefined ? '' : `,"hastate":${JSON.stringify(hastate)}`}`;
+      parts.push(extra === '' ? json : `${json.slice(0, -1)}${extra}}`);
     }
   }
   if (type === undefined || type === 'node') {
