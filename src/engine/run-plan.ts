@@ -7,6 +7,12 @@ import { GuestPrePlans, planScope, planSpecs } from '../core/plan/plan-specs.js'
 import type { ClusterReader } from '../core/ports.js';
 import { observeClusters, type ObserveOptions } from './observe-clusters.js';
 
+/**
+ * Guests in scope from which they are planned as their reads arrive: a pull request's plan of a
+ * few guests gains nothing from it, and the lookup of their specs passes over the whole estate.
+ */
+const PRE_PLAN_MIN_GUESTS = 100;
+
 /** Inputs of {@link runPlan}. */
 interface RunPlanInput extends ObserveOptions {
   head: SpecSet;
@@ -35,9 +41,15 @@ export async function runPlan(input: RunPlanInput): Promise<Plan> {
  */
 export async function observePlan(input: RunPlanInput): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head, input.base);
-  // Each guest is planned as its read arrives, while the others are still being read.
-  const prePlanned = new GuestPrePlans(input.head, input.base);
-  const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, withPrePlans(input, prePlanned));
+  // Each guest is planned as its read arrives, while the others are still being read — when
+  // there are enough of them: looking specs up costs a pass over the whole estate.
+  const prePlanned = scope.guests.size >= PRE_PLAN_MIN_GUESTS ? new GuestPrePlans(input.head, input.base) : undefined;
+  const observed = await observeClusters(
+    input.readers,
+    { head: input.head, base: input.base },
+    scope,
+    prePlanned ? withPrePlans(input, prePlanned) : input,
+  );
   if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
   const plan = planSpecs({
     head: input.head,
@@ -47,7 +59,7 @@ export async function observePlan(input: RunPlanInput): Promise<{ plan: Plan; ob
     ref: input.ref,
     access: input.access,
     ...(input.withholdUnowned ? { withholdUnowned: true } : {}),
-    prePlanned,
+    ...(prePlanned ? { prePlanned } : {}),
   });
   return { plan, observed };
 }
