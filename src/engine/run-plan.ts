@@ -71,7 +71,10 @@ function withPrePlans(input: ObserveOptions, prePlanned: GuestPrePlans): Observe
     ...input,
     onGuestRead: (cluster, listed, observed) => {
       onGuestRead?.(cluster, listed, observed);
-      prePlanned.add(cluster, listed, observed);
+      // After the requests this answer lets go out (undici writes them from an immediate): a
+      // plan made first would hold every later request back by its time. One still waiting when
+      // planSpecs runs is simply planned there.
+      setImmediate(() => prePlanned.add(cluster, listed, observed));
     },
   };
 }
