@@ -23,11 +23,14 @@ export interface ObserveOptions {
   concurrency?: number;
   /** Called as guests are read, for progress output. */
   onProgress?: (event: { cluster: string; read: number; total: number }) => void;
+  /** Called with each guest read, as it arrives (the planner plans it while the others are read). */
+  onGuestRead?: (cluster: string, listed: ListedGuest, observed: ObservedGuest) => void;
 }
 
 /**
  * Reads a guest; when it is not where the listing said (migrated meanwhile), looks it up in a
- * fresh listing once and reads it there, updating the cluster's listing entry.
+ * fresh listing once and reads it there, updating the cluster's listing entry. Returns the read
+ * and the listing entry it was read at.
  */
 async function readFollowingMigration(
   reader: ClusterReader,
@@ -35,16 +38,16 @@ async function readFollowingMigration(
   liveStatus: boolean,
   relist: () => Promise<Map<number, ListedGuest>>,
   cluster: ObservedCluster,
-): Promise<ObservedGuest> {
+): Promise<{ observed: ObservedGuest; at: ListedGuest }> {
   try {
-    return await reader.readGuest(listed, { liveStatus });
+    return { observed: await reader.readGuest(listed, { liveStatus }), at: listed };
   } catch (err) {
     if (!(err instanceof GuestNotFoundError)) throw err;
     const moved = (await relist()).get(listed.vmid);
     if (!moved || moved.node === listed.node) throw err;
     const index = cluster.listing.indexOf(listed);
     if (index >= 0) cluster.listing[index] = moved;
-    return reader.readGuest(moved, { liveStatus });
+    return { observed: await reader.readGuest(moved, { liveStatus }), at: moved };
   }
 }
 
@@ -136,11 +139,14 @@ export async function observeClusters(
       );
       let read = 0;
       const readOne = async (listed: ListedGuest): Promise<void> => {
+        let done: { observed: ObservedGuest; at: ListedGuest } | undefined;
         try {
-          cluster.guests[listed.vmid] = await readFollowingMigration(reader, listed, needsLiveStatus(listed), relist, cluster);
+          done = await readFollowingMigration(reader, listed, needsLiveStatus(listed), relist, cluster);
+          cluster.guests[listed.vmid] = done.observed;
         } catch (err) {
           cluster.readErrors![listed.vmid] = errorMessage(err);
         }
+        if (done) options.onGuestRead?.(name, done.at, done.observed);
         read += 1;
         options.onProgress?.({ cluster: name, read, total: wanted.length });
       };

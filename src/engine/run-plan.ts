@@ -3,9 +3,15 @@
  * App's plan and drift workers all start here; it is given readers only, so it cannot write.
  */
 import type { ClusterAccess, ObservedState, Plan, SpecSet } from '../core/model.js';
-import { planScope, planSpecs } from '../core/plan/plan-specs.js';
+import { GuestPrePlans, planScope, planSpecs } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
 import { observeClusters, type ObserveOptions } from './observe-clusters.js';
+
+/**
+ * Guests in scope from which they are planned as their reads arrive: a pull request's plan of a
+ * few guests gains nothing from it, and the lookup of their specs passes over the whole estate.
+ */
+const PRE_PLAN_MIN_GUESTS = 100;
 
 /** Inputs of {@link runPlan}. */
 interface RunPlanInput extends ObserveOptions {
@@ -35,7 +41,15 @@ export async function runPlan(input: RunPlanInput): Promise<Plan> {
  */
 export async function observePlan(input: RunPlanInput): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head, input.base);
-  const observed = await observeClusters(input.readers, { head: input.head, base: input.base }, scope, input);
+  // Each guest is planned as its read arrives, while the others are still being read — when
+  // there are enough of them: looking specs up costs a pass over the whole estate.
+  const prePlanned = scope.guests.size >= PRE_PLAN_MIN_GUESTS ? new GuestPrePlans(input.head, input.base) : undefined;
+  const observed = await observeClusters(
+    input.readers,
+    { head: input.head, base: input.base },
+    scope,
+    prePlanned ? withPrePlans(input, prePlanned) : input,
+  );
   if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
   const plan = planSpecs({
     head: input.head,
@@ -45,8 +59,24 @@ export async function observePlan(input: RunPlanInput): Promise<{ plan: Plan; ob
     ref: input.ref,
     access: input.access,
     ...(input.withholdUnowned ? { withholdUnowned: true } : {}),
+    ...(prePlanned ? { prePlanned } : {}),
   });
   return { plan, observed };
+}
+
+/** The observe options of `input`, with each guest read handed to `prePlanned` as well. */
+function withPrePlans(input: ObserveOptions, prePlanned: GuestPrePlans): ObserveOptions {
+  const onGuestRead = input.onGuestRead;
+  return {
+    ...input,
+    onGuestRead: (cluster, listed, observed) => {
+      onGuestRead?.(cluster, listed, observed);
+      // After the requests this answer lets go out (undici writes them from an immediate): a
+      // plan made first would hold every later request back by its time. One still waiting when
+      // planSpecs runs is simply planned there.
+      setImmediate(() => prePlanned.add(cluster, listed, observed));
+    },
+  };
 }
 
 /**
@@ -77,8 +107,9 @@ export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan>
  */
 export async function observeDrift(input: Omit<RunPlanInput, 'base'>): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head);
-  const observed = await observeClusters(input.readers, { head: input.head }, scope, input);
+  const prePlanned = new GuestPrePlans(input.head, input.head);
+  const observed = await observeClusters(input.readers, { head: input.head }, scope, withPrePlans(input, prePlanned));
   if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
-  const plan = planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access });
+  const plan = planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access, prePlanned });
   return { plan, observed };
 }

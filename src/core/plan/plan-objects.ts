@@ -15,25 +15,26 @@ function objectKey(object: ObjectSpec): string {
   return keyText(resourceKey(object.cluster, object.kind, object.id));
 }
 
-/** Whether a guest document carries a key this kind adds (a `pool:`), or a key that names one of its objects. */
-function refersTo(kind: AnyKind, guest: GuestSpec): boolean {
-  if (guest.refs === undefined) return false;
-  const refs = guest.refs;
-  const keys = [
+/** The guest-document keys that concern a kind: those it adds (a `pool:`), and those naming one of its objects. */
+function referringKeys(kind: AnyKind): string[] {
+  return [
     ...(kind.guestKeys ?? []).map(({ key }) => key),
     ...guestKeys()
       .filter(({ key }) => key.refersTo === kind.name)
       .map(({ key }) => key.key),
   ];
-  return keys.some((key) => Object.hasOwn(refs, key));
 }
 
 /** Whether the kind has anything on `cluster` in these spec sets: documents, or keys on guests. */
 export function kindConcerns(kind: AnyKind, cluster: string, sets: readonly (SpecSet | undefined)[]): boolean {
+  // Worked out once, not once per guest: a plan asks this of every guest of the estate.
+  let keys: string[] | undefined;
+  const refersTo = (refs: Readonly<Record<string, unknown>>): boolean =>
+    (keys ??= referringKeys(kind)).some((key) => Object.hasOwn(refs, key));
   return sets.some(
     (set) =>
       (set?.objects ?? []).some((o) => o.kind === kind.name && o.cluster === cluster) ||
-      (set?.guests ?? []).some((g) => g.cluster === cluster && refersTo(kind, g)),
+      (set?.guests ?? []).some((g) => g.cluster === cluster && g.refs !== undefined && refersTo(g.refs)),
   );
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../../../test/helpers/factories.js';
 import type { GuestSpec, ObservedCluster, ObservedGuest, SpecSet } from '../model.js';
-import { planHasChanges, planHasErrors, planScope, planSpecs } from './plan-specs.js';
+import { GuestPrePlans, planHasChanges, planHasErrors, planScope, planSpecs } from './plan-specs.js';
 
 const cluster = makeClusterSpec({ nodes: ['pve-01', 'pve-02'] });
 
@@ -136,5 +136,30 @@ describe('planSpecs', () => {
       observed: { clusters: { lab: seen([observed('clash', 100001, {}, 'someone-else'), observed('gone', 100002, {})]) } },
     });
     expect(plan.guests.map((g) => g.action)).toEqual(['error', 'destroy', 'create']);
+  });
+});
+
+describe('GuestPrePlans', () => {
+  it('gives the plan that planning after the reads gives, and plans anew a guest whose read changed', () => {
+    const head = specs(guest('a', 100001, { cores: '2' }), guest('b', 100002, { cores: '2' }));
+    const lab = seen([observed('a', 100001, { cores: '1' }), observed('b', 100002, { cores: '2' }), observed('orphan', 100009, {})]);
+    const at = new Date('2026-01-01T00:00:00Z');
+    // A drift report: the specs against themselves, everything in scope.
+    const scope = planScope(head);
+    const plain = planSpecs({ head, base: head, observed: { clusters: { lab } }, scope, now: at });
+    const prePlanned = new GuestPrePlans(head, head);
+    for (const listed of lab.listing) prePlanned.add('lab', listed, lab.guests[listed.vmid]!);
+    // Read again after the guest was planned (a migration): that plan must not be used.
+    const stale = lab.guests[100002]!;
+    lab.guests[100002] = { ...stale, current: { ...stale.current, cores: '8' } };
+    const changed = planSpecs({ head, base: head, observed: { clusters: { lab } }, scope, now: at });
+    expect(planSpecs({ head, base: head, observed: { clusters: { lab } }, scope, now: at, prePlanned })).toEqual(changed);
+    expect(changed.guests.find((g) => g.vmid === 100002)?.drift).not.toEqual([]);
+    expect(plain.guests.find((g) => g.vmid === 100002)?.drift).toEqual([]);
+    expect(plain.guests.map((g) => g.action).sort()).toEqual(['noop', 'orphan', 'update']);
+    lab.guests[100002] = stale;
+    const again = new GuestPrePlans(head, head);
+    for (const listed of lab.listing) again.add('lab', listed, lab.guests[listed.vmid]!);
+    expect(planSpecs({ head, base: head, observed: { clusters: { lab } }, scope, now: at, prePlanned: again })).toEqual(plain);
   });
 });

@@ -23,7 +23,8 @@ import type {
 import { baseClusterMap, withholdUnowned } from './base-ownership.js';
 import { hasOwnerTag } from './desired-config.js';
 import { severityRank } from './impact.js';
-import { planGuest, toError } from './plan-guest.js';
+import { type GuestPlanInput, planGuest, toError } from './plan-guest.js';
+import type { ListedGuest, ObservedGuest } from '../model.js';
 import { clustersWithChangedObjects, planObjects } from './plan-objects.js';
 
 /**
@@ -129,6 +130,108 @@ export interface PlanInput {
    * by the base's Cluster documents, whatever the head says.
    */
   withholdUnowned?: boolean;
+  /**
+   * Guests already planned while the reads were still under way ({@link GuestPrePlans}): each is
+   * used when its inputs are exactly those this plan gives it, else the guest is planned again.
+   */
+  prePlanned?: GuestPrePlans;
+}
+
+/** The Cluster documents of a plan by name: the base's, with the head's in their place. */
+function clusterSpecMap(head: SpecSet, base: SpecSet | undefined): Map<string, ClusterSpec> {
+  const clusterSpecs = new Map<string, ClusterSpec>();
+  for (const c of base?.clusters ?? []) clusterSpecs.set(c.name, c);
+  for (const c of head.clusters) clusterSpecs.set(c.name, c);
+  return clusterSpecs;
+}
+
+/** What {@link planSpecs} asks of one guest's plan: its spec, base spec and cluster document. */
+function guestInput(
+  head: SpecSet,
+  clusterSpec: ClusterSpec,
+  vmid: number,
+  spec: GuestSpec | undefined,
+  baseSpec: GuestSpec | undefined,
+  seen: {
+    listed: ListedGuest | undefined;
+    observed: ObservedGuest | undefined;
+    readError: string | undefined;
+    existsUnlisted: boolean | undefined;
+  },
+): GuestPlanInput {
+  const { lower, upper } = clusterSpec.vmids;
+  return {
+    cluster: clusterSpec.name,
+    vmid,
+    spec,
+    baseSpec,
+    ownerTag: clusterSpec.ownerTag,
+    // A Cluster document that left the head cannot authorise destroys with its old prune,
+    // and no document destroys outside its own range.
+    prune: clusterSpec.prune && vmid >= lower && vmid < upper && head.clusters.some((c) => c.name === clusterSpec.name),
+    listed: seen.listed,
+    observed: seen.observed,
+    readError: seen.readError,
+    existsUnlisted: seen.existsUnlisted,
+  };
+}
+
+function sameInput(a: GuestPlanInput, b: GuestPlanInput): boolean {
+  for (const key of Object.keys(a) as (keyof GuestPlanInput)[]) if (a[key] !== b[key]) return false;
+  return Object.keys(a).length === Object.keys(b).length;
+}
+
+/**
+ * Guests planned as their reads arrive, so the planning of a whole estate overlaps its reads
+ * instead of following the last answer. {@link planSpecs} takes each plan whose inputs are
+ * exactly the ones it would give {@link planGuest} (the same spec, listing entry and read; a
+ * guest that moved or was read again is planned anew), so the plan is the same either way.
+ */
+export class GuestPrePlans {
+  readonly #head: SpecSet;
+  readonly #base: SpecSet | undefined;
+  readonly #clusterSpecs: Map<string, ClusterSpec>;
+  readonly #byCluster = new Map<string, { head: Map<number, GuestSpec>; base: Map<number, GuestSpec> }>();
+  readonly #plans = new Map<string, { input: GuestPlanInput; plan: GuestPlan }>();
+
+  constructor(head: SpecSet, base: SpecSet | undefined) {
+    this.#head = head;
+    this.#base = base;
+    this.#clusterSpecs = clusterSpecMap(head, base);
+  }
+
+  /** Plans a guest just read, as {@link planSpecs} will plan it. */
+  add(cluster: string, listed: ListedGuest, observed: ObservedGuest): void {
+    const clusterSpec = this.#clusterSpecs.get(cluster);
+    if (!clusterSpec) return;
+    let specs = this.#byCluster.get(cluster);
+    if (!specs) {
+      const ofCluster = (set: SpecSet | undefined): Map<number, GuestSpec> =>
+        new Map((set?.guests ?? []).filter((g) => g.cluster === cluster).map((g) => [g.vmid, g]));
+      specs = { head: ofCluster(this.#head), base: ofCluster(this.#base) };
+      this.#byCluster.set(cluster, specs);
+    }
+    const input = guestInput(this.#head, clusterSpec, listed.vmid, specs.head.get(listed.vmid), specs.base.get(listed.vmid), {
+      listed,
+      observed,
+      readError: undefined,
+      existsUnlisted: undefined,
+    });
+    try {
+      this.#plans.set(guestKeyText(cluster, listed.vmid), { input, plan: planGuest(input) });
+    } catch {
+      // Planned again by planSpecs, which reports what went wrong.
+    }
+  }
+
+  /** The plan made for exactly `input`, once; undefined when there is none. */
+  take(input: GuestPlanInput): GuestPlan | undefined {
+    const key = guestKeyText(input.cluster, input.vmid);
+    const entry = this.#plans.get(key);
+    if (!entry) return undefined;
+    this.#plans.delete(key);
+    return sameInput(entry.input, input) ? entry.plan : undefined;
+  }
 }
 
 /**
@@ -191,9 +294,7 @@ export function planSpecs(input: PlanInput): Plan {
   if (planned.length > 0) plan.clusterSpecs = planned;
 
   const baseClusters = baseClusterMap(base);
-  const clusterSpecs = new Map<string, ClusterSpec>();
-  for (const c of base?.clusters ?? []) clusterSpecs.set(c.name, c);
-  for (const c of head.clusters) clusterSpecs.set(c.name, c);
+  const clusterSpecs = clusterSpecMap(head, base);
 
   for (const clusterName of plan.clusters) {
     const clusterSpec = clusterSpecs.get(clusterName);
@@ -243,20 +344,13 @@ export function planSpecs(input: PlanInput): Plan {
     const allowed = new Set(input.access?.[clusterName]?.allowHostAccess ?? []);
 
     for (const vmid of [...vmids].sort((a, b) => a - b)) {
-      const guestPlan = planGuest({
-        cluster: clusterName,
-        vmid,
-        spec: headByVmid.get(vmid),
-        baseSpec: baseByVmid.get(vmid),
-        ownerTag: clusterSpec.ownerTag,
-        // A Cluster document that left the head cannot authorise destroys with its old prune,
-        // and no document destroys outside its own range.
-        prune: clusterSpec.prune && inRange(vmid) && head.clusters.some((c) => c.name === clusterName),
+      const guestInputs = guestInput(head, clusterSpec, vmid, headByVmid.get(vmid), baseByVmid.get(vmid), {
         listed: listed.get(vmid),
         observed: seen.guests[vmid],
         readError: seen.readErrors?.[vmid],
         existsUnlisted: seen.unlisted?.[vmid],
       });
+      const guestPlan = input.prePlanned?.take(guestInputs) ?? planGuest(guestInputs);
       const clash = clashes.get(vmid);
       if (clash !== undefined) toError(guestPlan, clash);
       if (guestPlan.action === 'create' && seen.nodes.length > 0 && !seen.nodes.includes(guestPlan.node)) {

@@ -534,6 +534,48 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
 }
 
 /** Derives the VMIDs left out, per cluster, once every document is known (see `vmid.ts`). */
+/** One cluster's derivation: what it was asked (names, pinned VMIDs) and what it gave. */
+interface VmidDerivation {
+  cluster: string;
+  lower: number;
+  upper: number;
+  names: string[];
+  pinned: (number | undefined)[];
+  vmids: readonly (number | undefined)[];
+}
+
+/**
+ * The last derivations made: a pull request's base and head ask the same of a cluster whose
+ * guests kept their names and pins (the hashes of 10,000 names were most of a base's
+ * derivation). The rule depends on nothing else (`vmid.ts`), so an equal question gets the
+ * earlier answer.
+ */
+const recentDerivations: VmidDerivation[] = [];
+const MAX_RECENT_DERIVATIONS = 4;
+
+/** The VMIDs the rule gives `members` of `cluster`, in their order (undefined: no free VMID). */
+function clusterVmids(cluster: ClusterSpec, members: readonly GuestSpec[]): readonly (number | undefined)[] {
+  const names = members.map((g) => g.name);
+  const pinned = members.map((g) => (g.vmidDerived ? undefined : g.vmid));
+  const { lower, upper } = cluster.vmids;
+  const same = (d: VmidDerivation): boolean =>
+    d.cluster === cluster.name &&
+    d.lower === lower &&
+    d.upper === upper &&
+    d.names.length === names.length &&
+    d.names.every((name, i) => name === names[i] && d.pinned[i] === pinned[i]);
+  const known = recentDerivations.find(same);
+  if (known) return known.vmids;
+  const requests = names.map((name, i) => {
+    const vmid = pinned[i];
+    return vmid === undefined ? { name } : { name, vmid };
+  });
+  const { vmids } = assignVmids(cluster.name, { lower, upper }, requests);
+  recentDerivations.unshift({ cluster: cluster.name, lower, upper, names, pinned, vmids });
+  recentDerivations.length = Math.min(recentDerivations.length, MAX_RECENT_DERIVATIONS);
+  return vmids;
+}
+
 function assignGuestVmids(state: LoadState): void {
   const byCluster = new Map<string, GuestSpec[]>();
   for (const guest of state.guests) {
@@ -548,8 +590,7 @@ function assignGuestVmids(state: LoadState): void {
     seen.add(cluster.name);
     const members = byCluster.get(cluster.name);
     if (!members || cluster.vmids.lower >= cluster.vmids.upper) continue;
-    const requests = members.map((g) => ({ name: g.name, ...(g.vmidDerived ? {} : { vmid: g.vmid }) }));
-    const { vmids } = assignVmids(cluster.name, cluster.vmids, requests);
+    const vmids = clusterVmids(cluster, members);
     members.forEach((guest, index) => {
       if (!guest.vmidDerived) return;
       const vmid = vmids[index];

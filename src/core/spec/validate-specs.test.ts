@@ -346,3 +346,19 @@ describe('validateSpecs without positions', () => {
     ]);
   });
 });
+
+describe('identity checks of a set asked again', () => {
+  it('answers a set that differs in one guest’s identity anew, after an equal set was found clean', () => {
+    const clean = { 'clusters.yaml': CLUSTERS, 'g.yaml': vm() };
+    expect(run(clean)).toEqual([]);
+    expect(run(clean)).toEqual([]);
+    // The same guest moved to a node the cluster does not have: the clean answer must not stand.
+    expect(run({ ...clean, 'g.yaml': vm().replace('node: pve-01', 'node: pve-09') })).toEqual([
+      'g.yaml:4:7: node "pve-09" is not a node of cluster "lab" (pve-01, pve-02)',
+    ]);
+    // And the cluster losing that node, with the guests as they were.
+    expect(run({ ...clean, 'clusters.yaml': CLUSTERS.replace('nodes: [pve-01, pve-02]', 'nodes: [pve-02]') })).toEqual([
+      'g.yaml:4:7: node "pve-01" is not a node of cluster "lab" (pve-02)',
+    ]);
+  });
+});

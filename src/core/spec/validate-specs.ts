@@ -147,8 +147,49 @@ function validateClusters(clusters: readonly ClusterSpec[], posOf: PositionsOf, 
   return byName;
 }
 
+/**
+ * What {@link validateIdentity} reads of each guest, in order, and of each cluster, with the
+ * broken clusters: a set that asks exactly this again gets the same answer.
+ */
+function identityQuestion(
+  guests: readonly GuestSpec[],
+  clusters: Map<string, ClusterSpec>,
+  brokenClusters: ReadonlySet<string>,
+): unknown[] {
+  const question: unknown[] = [guests.length, ...brokenClusters, clusters.size];
+  for (const [name, c] of clusters) question.push(name, c.name, c.vmids.lower, c.vmids.upper, c.nodes.length, ...c.nodes);
+  for (const g of guests) question.push(g.cluster, g.node, g.name, g.vmid, g.vmidDerived);
+  return question;
+}
+
+/**
+ * The identity questions last answered with no error: a pull request's base usually names the
+ * same guests at the same VMIDs as its head. Only answers without errors are kept (errors name
+ * positions, which differ between the two).
+ */
+const cleanIdentities: unknown[][] = [];
+const MAX_CLEAN_IDENTITIES = 4;
+
 /** Names and VMIDs unique per cluster; pinned VMIDs inside the cluster's range. */
 function validateIdentity(
+  guests: readonly GuestSpec[],
+  clusters: Map<string, ClusterSpec>,
+  brokenClusters: ReadonlySet<string>,
+  posOf: PositionsOf,
+  errors: SpecError[],
+): void {
+  const question = identityQuestion(guests, clusters, brokenClusters);
+  const same = (known: unknown[]): boolean => known.length === question.length && known.every((x, i) => x === question[i]);
+  if (cleanIdentities.some(same)) return;
+  const before = errors.length;
+  checkIdentity(guests, clusters, brokenClusters, posOf, errors);
+  if (errors.length === before) {
+    cleanIdentities.unshift(question);
+    cleanIdentities.length = Math.min(cleanIdentities.length, MAX_CLEAN_IDENTITIES);
+  }
+}
+
+function checkIdentity(
   guests: readonly GuestSpec[],
   clusters: Map<string, ClusterSpec>,
   brokenClusters: ReadonlySet<string>,
