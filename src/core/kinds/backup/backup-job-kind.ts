@@ -15,19 +15,9 @@
  * `remove_vmid_from_backup_jobs`), so its absence is no drift once the spec no longer names it.
  * Proxmox's side: pve-manager `API2/Backup.pm` (docs/proxmox-behaviour.md, "Backup jobs").
  */
-import type {
-  DriftItem,
-  GuestAction,
-  GuestPlan,
-  GuestSpec,
-  KeyChange,
-  ObjectOperation,
-  ObjectPlan,
-  ObjectSpec,
-  SourceRef,
-  SpecSet,
-} from '../../model.js';
-import { PermissionDeniedError, UnavailableError } from '../../port-errors.js';
+import { failedOutcome, type ItemParts, item } from '../object-item.js';
+import type { GuestPlan, GuestSpec, KeyChange, ObjectOperation, ObjectPlan, ObjectSpec, SpecSet } from '../../model.js';
+import { PermissionDeniedError } from '../../port-errors.js';
 import type { KindError, KindObserveInput, KindPlanInput, KindPrivilege, ObjectApplyOutcome, ObjectKind } from '../kind.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
 import {
@@ -65,41 +55,6 @@ export interface BackupJobObserved {
 /** The key of a job's item (`lab/backup-job/nightly`). */
 export function jobKey(cluster: string, id: string): string {
   return keyText(resourceKey(cluster, BACKUP_JOB_KIND, id));
-}
-
-/** An item's fields besides its identity. */
-interface ItemParts {
-  action: GuestAction;
-  changes?: KeyChange[];
-  operations?: ObjectOperation[];
-  drift?: DriftItem[];
-  errors?: string[];
-  warnings?: string[];
-  after?: string[];
-  source?: SourceRef;
-  payload: Record<string, unknown>;
-}
-
-/** One item: an error empties its operations. */
-function item(kind: string, key: string, cluster: string, name: string, parts: ItemParts): ObjectPlan {
-  const errors = parts.errors ?? [];
-  const plan: ObjectPlan = {
-    kind,
-    key,
-    cluster,
-    name,
-    action: errors.length > 0 ? 'error' : parts.action,
-    changes: parts.changes ?? [],
-    operations: errors.length > 0 ? [] : (parts.operations ?? []),
-    drift: parts.drift ?? [],
-    errors,
-    warnings: parts.warnings ?? [],
-    severity: 'configuration',
-    payload: parts.payload,
-  };
-  if (parts.after && parts.after.length > 0) plan.after = parts.after;
-  if (parts.source) plan.source = parts.source;
-  return plan;
 }
 
 function onCluster(specs: readonly ObjectSpec[] | undefined, cluster: string): ObjectSpec[] {
@@ -371,11 +326,6 @@ function describe(op: ObjectOperation): string | undefined {
   }
   if (op.op === 'destroy-backup-job') return `destroy backup job '${id}'`;
   return undefined;
-}
-
-function failedOutcome(err: unknown, steps: ObjectApplyOutcome['steps']): ObjectApplyOutcome {
-  const message = err instanceof Error ? err.message : String(err);
-  return { status: 'failed', steps, error: message, ...(err instanceof UnavailableError ? { retryable: !err.writeUncertain } : {}) };
 }
 
 async function readValues(port: BackupJobPort, id: string): Promise<JobValues | undefined> {

@@ -18,8 +18,7 @@ import type { DriftItem, GuestPlan, GuestSpec, KeyChange, ObjectOperation, Objec
 import { DigestConflictError, PermissionDeniedError } from '../../port-errors.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
-import { item, storedString } from '../pool/common.js';
-import { failedOutcome } from '../pool/pool-kind.js';
+import { failedOutcome, item, storedString } from '../object-item.js';
 import type { HaFields, HaPort, HaResource } from './port.js';
 
 /** The registry name, also the kind part of its keys (`lab/ha/100`). */

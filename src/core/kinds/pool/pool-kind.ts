@@ -7,9 +7,9 @@
  */
 import { z } from 'zod';
 import type { GuestSpec, ObjectOperation, ObjectPlan, ObjectSpec, SpecSet } from '../../model.js';
-import { UnavailableError } from '../../port-errors.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
-import { item, POOL_KIND, poolKey, quoted, storedString } from './common.js';
+import { POOL_KIND, poolKey, quoted } from './common.js';
+import { failedOutcome, item, storedString } from '../object-item.js';
 import { NewPoolId } from './pool-id.js';
 import type { PoolPort } from './port.js';
 import { parentPools, type PoolRead, readPools } from './read.js';
@@ -204,14 +204,6 @@ function describe(op: ObjectOperation): string | undefined {
     return `set the comment of pool '${poolid}' from ${quoted(op.from as string | undefined)} to '${String(op.comment)}'`;
   if (op.op === 'destroy-pool') return `destroy pool '${poolid}' (it is empty)`;
   return undefined;
-}
-
-/** The outcome of a port failure: refused or unreachable, never a throw. */
-export function failedOutcome(err: unknown, steps: ObjectApplyOutcome['steps']): ObjectApplyOutcome {
-  const message = err instanceof Error ? err.message : String(err);
-  // An unreachable cluster says nothing about the pool: running the apply again is safe unless the
-  // write may have gone through. A refusal (Proxmox's own text) is never retried.
-  return { status: 'failed', steps, error: message, ...(err instanceof UnavailableError ? { retryable: !err.writeUncertain } : {}) };
 }
 
 async function execute(stored: ObjectPlan, port: PoolPort): Promise<ObjectApplyOutcome> {

@@ -15,9 +15,9 @@ import { z } from 'zod';
 import type { GuestPlan, GuestSpec, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
 import { guestKeyText } from '../resource-key.js';
-import { type ItemParts, item, memberKey, POOL_MEMBER_KIND, poolKey, quoted, storedString } from './common.js';
+import { memberKey, POOL_MEMBER_KIND, poolKey, quoted } from './common.js';
+import { failedOutcome, type ItemParts, item, storedString } from '../object-item.js';
 import { PoolId } from './pool-id.js';
-import { failedOutcome } from './pool-kind.js';
 import type { PoolPort } from './port.js';
 import { type PoolRead, readPools } from './read.js';
 
