@@ -1,0 +1,68 @@
+/**
+ * Reads what an import needs through the reader port, as the drift report reads: one listing per
+ * cluster, one read per selected guest (in flight as far as the connection's concurrency lets),
+ * the node list, and each guest's pool only when a filter or the grouping asks for it. A failed
+ * read is recorded for the report, never guessed around. Never writes.
+ */
+import type { ListedGuest, ObservedGuest, SpecSet } from '../model.js';
+import type { ClusterReader } from '../ports.js';
+import type { PoolPort } from '../kinds/pool/port.js';
+import { POOL_KIND } from '../kinds/pool/common.js';
+import { type ImportFilter, type NotImported, selectGuests } from './select-guests.js';
+
+/** One cluster as an import read it. */
+export interface ImportRead {
+  cluster: string;
+  /** Set when the cluster could not be listed: nothing of it is imported. */
+  error?: string;
+  nodes: string[];
+  /** The selected guests, in VMID order. */
+  wanted: ListedGuest[];
+  guests: Map<number, ObservedGuest>;
+  readErrors: Map<number, string>;
+  skipped: NotImported[];
+  /** Each guest's pool, when asked for. */
+  pools?: Map<number, string>;
+}
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Reads one cluster for an import. */
+export async function readForImport(
+  reader: ClusterReader,
+  filter: ImportFilter,
+  specs: SpecSet,
+  options: { pools: boolean; onProgress?: (event: { cluster: string; read: number; total: number }) => void },
+): Promise<ImportRead> {
+  const cluster = reader.cluster;
+  const read: ImportRead = { cluster, nodes: [], wanted: [], guests: new Map(), readErrors: new Map(), skipped: [] };
+  let listing: ListedGuest[];
+  try {
+    [listing, read.nodes] = await Promise.all([reader.listGuests(), reader.listNodes()]);
+    if (options.pools) {
+      const port = reader.kindPort?.(POOL_KIND) as PoolPort | undefined;
+      if (!port) throw new Error('the connection cannot read pools');
+      read.pools = new Map();
+      for (const m of await port.memberships()) if (m.pool !== undefined) read.pools.set(m.vmid, m.pool);
+    }
+  } catch (err) {
+    read.error = message(err);
+    return read;
+  }
+  const selected = selectGuests(cluster, listing, filter, specs, read.pools);
+  read.wanted = selected.wanted;
+  read.skipped = selected.skipped;
+  let done = 0;
+  await Promise.all(
+    selected.wanted.map(async (listed) => {
+      try {
+        read.guests.set(listed.vmid, await reader.readGuest(listed));
+      } catch (err) {
+        read.readErrors.set(listed.vmid, message(err));
+      }
+      done += 1;
+      options.onProgress?.({ cluster, read: done, total: selected.wanted.length });
+    }),
+  );
+  return read;
+}
