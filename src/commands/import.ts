@@ -62,7 +62,7 @@ function report(io: CommandIO, result: ImportResult, out: string): void {
       guests.length === 0
         ? 'the Cluster document'
         : guests.length === 1
-          ? `${guests[0]?.name} (VMID ${guests[0]?.vmid})${guests[0]?.notes ? `, ${plural(guests[0].notes, 'note')}` : ''}`
+          ? `${guests[0]?.name} (VMID ${guests[0]?.vmid})${guests[0]?.remarks.length ? ` — ${guests[0].remarks.join(', ')}` : ''}`
           : plural(guests.length, 'guest');
     lines.push(`wrote ${join(out, file.path)}: ${what}`);
   }

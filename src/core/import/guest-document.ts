@@ -36,6 +36,8 @@ export interface ImportedGuest {
   document: GuestDocument;
   /** Comment lines, without the `# `. */
   notes: string[];
+  /** What the notes say, in a few words each, for the command's report (`3 keys left out`). */
+  remarks: string[];
   /** Storages of its disks and bridges of its NICs, for the cluster's naming contract. */
   storages: string[];
   bridges: string[];
@@ -177,6 +179,12 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
       `Locked (${lock}) when it was read: the values are those of that moment; import it again once the lock is gone if in doubt.`,
     );
   }
+  const remarks = [
+    ...(leftOut.length > 0 ? [`${leftOut.length} ${leftOut.length === 1 ? 'key' : 'keys'} left out`] : []),
+    ...(host.length > 0 ? ['reaches the host'] : []),
+    ...(pendingKeys.length > 0 ? ['pending values'] : []),
+    ...(lock !== undefined ? [`locked (${lock})`] : []),
+  ];
   const document: GuestDocument = {
     kind: flavour.documentKind,
     name,
@@ -189,7 +197,7 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
   };
   return {
     ok: true,
-    guest: { cluster, vmid: observed.vmid, type, document, notes, storages: [...storages].sort(), bridges: [...bridges].sort() },
+    guest: { cluster, vmid: observed.vmid, type, document, notes, remarks, storages: [...storages].sort(), bridges: [...bridges].sort() },
   };
 }
 

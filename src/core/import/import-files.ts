@@ -25,7 +25,7 @@ export interface ImportFile {
 export interface ImportResult {
   files: ImportFile[];
   /** Guests written, by cluster. */
-  imported: { cluster: string; vmid: number; name: string; path: string; notes: number }[];
+  imported: { cluster: string; vmid: number; name: string; path: string; remarks: string[] }[];
   /** Described by the specs already. */
   skipped: NotImported[];
   /** Not imported: unreadable, or refused with why. */
@@ -151,7 +151,7 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
           ? guest.notes
           : [...guest.notes, `Member of pool ${pool}: its membership is not managed until the spec says pool: ${pool}.`];
       add(path, renderGuest(guest.document, notes), `${guest.cluster}/${guest.vmid}`);
-      result.imported.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.document.name, path, notes: guest.notes.length - 1 });
+      result.imported.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.document.name, path, remarks: guest.remarks });
     }
   }
   for (const [path, file] of [...byPath].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {

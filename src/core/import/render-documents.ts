@@ -32,7 +32,7 @@ function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySe
     },
   });
   if (notes.length > 0) doc.commentBefore = notes.map((line) => ` ${line}`).join('\n');
-  return doc.toString({ lineWidth: 0, minContentWidth: 0, flowCollectionPadding: true });
+  return doc.toString({ lineWidth: 0, minContentWidth: 0, flowCollectionPadding: false });
 }
 
 /** A guest's document as text. */
