@@ -3,7 +3,7 @@
  * cluster whose guests were made by hand over the years, stored as Proxmox stores them — VMs and
  * containers, cloud-init drives and settings, several disks and NICs, descriptions, pending values
  * on some, a guest locked by a backup, a secret (`cipassword`), options that reach the host — and a
- * read token that cannot see one guest. No owner tag anywhere.
+ * read token that cannot see one guest, a pool with members. No owner tag anywhere.
  */
 import { randomUUID } from 'node:crypto';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
@@ -111,6 +111,9 @@ export function estateReadToken(guests: number): { id: string; secret: string; t
   return { id, secret, token: `${id}=${secret}`, vmids };
 }
 
+/** Whether guest `i` is a member of the pool `web`. */
+export const inWebPool = (i: number): boolean => i % 5 === 2;
+
 /** Whether guest `i` is a container. */
 export const isContainer = (i: number): boolean => i % 5 === 0;
 
@@ -121,6 +124,17 @@ export function unmanagedEstateFixture(guests: number): SimFixture {
     clusterName: CLUSTER,
     nodes: NODES,
     tokens: [{ id: read.id, secret: read.secret, role: 'audit', vmids: read.vmids }],
+    // The web servers were put in a pool; the databases' pool is still empty.
+    pools: [
+      {
+        poolid: 'web',
+        comment: 'Web servers',
+        vmids: Array.from({ length: guests }, (_, i) => i)
+          .filter(inWebPool)
+          .map(vmidOf),
+      },
+      'databases',
+    ],
     guests: Array.from({ length: guests }, (_, i) => ({
       vmid: vmidOf(i),
       type: isContainer(i) ? 'lxc' : 'qemu',

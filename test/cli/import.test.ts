@@ -18,7 +18,7 @@ import prodFixture from '../../src/demo/prod-fixture.json' with { type: 'json' }
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
 import { startTinyServer } from '../client/helpers/tiny-server.js';
-import { estateReadToken, hasPending, isContainer, SPECIAL, unmanagedEstateFixture, vmidOf } from '../bench/unmanaged-estate.js';
+import { estateReadToken, hasPending, inWebPool, isContainer, SPECIAL, unmanagedEstateFixture, vmidOf } from '../bench/unmanaged-estate.js';
 
 interface Run {
   code: number;
@@ -61,7 +61,9 @@ function expectOnlyAdoptions(plan: Plan, adopted: number, owned = 0): void {
   expect(plan.guests.filter((g) => g.errors.length > 0).map((g) => `${g.key}: ${g.errors.join('; ')}`)).toEqual([]);
   const changed = plan.guests.filter((g) => g.changes.some((c) => c.key !== 'tags'));
   expect(changed.map((g) => `${g.key}: ${g.changes.map((c) => `${c.key} ${c.from} → ${c.to}`).join(', ')}`)).toEqual([]);
-  expect(plan.summary).toMatchObject({ create: 0, destroy: 0, error: 0, orphan: 0, update: adopted, noop: owned });
+  // A pool and its members as they are: their items change nothing either.
+  expect(plan.objects.filter((o) => o.action !== 'noop').map((o) => `${o.key}: ${o.action} ${o.errors.join('; ')}`)).toEqual([]);
+  expect(plan.summary).toMatchObject({ create: 0, destroy: 0, error: 0, orphan: 0, update: adopted, noop: owned + plan.objects.length });
   expect(plan.guests.filter((g) => g.adopt === true)).toHaveLength(adopted);
   for (const guest of plan.guests.filter((g) => g.adopt)) {
     expect(guest.operations).toHaveLength(1);
@@ -176,17 +178,34 @@ describe('pve-gitops import on the demo clusters', () => {
     expect(byPool.code).toBe(0);
     expect(Object.keys(await tree(join(dir, 'pool'))).sort()).toEqual([
       'cluster-prod.yaml',
+      'pools-prod.yaml',
       'prod/legacy-app-01.yaml',
       'prod/proxy-01.yaml',
     ]);
-    expect(await readFile(join(dir, 'pool', 'prod', 'proxy-01.yaml'), 'utf8')).toMatch(/^# Member of pool web: /m);
+    const member = await readFile(join(dir, 'pool', 'prod', 'proxy-01.yaml'), 'utf8');
+    expect(member).toMatch(/^# Member of pool web: /m);
+    expect(member).toMatch(/^adopt: true\npool: web\nconfig:$/m);
+    expect(await readFile(join(dir, 'pool', 'pools-prod.yaml'), 'utf8')).toMatch(/^kind: Pool\nname: web\ncluster: prod\n/m);
+    // The pool and its members as they are: the plan adds the owner tag to the unowned one, nothing else.
+    expectOnlyAdoptions((await planJson(join(dir, 'pool'), env)).plan, 1, 1);
 
     expect((await cli(['import', '--out', 'grouped', '--group', 'cluster'], env)).code).toBe(0);
     const grouped = await tree(join(dir, 'grouped'));
-    expect(Object.keys(grouped).sort()).toEqual(['cluster-lab.yaml', 'cluster-prod.yaml', 'lab/guests.yaml', 'prod/guests.yaml']);
+    expect(Object.keys(grouped).sort()).toEqual([
+      'cluster-lab.yaml',
+      'cluster-prod.yaml',
+      'lab/guests.yaml',
+      'pools-prod.yaml',
+      'prod/guests.yaml',
+    ]);
     expect(grouped['lab/guests.yaml']?.split(/^---$/m)).toHaveLength(labFixture.guests.length);
     expect((await cli(['import', '--out', 'by-pool', '--group', 'pool', '--cluster', 'prod'], env)).code).toBe(0);
-    expect(Object.keys(await tree(join(dir, 'by-pool'))).sort()).toEqual(['cluster-prod.yaml', 'prod/no-pool.yaml', 'prod/pool-web.yaml']);
+    expect(Object.keys(await tree(join(dir, 'by-pool'))).sort()).toEqual([
+      'cluster-prod.yaml',
+      'pools-prod.yaml',
+      'prod/no-pool.yaml',
+      'prod/pool-web.yaml',
+    ]);
     expect((await cli(['validate', '--specs', 'by-pool'], env)).code).toBe(0);
   });
 
@@ -239,9 +258,13 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     const env = connection('estate', sim, estateReadToken(GUESTS).token);
     const run = await cli(['import', '--out', 'specs'], env);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`${GUESTS - 1} guests imported into ${GUESTS} files, 0 skipped (already in the specs), 0 refused`);
+    expect(run.stdout).toContain(`${GUESTS - 1} guests imported into ${GUESTS + 1} files, 0 skipped (already in the specs), 0 refused`);
     const files = await tree(join(dir, 'specs'));
     expect(files[`estate/vm-${SPECIAL.hidden}.yaml`]).toBeUndefined();
+    expect(files['pools-estate.yaml']).toBe(
+      '# Written by `pve-gitops import`: the pools of cluster estate that imported guests are members of.\nkind: Pool\nname: web\ncluster: estate\ncomment: Web servers\n',
+    );
+    expect(files['estate/vm-2.yaml']).toMatch(/^adopt: true\npool: web\nconfig:$/m);
     expect(files[`estate/vm-${SPECIAL.locked}.yaml`]).toMatch(/^# Locked \(backup\) when it was read/m);
     expect(files[`estate/vm-${SPECIAL.args}.yaml`]).toMatch(/^# {3}args: passes raw arguments to the QEMU process on the host/m);
     expect(files[`estate/ct-${SPECIAL.privileged}.yaml`]).toMatch(/^# {3}unprivileged is not set: runs the container privileged/m);
@@ -270,7 +293,8 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     expect(apply.code).toBe(0);
     const after = await planJson(join(dir, 'specs'), env);
     expect(after.code).toBe(0);
-    expect(after.plan.summary).toMatchObject({ create: 0, update: 0, destroy: 0, error: 0, noop: GUESTS - 1 });
+    expect(after.plan.objects.length).toBe(Array.from({ length: GUESTS }, (_, i) => i).filter(inWebPool).length + 1);
+    expect(after.plan.summary).toMatchObject({ create: 0, update: 0, destroy: 0, error: 0, noop: GUESTS - 1 + after.plan.objects.length });
     expect(sim.sim.getGuest(vmidOf(SPECIAL.hidden))?.rawConfig).not.toMatch(/pve-gitops/);
   }, 240_000);
 });

@@ -24,6 +24,8 @@ export interface GuestDocument {
   node: string;
   vmid: number;
   adopt: true;
+  /** The pool it is a member of (the pool-member kind's guest key). */
+  pool?: string;
   ignore?: string[];
   config: Record<string, DocumentValue>;
 }

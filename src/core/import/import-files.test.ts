@@ -116,12 +116,14 @@ describe('importFiles', () => {
     const reads = (): ImportRead[] => {
       const r = read('lab', [guest(1001, 'a'), guest(1002, 'b'), guest(1003, 'c')]);
       r.pools = new Map([[1002, 'web']]);
+      r.poolComments = new Map([['web', 'Web servers']]);
       return [r, read('prod', [guest(3001, 'p')])];
     };
     expect(importFiles(reads(), NONE, 'cluster').files.map((f) => [f.path, f.guests.length])).toEqual([
       ['cluster-lab.yaml', 0],
       ['cluster-prod.yaml', 0],
       ['lab/guests.yaml', 3],
+      ['pools-lab.yaml', 0],
       ['prod/guests.yaml', 1],
     ]);
     const byPool = importFiles(reads(), NONE, 'pool');
@@ -130,9 +132,13 @@ describe('importFiles', () => {
       'cluster-prod.yaml',
       'lab/no-pool.yaml',
       'lab/pool-web.yaml',
+      'pools-lab.yaml',
       'prod/no-pool.yaml',
     ]);
-    expect(byPool.files.find((f) => f.path === 'lab/pool-web.yaml')?.text).toMatch(/^# Member of pool web: /m);
+    expect(byPool.files.find((f) => f.path === 'lab/pool-web.yaml')?.text).toMatch(/^adopt: true\npool: web\nconfig:$/m);
+    expect(byPool.files.find((f) => f.path === 'pools-lab.yaml')?.text).toMatch(
+      /^kind: Pool\nname: web\ncluster: lab\ncomment: Web servers\n$/m,
+    );
     expect(importFiles([...reads()].reverse(), NONE, 'pool')).toEqual(byPool);
   });
 

@@ -7,7 +7,9 @@
 import type { ClusterSpec, SpecSet } from '../model.js';
 import { type ImportedGuest, importGuest, naturalCompare } from './guest-document.js';
 import type { ImportRead } from './read-estate.js';
-import { type ClusterDocumentText, joinDocuments, renderCluster, renderGuest } from './render-documents.js';
+import { type ClusterDocumentText, joinDocuments, renderCluster, renderGuest, renderPool } from './render-documents.js';
+import { POOL_KIND } from '../kinds/pool/common.js';
+import type { GuestDocument } from './guest-document.js';
 import type { NotImported } from './select-guests.js';
 
 /** How guests are put into files. */
@@ -57,6 +59,12 @@ function misfit(guest: ImportedGuest, spec: ClusterSpec): string | undefined {
   const bridge = spec.bridges && guest.bridges.find((b) => !spec.bridges?.includes(b));
   if (bridge) return `its bridge ${bridge} is not among the cluster document's bridges; add it to import the guest`;
   return undefined;
+}
+
+/** The document with `pool:` after `adopt:`, where a person writes the guest's other parts. */
+function withPool(document: GuestDocument, pool: string): GuestDocument {
+  const { config, ignore, ...head } = document;
+  return { ...head, pool, ...(ignore ? { ignore } : {}), config };
 }
 
 /** The file a guest goes into. */
@@ -143,15 +151,28 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
       ];
       add(`cluster-${read.cluster}.yaml`, renderCluster(document, notes));
     }
+    const described = new Set((specs.objects ?? []).filter((o) => o.kind === POOL_KIND && o.cluster === read.cluster).map((o) => o.id));
+    const newPools = new Set<string>();
     for (const guest of accepted) {
-      const path = guestPath(guest, grouping, read.pools?.get(guest.vmid));
       const pool = read.pools?.get(guest.vmid);
-      const notes =
-        pool === undefined
-          ? guest.notes
-          : [...guest.notes, `Member of pool ${pool}: its membership is not managed until the spec says pool: ${pool}.`];
-      add(path, renderGuest(guest.document, notes), `${guest.cluster}/${guest.vmid}`);
+      const path = guestPath(guest, grouping, pool);
+      let document: GuestDocument = guest.document;
+      const notes = [...guest.notes];
+      if (pool !== undefined) {
+        document = withPool(document, pool);
+        notes.push(`Member of pool ${pool}: pool: keeps it there (a guest without pool: leaves its membership alone).`);
+        if (!described.has(pool)) newPools.add(pool);
+      }
+      add(path, renderGuest(document, notes), `${guest.cluster}/${guest.vmid}`);
       result.imported.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.document.name, path, remarks: guest.remarks });
+    }
+    const pools = [...newPools].sort(naturalCompare).map((id) => {
+      const comment = read.poolComments?.get(id);
+      return renderPool({ kind: 'Pool', name: id, cluster: read.cluster, ...(comment !== undefined ? { comment } : {}) }, []);
+    });
+    if (pools.length > 0) {
+      const notes = [`Written by \`pve-gitops import\`: the pools of cluster ${read.cluster} that imported guests are members of.`];
+      add(`pools-${read.cluster}.yaml`, `${notes.map((n) => `# ${n}\n`).join('')}${joinDocuments(pools)}`);
     }
   }
   for (const [path, file] of [...byPath].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {

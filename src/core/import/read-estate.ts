@@ -1,8 +1,8 @@
 /**
  * Reads what an import needs through the reader port, as the drift report reads: one listing per
  * cluster, one read per selected guest (in flight as far as the connection's concurrency lets),
- * the node list, and each guest's pool only when a filter or the grouping asks for it. A failed
- * read is recorded for the report, never guessed around. Never writes.
+ * the node list, and the pools (each guest's, and their comments). A failed read is recorded for
+ * the report, never guessed around. Never writes.
  */
 import type { ListedGuest, ObservedGuest, SpecSet } from '../model.js';
 import type { ClusterReader } from '../ports.js';
@@ -21,8 +21,12 @@ export interface ImportRead {
   guests: Map<number, ObservedGuest>;
   readErrors: Map<number, string>;
   skipped: NotImported[];
-  /** Each guest's pool, when asked for. */
+  /** Each guest's pool, as the listing shows it. */
   pools?: Map<number, string>;
+  /** The pools the token may audit, with their comments. */
+  poolComments?: Map<string, string | undefined>;
+  /** Why pools could not be read, when they were not needed to select guests. */
+  poolError?: string;
 }
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -37,13 +41,16 @@ export async function readForImport(
   const cluster = reader.cluster;
   const read: ImportRead = { cluster, nodes: [], wanted: [], guests: new Map(), readErrors: new Map(), skipped: [] };
   let listing: ListedGuest[];
+  const pools = readPools(reader);
   try {
     [listing, read.nodes] = await Promise.all([reader.listGuests(), reader.listNodes()]);
-    if (options.pools) {
-      const port = reader.kindPort?.(POOL_KIND) as PoolPort | undefined;
-      if (!port) throw new Error('the connection cannot read pools');
-      read.pools = new Map();
-      for (const m of await port.memberships()) if (m.pool !== undefined) read.pools.set(m.vmid, m.pool);
+    const found = await pools;
+    if ('error' in found) {
+      if (options.pools) throw new Error(`cannot read its pools: ${found.error}`);
+      read.poolError = found.error;
+    } else {
+      read.pools = found.members;
+      read.poolComments = found.comments;
     }
   } catch (err) {
     read.error = message(err);
@@ -65,4 +72,23 @@ export async function readForImport(
     }),
   );
   return read;
+}
+
+/**
+ * Each guest's pool (the pool-member kind's listing: `GET /cluster/resources` shows it) and the
+ * pools with their comments (`GET /pools`): two requests, alongside the guest listing.
+ */
+async function readPools(
+  reader: ClusterReader,
+): Promise<{ members: Map<number, string>; comments: Map<string, string | undefined> } | { error: string }> {
+  const port = reader.kindPort?.(POOL_KIND) as PoolPort | undefined;
+  if (!port) return { error: 'the connection has no pool adapter' };
+  try {
+    const [memberships, pools] = await Promise.all([port.memberships(), port.listPools()]);
+    const members = new Map<number, string>();
+    for (const m of memberships) if (m.pool !== undefined) members.set(m.vmid, m.pool);
+    return { members, comments: new Map(pools.map((p) => [p.poolid, p.comment])) };
+  } catch (err) {
+    return { error: message(err) };
+  }
 }

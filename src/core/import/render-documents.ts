@@ -18,6 +18,14 @@ export interface ClusterDocumentText {
   prune: false;
 }
 
+/** A `kind: Pool` document for a pool the imported guests are members of. */
+export interface PoolDocumentText {
+  kind: 'Pool';
+  name: string;
+  cluster: string;
+  comment?: string;
+}
+
 /** Keys whose lists a person writes on one line. */
 const FLOW_LISTS = new Set(['tags', 'ignore', 'nodes', 'storages', 'bridges', 'nameserver', 'searchdomain']);
 
@@ -37,6 +45,11 @@ function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySe
 
 /** A guest's document as text. */
 export function renderGuest(document: GuestDocument, notes: readonly string[]): string {
+  return renderOne(document, notes, new Set());
+}
+
+/** A Pool document as text. */
+export function renderPool(document: PoolDocumentText, notes: readonly string[]): string {
   return renderOne(document, notes, new Set());
 }
 
