@@ -18,6 +18,7 @@ import prodFixture from '../../src/demo/prod-fixture.json' with { type: 'json' }
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
 import { startTinyServer } from '../client/helpers/tiny-server.js';
+import { api } from '../sim/helpers.js';
 import { estateReadToken, hasPending, inWebPool, isContainer, SPECIAL, unmanagedEstateFixture, vmidOf } from '../bench/unmanaged-estate.js';
 
 interface Run {
@@ -207,6 +208,20 @@ describe('pve-gitops import on the demo clusters', () => {
       'prod/pool-web.yaml',
     ]);
     expect((await cli(['validate', '--specs', 'by-pool'], env)).code).toBe(0);
+  });
+
+  it("writes a guest's HA resource as ha:, which the plan leaves as it is", async () => {
+    const { env, lab } = await demo();
+    const created = await api(lab, 'POST', '/cluster/ha/resources', { form: { sid: 'vm:100', max_restart: '2', comment: 'jump host' } });
+    expect(created.status).toBe(200);
+    expect((await cli(['import', '--out', 'specs', '--cluster', 'lab'], env)).code).toBe(0);
+    const text = await readFile(join(dir, 'specs', 'lab', 'ops-jumphost.yaml'), 'utf8');
+    expect(text).toMatch(/^adopt: true\nha: \{.*max_restart: 2.*\}\nconfig:$/m);
+    expect(text).toMatch(/^# HA-managed: /m);
+    expect(await readFile(join(dir, 'specs', 'lab', 'pihole.yaml'), 'utf8')).not.toMatch(/^ha:/m);
+    const { plan } = await planJson(join(dir, 'specs'), env);
+    expect(plan.objects.map((o) => [o.key, o.action])).toEqual([['lab/ha/100', 'noop']]);
+    expectOnlyAdoptions(plan, labFixture.guests.length - 1, 1);
   });
 
   it('reports a guest whose read fails instead of guessing it, and writes the others (exit 2)', async () => {

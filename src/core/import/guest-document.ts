@@ -26,6 +26,8 @@ export interface GuestDocument {
   adopt: true;
   /** The pool it is a member of (the pool-member kind's guest key). */
   pool?: string;
+  /** Its HA resource's fields (the HA kind's guest key). */
+  ha?: Record<string, string | number | boolean>;
   ignore?: string[];
   config: Record<string, DocumentValue>;
 }

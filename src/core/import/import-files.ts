@@ -10,6 +10,7 @@ import type { ImportRead } from './read-estate.js';
 import { type ClusterDocumentText, joinDocuments, renderCluster, renderGuest, renderPool } from './render-documents.js';
 import { POOL_KIND } from '../kinds/pool/common.js';
 import type { GuestDocument } from './guest-document.js';
+import type { HaResource } from '../kinds/ha/port.js';
 import type { NotImported } from './select-guests.js';
 
 /** How guests are put into files. */
@@ -61,10 +62,31 @@ function misfit(guest: ImportedGuest, spec: ClusterSpec): string | undefined {
   return undefined;
 }
 
-/** The document with `pool:` after `adopt:`, where a person writes the guest's other parts. */
-function withPool(document: GuestDocument, pool: string): GuestDocument {
-  const { config, ignore, ...head } = document;
-  return { ...head, pool, ...(ignore ? { ignore } : {}), config };
+/** The document with `pool:` and `ha:` after `adopt:`, where a person writes the guest's other parts. */
+function withParts(document: GuestDocument, parts: Pick<GuestDocument, 'pool' | 'ha'>): GuestDocument {
+  const { config, ignore, pool, ha, ...head } = document;
+  const merged = { pool, ha, ...parts };
+  return {
+    ...head,
+    ...(merged.pool !== undefined ? { pool: merged.pool } : {}),
+    ...(merged.ha !== undefined ? { ha: merged.ha } : {}),
+    ...(ignore ? { ignore } : {}),
+    config,
+  };
+}
+
+/**
+ * The fields of an HA resource the HA kind manages, as read: each explicit, so the plan compares
+ * like with like. `enabled` is written as `started`, the name Proxmox gives the same state.
+ */
+function haFields(resource: HaResource): Record<string, string | number | boolean> {
+  const fields: Record<string, string | number | boolean> = {};
+  if (resource.state !== undefined) fields.state = resource.state === 'enabled' ? 'started' : resource.state;
+  if (resource.max_restart !== undefined) fields.max_restart = resource.max_restart;
+  if (resource.max_relocate !== undefined) fields.max_relocate = resource.max_relocate;
+  if (resource.failback !== undefined) fields.failback = resource.failback;
+  if (resource.comment !== undefined) fields.comment = resource.comment;
+  return fields;
 }
 
 /** The file a guest goes into. */
@@ -158,10 +180,15 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
       const path = guestPath(guest, grouping, pool);
       let document: GuestDocument = guest.document;
       const notes = [...guest.notes];
+      const resource = read.ha?.get(`${guest.type === 'qemu' ? 'vm' : 'ct'}:${guest.vmid}`);
       if (pool !== undefined) {
-        document = withPool(document, pool);
+        document = withParts(document, { pool });
         notes.push(`Member of pool ${pool}: pool: keeps it there (a guest without pool: leaves its membership alone).`);
         if (!described.has(pool)) newPools.add(pool);
+      }
+      if (resource) {
+        document = withParts(document, { ha: haFields(resource) });
+        notes.push('HA-managed: ha: keeps its resource as it is (a guest without ha: leaves HA alone).');
       }
       add(path, renderGuest(document, notes), `${guest.cluster}/${guest.vmid}`);
       result.imported.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.document.name, path, remarks: guest.remarks });

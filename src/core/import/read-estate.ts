@@ -1,13 +1,15 @@
 /**
  * Reads what an import needs through the reader port, as the drift report reads: one listing per
  * cluster, one read per selected guest (in flight as far as the connection's concurrency lets),
- * the node list, and the pools (each guest's, and their comments). A failed read is recorded for
+ * the node list, the pools (each guest's, and their comments) and the HA resources. A failed read is recorded for
  * the report, never guessed around. Never writes.
  */
 import type { ListedGuest, ObservedGuest, SpecSet } from '../model.js';
 import type { ClusterReader } from '../ports.js';
 import type { PoolPort } from '../kinds/pool/port.js';
 import { POOL_KIND } from '../kinds/pool/common.js';
+import { HA_KIND } from '../kinds/ha/ha-kind.js';
+import type { HaPort, HaResource } from '../kinds/ha/port.js';
 import { type ImportFilter, type NotImported, selectGuests } from './select-guests.js';
 
 /** One cluster as an import read it. */
@@ -27,6 +29,10 @@ export interface ImportRead {
   poolComments?: Map<string, string | undefined>;
   /** Why pools could not be read, when they were not needed to select guests. */
   poolError?: string;
+  /** The cluster's HA resources by SID (`vm:100`), when they could be read. */
+  ha?: Map<string, HaResource>;
+  /** Why the HA resources could not be read (the token lacks Sys.Audit on `/`, say). */
+  haError?: string;
 }
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -42,6 +48,7 @@ export async function readForImport(
   const read: ImportRead = { cluster, nodes: [], wanted: [], guests: new Map(), readErrors: new Map(), skipped: [] };
   let listing: ListedGuest[];
   const pools = readPools(reader);
+  const ha = readHa(reader);
   try {
     [listing, read.nodes] = await Promise.all([reader.listGuests(), reader.listNodes()]);
     const found = await pools;
@@ -52,6 +59,9 @@ export async function readForImport(
       read.pools = found.members;
       read.poolComments = found.comments;
     }
+    const resources = await ha;
+    if ('error' in resources) read.haError = resources.error;
+    else read.ha = resources.bySid;
   } catch (err) {
     read.error = message(err);
     return read;
@@ -72,6 +82,17 @@ export async function readForImport(
     }),
   );
   return read;
+}
+
+/** The cluster's HA resources (`GET /cluster/ha/resources`, one request). */
+async function readHa(reader: ClusterReader): Promise<{ bySid: Map<string, HaResource> } | { error: string }> {
+  const port = reader.kindPort?.(HA_KIND) as HaPort | undefined;
+  if (!port) return { error: 'the connection has no HA adapter' };
+  try {
+    return { bySid: new Map((await port.listResources()).map((r) => [r.sid, r])) };
+  } catch (err) {
+    return { error: message(err) };
+  }
 }
 
 /**

@@ -45,7 +45,7 @@ function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySe
 
 /** A guest's document as text. */
 export function renderGuest(document: GuestDocument, notes: readonly string[]): string {
-  return renderOne(document, notes, new Set());
+  return renderOne(document, notes, new Set(['ha']));
 }
 
 /** A Pool document as text. */
