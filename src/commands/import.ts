@@ -69,6 +69,7 @@ function report(io: CommandIO, result: ImportResult, out: string): void {
   for (const s of result.skipped) lines.push(`skipped ${s.cluster} ${s.vmid}${s.name ? ` ${s.name}` : ''}: ${s.why}`);
   for (const r of result.refused) lines.push(`refused ${r.cluster} ${r.vmid}${r.name ? ` ${r.name}` : ''}: ${r.why}`);
   for (const e of result.clusterErrors) lines.push(`error ${e.cluster}: could not be listed: ${e.message}`);
+  for (const n of result.clusterNotes) lines.push(`note ${n.cluster}: ${n.message}`);
   lines.push(
     `${plural(result.imported.length, 'guest')} imported into ${plural(result.files.length, 'file')}, ${result.skipped.length} skipped (already in the specs), ${result.refused.length} refused`,
   );

@@ -149,6 +149,15 @@ describe('importFiles', () => {
       clusterErrors: [{ cluster: 'lab', message: '401 authentication failure' }],
     });
   });
+
+  it('says which parts of a cluster were not read, and writes its guests without them', () => {
+    const partial: ImportRead = { ...read('lab', [guest(1001, 'a')]), haError: 'Permission check failed (/, Sys.Audit)' };
+    const result = importFiles([partial], NONE, 'guest');
+    expect(result.clusterNotes).toEqual([
+      { cluster: 'lab', message: 'HA resources not read, so no guest says ha: (Permission check failed (/, Sys.Audit))' },
+    ]);
+    expect(result.files.find((f) => f.path === 'lab/a.yaml')?.text).not.toMatch(/^ha:/m);
+  });
 });
 
 describe('selectGuests', () => {

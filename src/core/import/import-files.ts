@@ -35,6 +35,8 @@ export interface ImportResult {
   refused: NotImported[];
   /** Clusters that could not be listed. */
   clusterErrors: { cluster: string; message: string }[];
+  /** What was not read of a cluster, and so not written (its pools, its HA resources). */
+  clusterNotes: { cluster: string; message: string }[];
 }
 
 const DEFAULT_OWNER_TAG = 'pve-gitops';
@@ -99,7 +101,7 @@ function guestPath(guest: ImportedGuest, grouping: ImportGrouping, pool: string 
 
 /** The files of an import of `reads` into a repository whose specs are `specs`. */
 export function importFiles(reads: readonly ImportRead[], specs: SpecSet, grouping: ImportGrouping): ImportResult {
-  const result: ImportResult = { files: [], imported: [], skipped: [], refused: [], clusterErrors: [] };
+  const result: ImportResult = { files: [], imported: [], skipped: [], refused: [], clusterErrors: [], clusterNotes: [] };
   const taken = specs.clusters.map((c) => c.vmids);
   const byPath = new Map<string, { texts: string[]; guests: string[] }>();
   const add = (path: string, text: string, key?: string): void => {
@@ -114,6 +116,10 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
       continue;
     }
     result.skipped.push(...read.skipped);
+    if (read.poolError !== undefined)
+      result.clusterNotes.push({ cluster: read.cluster, message: `pools not read, so no guest says pool: (${read.poolError})` });
+    if (read.haError !== undefined)
+      result.clusterNotes.push({ cluster: read.cluster, message: `HA resources not read, so no guest says ha: (${read.haError})` });
     const existing = specs.clusters.find((c) => c.name === read.cluster);
     const ownerTag = existing?.ownerTag ?? DEFAULT_OWNER_TAG;
     const names = new Map(specs.guests.filter((g) => g.cluster === read.cluster).map((g) => [g.name, g.vmid]));
