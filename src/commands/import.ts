@@ -117,8 +117,10 @@ export const importCommand: Command = {
     let result: ImportResult;
     try {
       const pools = filterNeedsPools(filter) || grouping === 'pool';
+      // Backup jobs belong to the cluster, not to the guests a filter picks: only a whole import takes them.
+      const backupJobs = Object.keys(filter).length === 0;
       const reads = await Promise.all(
-        names.map((name) => readForImport(open.clusters[name]!, filter, specs, { pools, onProgress: progress(io) })),
+        names.map((name) => readForImport(open.clusters[name]!, filter, specs, { pools, backupJobs, onProgress: progress(io) })),
       );
       result = importFiles(reads, specs, grouping);
     } finally {

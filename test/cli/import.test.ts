@@ -224,6 +224,47 @@ describe('pve-gitops import on the demo clusters', () => {
     expectOnlyAdoptions(plan, labFixture.guests.length - 1, 1);
   });
 
+  it('writes the backup jobs it can describe as kind: BackupJob documents, and says why not the others', async () => {
+    const { env, lab } = await demo();
+    const job = (form: Record<string, string>) => api(lab, 'POST', '/cluster/backup', { form });
+    expect(
+      (
+        await job({
+          id: 'nightly',
+          schedule: '01:00',
+          storage: 'local',
+          vmid: '101,100',
+          'prune-backups': 'keep-last=3,keep-weekly=2',
+          comment: 'every night',
+        })
+      ).status,
+    ).toBe(200);
+    expect((await job({ id: 'weekly', schedule: 'sun 02:00', all: '1', exclude: '101', enabled: '0' })).status).toBe(200);
+    const run = await cli(['import', '--out', 'specs', '--cluster', 'lab'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^note lab: backup job weekly not imported: it excludes guests \(exclude\)/m);
+    expect(await readFile(join(dir, 'specs', 'backup-jobs-lab.yaml'), 'utf8')).toBe(
+      [
+        '# Written by `pve-gitops import`: the backup jobs of cluster lab, as they are.',
+        'kind: BackupJob',
+        'name: nightly',
+        'cluster: lab',
+        'schedule: 01:00',
+        'storage: local',
+        'retention: {keep-last: 3, keep-weekly: 2}',
+        'comment: every night',
+        'guests: [ops-jumphost, pihole]',
+        '',
+      ].join('\n'),
+    );
+    const { plan } = await planJson(join(dir, 'specs'), env);
+    expect(plan.objects.map((o) => [o.key, o.action])).toEqual([['lab/backup-job/nightly', 'noop']]);
+    expectOnlyAdoptions(plan, labFixture.guests.length - 1, 1);
+    // A filtered import is about guests: it leaves the cluster's jobs alone.
+    expect((await cli(['import', '--out', 'some', '--cluster', 'lab', '--vmid', '100'], env)).code).toBe(0);
+    expect(Object.keys(await tree(join(dir, 'some')))).not.toContain('backup-jobs-lab.yaml');
+  });
+
   it('reports a guest whose read fails instead of guessing it, and writes the others (exit 2)', async () => {
     const { env, lab } = await demo();
     const faulty = await startTinyServer(async (req, res, body) => {

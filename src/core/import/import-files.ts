@@ -11,6 +11,8 @@ import { type ClusterDocumentText, joinDocuments, renderCluster, renderGuest, re
 import { POOL_KIND } from '../kinds/pool/common.js';
 import type { GuestDocument } from './guest-document.js';
 import type { HaResource } from '../kinds/ha/port.js';
+import { importBackupJobs } from './backup-jobs.js';
+import { renderBackupJob } from './render-documents.js';
 import type { NotImported } from './select-guests.js';
 
 /** How guests are put into files. */
@@ -118,6 +120,17 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
     result.skipped.push(...read.skipped);
     if (read.poolError !== undefined)
       result.clusterNotes.push({ cluster: read.cluster, message: `pools not read, so no guest says pool: (${read.poolError})` });
+    if (read.backupJobsError !== undefined)
+      result.clusterNotes.push({ cluster: read.cluster, message: `backup jobs not read, so none is written (${read.backupJobsError})` });
+    if (read.backupJobs && read.backupJobs.length > 0) {
+      const jobs = importBackupJobs(read.cluster, read.backupJobs, read.listing ?? [], specs);
+      for (const r of jobs.refused)
+        result.clusterNotes.push({ cluster: read.cluster, message: `backup job ${r.id} not imported: ${r.why}` });
+      if (jobs.documents.length > 0) {
+        const header = `# Written by \`pve-gitops import\`: the backup jobs of cluster ${read.cluster}, as they are.\n`;
+        add(`backup-jobs-${read.cluster}.yaml`, `${header}${joinDocuments(jobs.documents.map((d) => renderBackupJob(d)))}`);
+      }
+    }
     if (read.haError !== undefined)
       result.clusterNotes.push({ cluster: read.cluster, message: `HA resources not read, so no guest says ha: (${read.haError})` });
     const existing = specs.clusters.find((c) => c.name === read.cluster);

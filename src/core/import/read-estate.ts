@@ -1,7 +1,8 @@
 /**
  * Reads what an import needs through the reader port, as the drift report reads: one listing per
  * cluster, one read per selected guest (in flight as far as the connection's concurrency lets),
- * the node list, the pools (each guest's, and their comments) and the HA resources. A failed read is recorded for
+ * the node list, the pools (each guest's, and their comments), the HA resources and, for an
+ * unfiltered import, the backup jobs. A failed read is recorded for
  * the report, never guessed around. Never writes.
  */
 import type { ListedGuest, ObservedGuest, SpecSet } from '../model.js';
@@ -10,6 +11,8 @@ import type { PoolPort } from '../kinds/pool/port.js';
 import { POOL_KIND } from '../kinds/pool/common.js';
 import { HA_KIND } from '../kinds/ha/ha-kind.js';
 import type { HaPort, HaResource } from '../kinds/ha/port.js';
+import { BACKUP_JOB_KIND } from '../kinds/backup/backup-job-kind.js';
+import type { BackupJobPort, RawBackupJob } from '../kinds/backup/port.js';
 import { type ImportFilter, type NotImported, selectGuests } from './select-guests.js';
 
 /** One cluster as an import read it. */
@@ -33,6 +36,11 @@ export interface ImportRead {
   ha?: Map<string, HaResource>;
   /** Why the HA resources could not be read (the token lacks Sys.Audit on `/`, say). */
   haError?: string;
+  /** The whole listing, for the names of the guests backup jobs select. */
+  listing?: ListedGuest[];
+  /** The cluster's backup jobs, when asked for and readable. */
+  backupJobs?: RawBackupJob[];
+  backupJobsError?: string;
 }
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
@@ -42,26 +50,31 @@ export async function readForImport(
   reader: ClusterReader,
   filter: ImportFilter,
   specs: SpecSet,
-  options: { pools: boolean; onProgress?: (event: { cluster: string; read: number; total: number }) => void },
+  options: { pools: boolean; backupJobs: boolean; onProgress?: (event: { cluster: string; read: number; total: number }) => void },
 ): Promise<ImportRead> {
   const cluster = reader.cluster;
   const read: ImportRead = { cluster, nodes: [], wanted: [], guests: new Map(), readErrors: new Map(), skipped: [] };
   let listing: ListedGuest[];
   const pools = readPools(reader);
   const ha = readHa(reader);
+  const jobs = options.backupJobs ? readJobs(reader) : undefined;
   try {
     [listing, read.nodes] = await Promise.all([reader.listGuests(), reader.listNodes()]);
-    const found = await pools;
-    if ('error' in found) {
-      if (options.pools) throw new Error(`cannot read its pools: ${found.error}`);
-      read.poolError = found.error;
+    const poolsRead = await pools;
+    if ('error' in poolsRead) {
+      if (options.pools) throw new Error(`cannot read its pools: ${poolsRead.error}`);
+      read.poolError = poolsRead.error;
     } else {
-      read.pools = found.members;
-      read.poolComments = found.comments;
+      read.pools = poolsRead.members;
+      read.poolComments = poolsRead.comments;
     }
     const resources = await ha;
     if ('error' in resources) read.haError = resources.error;
     else read.ha = resources.bySid;
+    const found = jobs ? await jobs : undefined;
+    if (found && 'error' in found) read.backupJobsError = found.error;
+    else if (found) read.backupJobs = found.jobs;
+    read.listing = listing;
   } catch (err) {
     read.error = message(err);
     return read;
@@ -82,6 +95,17 @@ export async function readForImport(
     }),
   );
   return read;
+}
+
+/** The cluster's backup jobs (`GET /cluster/backup`, one request). */
+async function readJobs(reader: ClusterReader): Promise<{ jobs: RawBackupJob[] } | { error: string }> {
+  const port = reader.kindPort?.(BACKUP_JOB_KIND) as BackupJobPort | undefined;
+  if (!port) return { error: 'the connection has no backup-job adapter' };
+  try {
+    return { jobs: await port.listJobs() };
+  } catch (err) {
+    return { error: message(err) };
+  }
 }
 
 /** The cluster's HA resources (`GET /cluster/ha/resources`, one request). */

@@ -27,7 +27,7 @@ export interface PoolDocumentText {
 }
 
 /** Keys whose lists a person writes on one line. */
-const FLOW_LISTS = new Set(['tags', 'ignore', 'nodes', 'storages', 'bridges', 'nameserver', 'searchdomain']);
+const FLOW_LISTS = new Set(['tags', 'ignore', 'nodes', 'storages', 'bridges', 'nameserver', 'searchdomain', 'guests']);
 
 /** One document with its notes as a comment above it. */
 function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySet<string>): string {
@@ -51,6 +51,11 @@ export function renderGuest(document: GuestDocument, notes: readonly string[]): 
 /** A Pool document as text. */
 export function renderPool(document: PoolDocumentText, notes: readonly string[]): string {
   return renderOne(document, notes, new Set());
+}
+
+/** A BackupJob document as text: its guest list and retention on one line each. */
+export function renderBackupJob(document: object): string {
+  return renderOne(document, [], new Set(['retention']));
 }
 
 /** A Cluster document as text. */
