@@ -62,7 +62,7 @@ const LIST_KEYS = new Set(['nameserver', 'searchdomain']);
 const NUMBER_TEXT = /^-?(0|[1-9]\d*)(\.\d+)?$/;
 
 /** A wire value in the form a person writes it, which `toWireValue` turns back into the same wire string. */
-function documentValue(type: GuestType, key: string, wire: string): DocumentValue {
+export function documentValue(type: GuestType, key: string, wire: string): DocumentValue {
   if (key === 'sshkeys') {
     let plain = wire;
     try {
