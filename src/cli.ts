@@ -52,6 +52,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./commands/drift.js')).driftCommand,
   },
   {
+    name: 'import',
+    summary: 'write spec files adopting the live guests the specs do not describe yet; exit 0 done, 2 some refused, 1 error',
+    load: async () => (await import('./commands/import.js')).importCommand,
+  },
+  {
     name: 'schema',
     summary: 'print the JSON Schema of spec documents, for editors',
     load: async () => (await import('./commands/schema.js')).schemaCommand,

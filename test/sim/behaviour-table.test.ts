@@ -334,6 +334,26 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return { data: { cores: entries.cores, digest: typeof entries.digest?.value === 'string' } };
   },
 
+  'IMP-1': async () => {
+    await call('PUT', '/nodes/pve-01/qemu/101/config', { cipassword: 's3cret-pw' });
+    return { data: byKey(await data('/nodes/pve-01/qemu/101/pending')).cipassword };
+  },
+  'IMP-2': async () => {
+    sim.sim.addGuest({
+      vmid: 202,
+      type: 'lxc',
+      node: 'pve-02',
+      config: `${CT_CONFIG.replace('db-01', 'db-03')}lxc.apparmor.profile: unconfined\n`,
+    });
+    const entries = arr(await data('/nodes/pve-02/lxc/202/pending'));
+    const config = (await data('/nodes/pve-02/lxc/202/config')) as Record<string, unknown>;
+    return { data: { raw: entries.filter((e) => String(e.key).startsWith('lxc')), configShowsLxc: Array.isArray(config.lxc) } };
+  },
+  'IMP-3': async () => {
+    void sim.sim.holdLock(100, 'backup', 60_000);
+    return { data: byKey(await data('/nodes/pve-01/qemu/100/pending')).lock };
+  },
+
   'QUP-1': () => http('PUT', '/nodes/pve-01/qemu/101/config', { searchdomain: 'example.net\nargs: -S' }),
   'QUP-2': () => task('POST', '/nodes/pve-01/qemu/101/config', { ciuser: 'ops\nhookscript: local:snippets/x.sh' }),
   'QUP-3': () => file(101, 'PUT', '/nodes/pve-01/qemu/101/config', { description: 'first line\nsecond line' }),

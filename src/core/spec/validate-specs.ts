@@ -400,7 +400,7 @@ function validateConfigValues(guest: GuestSpec, cluster: ClusterSpec | undefined
  * (`media=cdrom`, an `iso/` or `vztmpl/` volume), which live on content storages such as `local`
  * that are not disk storages.
  */
-function diskStorage(type: GuestType, value: string): string | undefined {
+export function diskStorage(type: GuestType, value: string): string | undefined {
   const parsed = parsePropertyString(value);
   if (propertyValue(parsed, 'media') === 'cdrom') return undefined;
   const volume = parsed.head ?? propertyValue(parsed, flavourOf(type).volumeKey);
