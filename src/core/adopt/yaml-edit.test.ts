@@ -31,7 +31,12 @@ describe('editDocument', () => {
     ['a number in place', [{ path: ['config', 'cores'], value: 4 }], '  cores: 4\n', 'cores: 2'],
     ['a key removed with its line', [{ path: ['config', 'memory'] }], '  cores: 2\n\n  net0', 'memory'],
     ['a new key after the last one', [{ path: ['config', 'balloon'], value: 0 }], '  tags: [web, env-lab]\n  balloon: 0\n---', 'never'],
-    ['a flow mapping stays flow', [{ path: ['config', 'net0'], value: { model: 'virtio', bridge: 'vmbr1' } }], 'net0: { model: virtio, bridge: vmbr1 }', 'vmbr0 }'],
+    [
+      'a flow mapping stays flow',
+      [{ path: ['config', 'net0'], value: { model: 'virtio', bridge: 'vmbr1' } }],
+      'net0: { model: virtio, bridge: vmbr1 }',
+      'vmbr0 }',
+    ],
     ['a flow list stays flow', [{ path: ['config', 'tags'], value: ['db', 'web'] }], 'tags: [db, web]', 'env-lab'],
     ['a document field', [{ path: ['power'], value: 'running' }], 'config:\n', 'never'],
   ])('%s', (_what, edits, contains, gone) => {

@@ -124,7 +124,8 @@ function spliceFor(text: string, doc: Document, edit: DocumentEdit, file: string
   let depth = edit.path.length - 1;
   let parent: unknown = depth === 0 ? doc.contents : doc.getIn(edit.path.slice(0, depth), true);
   while (!isMap(parent) && depth > 0) {
-    if (parent !== undefined && parent !== null && !(isScalar(parent) && parent.value === null)) fail('is inside a value that is not a mapping');
+    if (parent !== undefined && parent !== null && !(isScalar(parent) && parent.value === null))
+      fail('is inside a value that is not a mapping');
     depth -= 1;
     parent = depth === 0 ? doc.contents : doc.getIn(edit.path.slice(0, depth), true);
   }
@@ -159,10 +160,15 @@ function spliceFor(text: string, doc: Document, edit: DocumentEdit, file: string
     return { from: start, to: end, insert: '' };
   }
 
-  if (pair && rest.length === 0) {
+  if (pair && rest.length > 0) {
+    // `ha: ~` (null) becomes the mapping the rest of the path asks for.
+    const nested = [...rest].reverse().reduce<unknown>((inner, k) => ({ [k]: inner }), edit.value);
+    return spliceFor(text, doc, { path: edit.path.slice(0, depth + 1), value: nested as SpecValue }, file);
+  }
+  if (pair) {
     const value = pair.value as Node | null;
     const keyNode = pair.key as Node;
-    if (!value || !value.range) {
+    if (!value?.range) {
       // `key:` with nothing after it: the value goes after the colon.
       const colon = text.indexOf(':', keyNode.range?.[1] ?? fail('has no position'));
       return { from: colon + 1, to: colon + 1, insert: ` ${valueText(edit.value, 'none', columnOf(text, keyNode.range![0]))}` };
@@ -191,8 +197,14 @@ function spliceFor(text: string, doc: Document, edit: DocumentEdit, file: string
   }
   const last = map.items[map.items.length - 1];
   const indent =
-    last && (last.key as Node | null)?.range ? columnOf(text, (last.key as Node).range![0]) : depth === 0 ? 0 : fail('its mapping is empty');
-  const lastEnd = last ? endOfPair(text, last.key as Node, last.value as Node | null) : (map as unknown as Node).range?.[1] ?? text.length;
+    last && (last.key as Node | null)?.range
+      ? columnOf(text, (last.key as Node).range![0])
+      : depth === 0
+        ? 0
+        : fail('its mapping is empty');
+  const lastEnd = last
+    ? endOfPair(text, last.key as Node, last.value as Node | null)
+    : ((map as unknown as Node).range?.[1] ?? text.length);
   const lines = blockLines(key, rest, edit.value, indent);
   const at = lineEnd(text, Math.max(lastEnd - 1, 0));
   const needsNewline = at > 0 && text[at - 1] !== '\n';
