@@ -1,6 +1,6 @@
 /**
  * A live config value, as Proxmox stores it, turned into what a person writes in a spec: numbers
- * as numbers where the option is numeric, a list where the spec writes a list (`tags`, DNS
+ * as YAML numbers, a list where the spec writes a list (`tags`, DNS
  * lists), a mapping where the spec writes a property string as one — each form the loader turns
  * back into the wire string the planner compares (`../spec/wire-values.ts`,
  * `../plan/values.ts`). The result is checked that way: a form that would not compare equal to the
@@ -51,7 +51,9 @@ function preferredForm(type: GuestType, key: string, live: string, shape: Writte
     }
   }
   if (schema?.type === 'boolean' && (live === '1' || live === '0')) return shape === 'bool' ? live === '1' : Number(live);
-  if (isNumericType(schema?.type) && NUMERIC.test(live) && Number.isFinite(Number(live))) return Number(live);
+  // A number as a YAML number, whatever the option's type (`memory` is a property string whose
+  // head is a number): the check below falls back to the text where the number would differ.
+  if (NUMERIC.test(live) && Number.isFinite(Number(live))) return Number(live);
   return live;
 }
 
