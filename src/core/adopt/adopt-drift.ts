@@ -19,7 +19,7 @@ import { HA_KIND } from '../kinds/ha/ha-kind.js';
 import { POOL_KIND, POOL_MEMBER_KIND } from '../kinds/pool/common.js';
 import { loadSpecs, type SpecFile } from '../spec/load-specs.js';
 import { specValueOf } from './adopt-values.js';
-import { type DocumentEdit, editDocument, SpecEditError, type SpecValue, valueShape } from './yaml-edit.js';
+import { type DocumentEdit, SpecEditError, SpecFileText, type SpecValue } from './yaml-edit.js';
 
 /** Which findings to take: guests (`cluster/name`, `cluster/vmid` or a name) and keys; empty takes all. */
 export interface AdoptSelection {
@@ -132,6 +132,12 @@ export function adoptDrift(input: AdoptInput): Adoption {
   const keySelectors = input.select?.keys ?? [];
   const usedSelectors = new Set<string>();
   const texts = new Map(input.files.map((f) => [f.path, f.text]));
+  const parsed = new Map<string, SpecFileText>();
+  const parsedFile = (path: string, text: string): SpecFileText => {
+    let file = parsed.get(path);
+    if (!file) parsed.set(path, (file = new SpecFileText(path, text)));
+    return file;
+  };
   const ownerTags = new Map(specs.clusters.map((c) => [c.name, c.ownerTag]));
   const guestSpec = (cluster: string, vmid: number): GuestSpec | undefined =>
     specs.guests.find((g) => g.cluster === cluster && g.vmid === vmid && g.state === 'present');
@@ -196,7 +202,7 @@ export function adoptDrift(input: AdoptInput): Adoption {
         continue;
       }
       const ownerTag = ownerTags.get(guest.cluster) ?? 'pve-gitops';
-      const shape = valueShape(text, spec.source, ['config', key]);
+      const shape = parsedFile(spec.source.file, text).valueShape(spec.source, ['config', key]);
       const value = specValueOf(spec.type, key, finding.actual, shape, ownerTag);
       if (!value) {
         skip(subject, key, 'no form of the live value reads back equal to it in a spec: edit it by hand');
@@ -228,7 +234,7 @@ export function adoptDrift(input: AdoptInput): Adoption {
   }
 
   const unmatched = [...guestSelectors, ...keySelectors].filter((s) => !usedSelectors.has(s));
-  const changed = applyEdits(texts, pending);
+  const changed = applyEdits(texts, pending, parsedFile);
   const files = [...changed.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([path, text]) => ({ path, text }));
   if (files.length > 0) checkLoads(input.files, changed);
   return { files, adopted: pending.map((p) => p.adopted), notAdopted, unmatched };
@@ -275,20 +281,25 @@ function objectEdit(
 }
 
 /** Makes every edit, file by file; throws {@link AdoptionError} naming the first that fails. */
-function applyEdits(texts: ReadonlyMap<string, string>, pending: readonly Pending[]): Map<string, string> {
+function applyEdits(
+  texts: ReadonlyMap<string, string>,
+  pending: readonly Pending[],
+  parsedFile: (path: string, text: string) => SpecFileText,
+): Map<string, string> {
+  const byFile = new Map<string, Pending[]>();
+  for (const p of pending) byFile.set(p.at.file, [...(byFile.get(p.at.file) ?? []), p]);
   const changed = new Map<string, string>();
-  for (const p of pending) {
-    const file = p.at.file;
-    const before = changed.get(file) ?? texts.get(file);
+  for (const [file, edits] of byFile) {
+    const before = texts.get(file);
     if (before === undefined) throw new AdoptionError(`${file}: the spec file was not given`, []);
     try {
-      changed.set(file, editDocument(file, before, p.at, [p.edit]));
+      const after = parsedFile(file, before).edit(edits.map((p) => ({ at: p.at, edit: p.edit })));
+      if (after !== before) changed.set(file, after);
     } catch (error) {
       if (error instanceof SpecEditError) throw new AdoptionError(`nothing was adopted: ${error.message}`, [error.message]);
       throw error;
     }
   }
-  for (const [file, text] of changed) if (text === texts.get(file)) changed.delete(file);
   return changed;
 }
 

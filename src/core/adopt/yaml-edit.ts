@@ -40,17 +40,6 @@ function shapeOf(node: unknown): Shape {
   return 'none';
 }
 
-/** The shape of the value at `path` in the document that starts at `at`, for choosing a value's form. */
-export function valueShape(text: string, at: SourceRef, path: readonly string[]): 'map' | 'seq' | 'bool' | 'scalar' | 'none' {
-  const found = findDocument(text, at);
-  if (!found) return 'none';
-  const node = found.doc.getIn(path, true);
-  if (isMap(node)) return 'map';
-  if (isSeq(node)) return 'seq';
-  if (isScalar(node)) return typeof node.value === 'boolean' ? 'bool' : 'scalar';
-  return 'none';
-}
-
 /** A scalar as YAML writes it on one line (quoted where it must be). */
 function scalarText(value: string | number | boolean | null): string {
   return stringify(value, { lineWidth: 0 }).replace(/\n$/, '');
@@ -74,22 +63,9 @@ function valueText(value: SpecValue, shape: Shape, indent: number): string {
   return text.includes('\n') ? text.replace(/\n/g, `\n${inner}`) : text;
 }
 
-interface FoundDocument {
-  doc: Document;
-  lineCounter: LineCounter;
-}
-
-/** The document of `text` whose content starts at `at` (a spec's source position). */
-function findDocument(text: string, at: SourceRef): FoundDocument | undefined {
-  const lineCounter = new LineCounter();
-  for (const doc of parseAllDocuments(text, { lineCounter })) {
-    if (!('contents' in doc) || !doc.contents) continue;
-    const start = (doc.contents as Node).range?.[0];
-    if (start === undefined) continue;
-    const pos = lineCounter.linePos(start);
-    if (pos.line === at.line && pos.col === at.col) return { doc, lineCounter };
-  }
-  return undefined;
+/** The only (first) document of a text holding one document of a spec file. */
+function onlyDocument(text: string): Document | undefined {
+  return parseAllDocuments(text).find((doc) => 'contents' in doc && doc.contents) as Document | undefined;
 }
 
 /** Column (0-based) of offset `at` in `text`. */
@@ -243,38 +219,107 @@ function blockLines(key: string, rest: readonly string[], value: SpecValue, inde
   return `${pad}${scalarText(key)}: ${valueText(value, 'flow-map', indent)}`;
 }
 
-/** What `path` holds in the document at `at`, as plain data (undefined: not set). */
-function readBack(text: string, at: SourceRef, path: readonly string[]): unknown {
-  const found = findDocument(text, at);
-  if (!found) return Symbol('no document');
-  return found.doc.getIn(path) as unknown;
-}
-
 function sameData(a: unknown, b: unknown): boolean {
   const plain = (v: unknown): unknown => (v !== null && typeof v === 'object' && 'toJSON' in v ? (v as { toJSON(): unknown }).toJSON() : v);
   return JSON.stringify(plain(a)) === JSON.stringify(b);
 }
 
+/** One edit and the document it is made in, by where the document's content starts. */
+export interface PlacedEdit {
+  at: SourceRef;
+  edit: DocumentEdit;
+}
+
+/** One document's part of a file: from its start (the file's, for the first) to the next document's. */
+interface DocumentSlot {
+  start: number;
+  end: number;
+  line: number;
+  col: number;
+  doc: Document;
+}
+
 /**
- * Makes `edits` on the document of `text` that starts at `at`, one after another, each checked by
- * reading the result back. Returns the new text; throws {@link SpecEditError} when the document is
- * not there or an edit does not read back as asked. The document's start does not move: edits are
- * inside it.
+ * A spec file, parsed once: where each document is, the shape of a value, and edits made document
+ * by document — each edit parses only its own document again, so a file of many documents costs
+ * one parse, not one per edit.
  */
-export function editDocument(file: string, text: string, at: SourceRef, edits: readonly DocumentEdit[]): string {
-  let current = text;
-  for (const edit of edits) {
-    const found = findDocument(current, at);
-    if (!found) throw new SpecEditError(file, edit.path, `no document starts at line ${at.line}, column ${at.col}`);
-    if (found.doc.errors.length > 0) throw new SpecEditError(file, edit.path, 'the file is not valid YAML');
-    const splice = spliceFor(current, found.doc, edit, file);
-    if (!splice) continue;
-    const next = current.slice(0, splice.from) + splice.insert + current.slice(splice.to);
-    const back = readBack(next, at, edit.path);
-    if (!sameData(back, edit.value === undefined ? undefined : edit.value)) {
-      throw new SpecEditError(file, edit.path, 'the edited file did not read back as intended; edit it by hand');
-    }
-    current = next;
+export class SpecFileText {
+  private readonly slots: DocumentSlot[] = [];
+
+  constructor(
+    readonly file: string,
+    readonly text: string,
+  ) {
+    const lineCounter = new LineCounter();
+    const docs = parseAllDocuments(text, { lineCounter });
+    docs.forEach((doc, index) => {
+      const start = index === 0 ? 0 : (doc.range?.[0] ?? 0);
+      const next = docs[index + 1];
+      const end = next ? next.range[0] : text.length;
+      const content = 'contents' in doc && doc.contents ? (doc.contents as Node).range?.[0] : undefined;
+      if (content === undefined) return;
+      const pos = lineCounter.linePos(content);
+      this.slots.push({ start, end, line: pos.line, col: pos.col, doc: doc as Document });
+    });
   }
-  return current;
+
+  private slot(at: SourceRef): DocumentSlot | undefined {
+    return this.slots.find((s) => s.line === at.line && s.col === at.col);
+  }
+
+  /** How the value at `path` of the document at `at` is written, for choosing a value's form. */
+  valueShape(at: SourceRef, path: readonly string[]): 'map' | 'seq' | 'bool' | 'scalar' | 'none' {
+    const node = this.slot(at)?.doc.getIn(path, true);
+    if (isMap(node)) return 'map';
+    if (isSeq(node)) return 'seq';
+    if (isScalar(node)) return typeof node.value === 'boolean' ? 'bool' : 'scalar';
+    return 'none';
+  }
+
+  /**
+   * The file's text with `edits` made, in order within each document, each checked by reading
+   * its document back. Throws {@link SpecEditError} when a document is not there, is not valid
+   * YAML, or an edit does not read back as asked.
+   */
+  edit(edits: readonly PlacedEdit[]): string {
+    const bySlot = new Map<DocumentSlot, DocumentEdit[]>();
+    for (const { at, edit } of edits) {
+      const slot = this.slot(at);
+      if (!slot) throw new SpecEditError(this.file, edit.path, `no document starts at line ${at.line}, column ${at.col}`);
+      if (slot.doc.errors.length > 0) throw new SpecEditError(this.file, edit.path, 'the file is not valid YAML');
+      const list = bySlot.get(slot) ?? [];
+      list.push(edit);
+      bySlot.set(slot, list);
+    }
+    let text = this.text;
+    // From the last document to the first: an edit never moves the documents before it.
+    for (const slot of [...bySlot.keys()].sort((a, b) => b.start - a.start)) {
+      const edited = this.editSlot(text.slice(slot.start, slot.end), bySlot.get(slot) ?? []);
+      text = text.slice(0, slot.start) + edited + text.slice(slot.end);
+    }
+    return text;
+  }
+
+  private editSlot(slotText: string, edits: readonly DocumentEdit[]): string {
+    let current = slotText;
+    for (const edit of edits) {
+      const doc = onlyDocument(current);
+      if (!doc) throw new SpecEditError(this.file, edit.path, 'the document is gone');
+      const splice = spliceFor(current, doc, edit, this.file);
+      if (!splice) continue;
+      const next = current.slice(0, splice.from) + splice.insert + current.slice(splice.to);
+      const back = onlyDocument(next)?.getIn(edit.path) as unknown;
+      if (!sameData(back, edit.value === undefined ? undefined : edit.value)) {
+        throw new SpecEditError(this.file, edit.path, 'the edited file did not read back as intended; edit it by hand');
+      }
+      current = next;
+    }
+    return current;
+  }
+}
+
+/** {@link SpecFileText.edit} of one document's edits. */
+export function editDocument(file: string, text: string, at: SourceRef, edits: readonly DocumentEdit[]): string {
+  return new SpecFileText(file, text).edit(edits.map((edit) => ({ at, edit })));
 }
