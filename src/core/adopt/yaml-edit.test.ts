@@ -69,6 +69,11 @@ describe('editDocument', () => {
     );
   });
 
+  it('writes a multi-line value as a block scalar under its key', () => {
+    const out = editDocument('web.yaml', FILE, FIRST, [{ path: ['config', 'description'], value: 'Shop front.\nOwned by the web team.' }]);
+    expect(out).toContain('  description: |-\n    Shop front.\n    Owned by the web team.\n---');
+  });
+
   it('refuses a document that is not there', () => {
     expect(() => editDocument('web.yaml', FILE, { file: 'web.yaml', line: 3, col: 1 }, [{ path: ['power'], value: 'stopped' }])).toThrow(
       SpecEditError,
