@@ -159,7 +159,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       args: job.args,
     };
     const jobId = `adopt-${job.deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
-    await adoptQueue.add('adopt', adoptJob, { ...DRIFT_JOB_OPTIONS, attempts: 1, jobId });
+    // Retried once after a transient failure: a second attempt moves its own branch and finds its own pull request.
+    await adoptQueue.add('adopt', adoptJob, { ...DRIFT_JOB_OPTIONS, backoff: { type: 'fixed', delay: 10_000 }, jobId });
     ctx.logger.info({ adoptJob: jobId }, 'adopt enqueued');
   };
 

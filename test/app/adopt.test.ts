@@ -184,6 +184,62 @@ describe('/pve adopt on the drift report issue', () => {
     expect(refusedWith('pull_requests')).toEqual(['POST /repos/acme/estate/pulls']);
   });
 
+  it('after an attempt that made the branch and the pull request: moves its own branch and answers with that pull request', async () => {
+    const lab = clusters.sims.lab!;
+    seedGuests(lab);
+    lab.sim.operatorEdit(100101, { set: { memory: 4096 } });
+    const sha = newSha();
+    expectAcceptedCommand(github, repo, 'alice', 7103);
+    expectDefaultBranch(sha);
+    await expectArchive(github, repo, sha, specs('adopt: true\n'));
+    github.expect({
+      method: 'GET',
+      path: '/repos/acme/estate/issues/40',
+      reply: { json: { number: 40, user: { type: 'Bot' }, body: '<!-- pve-gitops:drift-report content=ab12 -->' } },
+    });
+    github.expect({ method: 'GET', path: `/repos/acme/estate/git/commits/${sha}`, reply: { json: { sha, tree: { sha: newSha() } } } });
+    github.expect({ method: 'POST', path: '/repos/acme/estate/git/blobs', reply: { status: 201, json: { sha: 'b'.repeat(40) } } });
+    github.expect({ method: 'POST', path: '/repos/acme/estate/git/trees', reply: { status: 201, json: { sha: 'c'.repeat(40) } } });
+    github.expect({ method: 'POST', path: '/repos/acme/estate/git/commits', reply: { status: 201, json: { sha: 'e'.repeat(40) } } });
+    github.expect({
+      method: 'POST',
+      path: '/repos/acme/estate/git/refs',
+      reply: { status: 422, json: { message: 'Reference already exists' } },
+    });
+    const moved = github.expect({
+      method: 'PATCH',
+      // Octokit sends the ref with its slashes encoded; GitHub reads them as slashes.
+      path: /^\/repos\/acme\/estate\/git\/refs\/heads(\/|%2F)pve-gitops(\/|%2F)drift-report-40-adopt-7103$/,
+      reply: { json: { ref: 'refs/heads/pve-gitops/drift-report-40-adopt-7103' } },
+    });
+    github.expect({
+      method: 'POST',
+      path: '/repos/acme/estate/pulls',
+      reply: {
+        status: 422,
+        json: {
+          message: 'Validation Failed',
+          errors: [{ message: 'A pull request already exists for acme:pve-gitops/drift-report-40-adopt-7103.' }],
+        },
+      },
+    });
+    github.expect({
+      method: 'GET',
+      path: '/repos/acme/estate/pulls',
+      query: { head: 'acme:pve-gitops/drift-report-40-adopt-7103', state: 'open' },
+      reply: { json: [{ number: 78, html_url: 'https://github.example/acme/estate/pull/78' }] },
+    });
+    const answer = expectReply(github, repo, 40, /^@alice opened #78: it takes 1 live value into 1 spec file\./);
+    const asked = await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: 40, onIssue: true, body: '/pve adopt', author: 'alice', commentId: 7103 }),
+    });
+    await app.jobDone('command', asked.deliveryId);
+    await answer.created.done;
+    github.verify();
+    expect((await first(moved)).body).toEqual({ sha: 'e'.repeat(40), force: true });
+  });
+
   it('from a reader: refused, and nothing is read or written', async () => {
     github.expect({
       method: 'GET',
