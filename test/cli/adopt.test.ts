@@ -119,6 +119,17 @@ describe('pve-gitops adopt', () => {
     expect(none.stdout).toContain('Nothing to adopt.');
   });
 
+  it('writes nothing when the adopted values would make the specs invalid, and says why', async () => {
+    // vmbr9 is not among the lab Cluster document's bridges: taken into git, the specs would not load.
+    lab.sim.operatorEdit(100101, { set: { cores: '4', net0: 'virtio=BC:24:11:00:00:01,bridge=vmbr9,firewall=1' } });
+    const before = await readFile(join(specs, 'lab/web.yaml'), 'utf8');
+    const run = await cli(['adopt', '--specs', specs], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('nothing was adopted: the edited specs would not load');
+    expect(run.stderr).toMatch(/lab\/web\.yaml:\d+:\d+: .*vmbr9/);
+    expect(await readFile(join(specs, 'lab/web.yaml'), 'utf8')).toBe(before);
+  });
+
   it('adopts a power change as the document field, and never writes a secret', async () => {
     lab.sim.setRunning(100102, false);
     // SSH keys are among the sensitive keys (src/core/key-rules.ts): shown nowhere, adopted never.
