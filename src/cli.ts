@@ -57,6 +57,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./commands/import.js')).importCommand,
   },
   {
+    name: 'adopt',
+    summary: 'write the live values of drifted keys into the spec files (comments kept); exit 0 done or nothing to do, 1 error',
+    load: async () => (await import('./commands/adopt.js')).adoptCommand,
+  },
+  {
     name: 'schema',
     summary: 'print the JSON Schema of spec documents, for editors',
     load: async () => (await import('./commands/schema.js')).schemaCommand,

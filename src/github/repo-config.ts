@@ -61,6 +61,12 @@ export const RepoConfig = z.strictObject({
    * when a writer comments `/pve plan` (or presses Re-run) after reading it.
    */
   forks: z.enum(['plan', 'on-command']).optional(),
+  /**
+   * `/pve adopt` (a pull request taking drift into the specs): `on` lets writers ask for it; off
+   * (the default) keeps the App from writing branches, so an installation may grant it read-only
+   * contents and pull requests.
+   */
+  adopt: z.union([z.enum(['on', 'off']), z.boolean()]).optional(),
 });
 export type RepoConfig = z.infer<typeof RepoConfig>;
 
@@ -87,7 +93,7 @@ function normaliseSpecRoot(path: string | undefined): string {
 
 /** The keys allowed where an unknown one was found, for the error message. */
 function knownKeys(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return 'specs, drift, forks';
+  if (path.length === 0) return 'specs, drift, forks, adopt';
   if (path.length === 1 && path[0] === 'drift') return 'allow';
   return 'guest, keys, reason, expires';
 }
@@ -112,4 +118,9 @@ export function parseRepoConfig(path: string, text: string | undefined): RepoCon
     throw new RepoConfigError(path, `${where}${what}`);
   }
   return { ...parsed.data, specRoot: normaliseSpecRoot(parsed.data.specs) };
+}
+
+/** Whether the repository turned `/pve adopt` on (`adopt: on` or `adopt: true`). */
+export function adoptEnabled(config: RepoConfig | undefined): boolean {
+  return config?.adopt === 'on' || config?.adopt === true;
 }

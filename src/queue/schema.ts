@@ -19,6 +19,8 @@ export const QUEUE_NAMES = {
    * Named for guests since before other kinds: the name is kept so jobs queued across an upgrade run.
    */
   applyGuest: 'apply-guest',
+  /** `/pve adopt` on the drift report issue: a pull request taking live values into the specs (`src/queue/adopt/`). */
+  adopt: 'adopt',
 } as const;
 
 /** A full 40-hex git commit SHA. */
@@ -218,3 +220,20 @@ export type ItemJobData = z.infer<typeof ItemJobData>;
 export function itemKeyOfJob(data: ItemJobData): string {
   return data.kind === 'guest' ? data.guest : data.item;
 }
+
+/**
+ * `/pve adopt [<guest> [<key> …]]` on the drift report issue, from a writer (checked by the plan
+ * worker before it enqueued this): read the estate against the default branch and open a pull
+ * request writing the live values into the spec files.
+ */
+export const AdoptJobData = z.strictObject({
+  kind: z.literal('adopt'),
+  ...common,
+  /** The issue the command was asked on (it must be the drift report). */
+  issue: z.int().positive(),
+  commentId: z.int().positive(),
+  author: z.string().min(1).max(100),
+  /** A guest (`cluster/name`, `cluster/vmid` or a name), then keys; none: every finding. */
+  args: z.array(z.string().max(100)).max(10),
+});
+export type AdoptJobData = z.infer<typeof AdoptJobData>;

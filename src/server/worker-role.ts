@@ -1,6 +1,6 @@
 /**
  * The worker role's side of start-up: its Redis connections, the spec load thread, the stores and
- * queues the jobs use, and the four workers (plan, drift, apply run, apply guest) with their
+ * queues the jobs use, and the five workers (plan, drift, adopt, apply run, apply guest) with their
  * processors wired together. What each job does lives in `src/queue`; how a worker is started and
  * stopped is `workers.ts`; this file only says which pieces each processor gets.
  */
@@ -13,6 +13,7 @@ import { ApplyStore } from '../queue/apply/apply-store.js';
 import { createGuestProcessor } from '../queue/apply/apply-worker.js';
 import { ClusterWriters } from '../queue/apply/cluster-writers.js';
 import { LostRuns } from '../queue/apply/lost-runs.js';
+import { createAdoptProcessor } from '../queue/adopt/adopt-worker.js';
 import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { DriftScheduler } from '../queue/drift/drift-schedule.js';
 import { DriftStore } from '../queue/drift/drift-store.js';
@@ -24,7 +25,8 @@ import { type PlanTarget, planPullRequest } from '../queue/plan/plan-pr.js';
 import { PlanStore } from '../queue/plan/plan-store.js';
 import { type CommandHandler, completeFailedPlan, createPlanProcessor } from '../queue/plan/plan-worker.js';
 import { RedisSlots } from '../queue/redis-slots.js';
-import { QUEUE_NAMES } from '../queue/schema.js';
+import { type AdoptJobData, QUEUE_NAMES } from '../queue/schema.js';
+import { DRIFT_JOB_OPTIONS } from '../queue/drift/drift-schedule.js';
 import { SpecLoadThread, type SpecLoadThreadOptions } from '../spec-files/spec-load-thread.js';
 import type { Closers } from './closers.js';
 import { intervalWords, type ServerConfig } from './config.js';
@@ -143,6 +145,24 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const jobId = await scheduler.runNow(driftJob, job.deliveryId);
     ctx.logger.info({ driftJob: jobId }, 'drift report enqueued');
   };
+  // `/pve adopt` from a writer (checked by the plan worker): the pull request is made in the adopt queue's job.
+  const adoptQueue = openQueue(home, QUEUE_NAMES.adopt, 'adopt queue', metrics);
+  const adoptCommand: CommandHandler = async (job, ctx) => {
+    const adoptJob: AdoptJobData = {
+      kind: 'adopt',
+      installationId: job.installationId,
+      repo: job.repo,
+      deliveryId: job.deliveryId,
+      issue: job.pr,
+      commentId: job.commentId,
+      author: job.author,
+      args: job.args,
+    };
+    const jobId = `adopt-${job.deliveryId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    // Retried once after a transient failure: a second attempt moves its own branch and finds its own pull request.
+    await adoptQueue.add('adopt', adoptJob, { ...DRIFT_JOB_OPTIONS, backoff: { type: 'fixed', delay: 10_000 }, jobId });
+    ctx.logger.info({ adoptJob: jobId }, 'adopt enqueued');
+  };
 
   const running = new RunningJobs();
   const timed: typeof metrics.timed = (queue, processor) => running.counted(metrics.timed(queue, processor));
@@ -158,7 +178,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     github,
     connections,
     applies: applies.store,
-    commands: { apply: applyCommand(runDeps), drift: driftCommand },
+    commands: { apply: applyCommand(runDeps), drift: driftCommand, adopt: adoptCommand },
   });
   const planWorker = startWorker(
     QUEUE_NAMES.plan,
@@ -186,6 +206,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const driftWorker = startWorker(
     QUEUE_NAMES.drift,
     timed(QUEUE_NAMES.drift, driftProcessor),
+    { ...base, concurrency: config.workerConcurrency },
+    logger,
+  );
+  const adoptWorker = startWorker(
+    QUEUE_NAMES.adopt,
+    timed(QUEUE_NAMES.adopt, createAdoptProcessor({ logger, github, connections })),
     { ...base, concurrency: config.workerConcurrency },
     logger,
   );
@@ -227,7 +253,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   // (every step re-reads), so a job may stall twice before it counts as failed.
   const guestOptions = { ...base, concurrency: config.apply.concurrency, maxStalledCount: 2 };
   const guestWorker = startWorker(QUEUE_NAMES.applyGuest, timed(QUEUE_NAMES.applyGuest, guestProcessor), guestOptions, logger);
-  const workers: Worker[] = [planWorker, driftWorker, runWorker, guestWorker];
+  const workers: Worker[] = [planWorker, driftWorker, adoptWorker, runWorker, guestWorker];
 
   // The schedules follow the installations: listed now (one job, however many workers start), then kept by events.
   await scheduler.requestSync();

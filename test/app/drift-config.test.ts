@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseRepoConfig, RepoConfigError } from '../../src/github/repo-config.js';
+import { adoptEnabled, parseRepoConfig, RepoConfigError } from '../../src/github/repo-config.js';
 import { intervalWords, loadServerConfig } from '../../src/server/config.js';
 import { VALID_SERVER_ENV } from './server-env.js';
 
@@ -113,6 +113,15 @@ describe('.github/pve-gitops.yml drift.allow', () => {
 
   it('an unknown key under drift names what is known', () => {
     expect(() => parseRepoConfig(path, 'drift:\n  ignore: []\n')).toThrow('drift: unknown key ignore (known: allow)');
-    expect(() => parseRepoConfig(path, 'drfit: {}\n')).toThrow('unknown key drfit (known: specs, drift, forks)');
+    expect(() => parseRepoConfig(path, 'drfit: {}\n')).toThrow('unknown key drfit (known: specs, drift, forks, adopt)');
+  });
+
+  it('adopt: on (or true) turns `/pve adopt` on; off, false or absent leave it off; anything else is an error', () => {
+    expect(adoptEnabled(parseRepoConfig(path, 'adopt: on\n'))).toBe(true);
+    expect(adoptEnabled(parseRepoConfig(path, 'adopt: true\n'))).toBe(true);
+    expect(adoptEnabled(parseRepoConfig(path, 'adopt: off\n'))).toBe(false);
+    expect(adoptEnabled(parseRepoConfig(path, 'adopt: false\n'))).toBe(false);
+    expect(adoptEnabled(parseRepoConfig(path, undefined))).toBe(false);
+    expect(() => parseRepoConfig(path, 'adopt: maybe\n')).toThrow(/^\.github\/pve-gitops\.yml: adopt: /);
   });
 });

@@ -152,6 +152,14 @@ const REQUIRED: readonly { method: string; path: RegExp; anyOf: readonly Grant[]
   { method: 'GET', path: new RegExp(`^${REPO}/(issues|labels/[^/]+)$`), anyOf: [{ permission: 'issues', level: 'read' }] },
   { method: 'POST', path: new RegExp(`^${REPO}/(issues|labels)$`), anyOf: [{ permission: 'issues', level: 'write' }] },
   { method: 'PATCH', path: new RegExp(`^${REPO}/issues/\\d+$`), anyOf: [{ permission: 'issues', level: 'write' }] },
+  // `/pve adopt`: the repository, the default branch's commit, and the Git Data API's writes; the pull request.
+  { method: 'GET', path: new RegExp(`^${REPO}$`), anyOf: [{ permission: 'metadata', level: 'read' }] },
+  { method: 'GET', path: new RegExp(`^${REPO}/issues/\\d+$`), anyOf: [{ permission: 'issues', level: 'read' }] },
+  { method: 'GET', path: new RegExp(`^${REPO}/git/commits/[0-9a-f]+$`), anyOf: [{ permission: 'contents', level: 'read' }] },
+  { method: 'POST', path: new RegExp(`^${REPO}/git/(blobs|trees|commits|refs)$`), anyOf: [{ permission: 'contents', level: 'write' }] },
+  { method: 'PATCH', path: new RegExp(`^${REPO}/git/refs/.+$`), anyOf: [{ permission: 'contents', level: 'write' }] },
+  { method: 'POST', path: new RegExp(`^${REPO}/pulls$`), anyOf: [{ permission: 'pull_requests', level: 'write' }] },
+  { method: 'GET', path: new RegExp(`^${REPO}/pulls$`), anyOf: [{ permission: 'pull_requests', level: 'read' }] },
 ];
 
 /** The grants that allow a request; undefined for a call the table does not list (the installation's repositories). */

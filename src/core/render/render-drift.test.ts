@@ -130,6 +130,13 @@ describe('the drift report body', () => {
     expect(body).toContain('_2 intended differences allowed by `.github/pve-gitops.yml`, not listed._');
   });
 
+  it('says how to adopt the live values where the repository turned `/pve adopt` on, and only there', () => {
+    expect(renderDriftReport(makeReport(), { marker, adopt: true })).toContain(
+      '`/pve adopt` here opens a pull request taking every live value into the specs (`/pve adopt <guest> [<key> …]`: only those).',
+    );
+    expect(renderDriftReport(makeReport(), { marker })).not.toContain('/pve adopt');
+  });
+
   it('stays under GitHub’s limit for 10,000 drifted guests, keeps the summary, and says what it left out', () => {
     const guests = Array.from({ length: 10_000 }, (_, i) =>
       guest({

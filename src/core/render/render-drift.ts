@@ -48,6 +48,8 @@ interface DriftRenderOptions {
   configPath?: string;
   /** Size budget in characters; default 65,000. */
   maxChars?: number;
+  /** The repository turned `/pve adopt` on: the body says how to take the live values into git. */
+  adopt?: boolean;
 }
 
 const CONFIG_PATH = '.github/pve-gitops.yml';
@@ -241,7 +243,10 @@ export function renderDriftReport(report: DriftReport, options: DriftRenderOptio
     '',
     `${summaryTable(report)}Compared with the default branch at ${codeSpan(report.ref.slice(0, 12), 20)} on ${when(report.checkedAt)}. ` +
       `${options.schedule ? `pve-gitops reads the clusters ${escapeText(options.schedule, 60)}; this` : 'This'} issue is edited only when the findings change, ` +
-      `and closed when none are left. ${codeSpan('/pve drift')} in any comment checks now.`,
+      `and closed when none are left. ${codeSpan('/pve drift')} in any comment checks now.` +
+      (options.adopt
+        ? ` ${codeSpan('/pve adopt')} here opens a pull request taking every live value into the specs (${codeSpan('/pve adopt <guest> [<key> …]', 60)}: only those).`
+        : ''),
     '',
     '',
   ].join('\n');

@@ -3,13 +3,14 @@
  * Read by the parser and the help text (`../chat-ops.ts`), the webhook handler (what it enqueues)
  * and the plan worker (how it runs one).
  */
+import { adoptCommand } from './adopt.js';
 import { applyCommand } from './apply.js';
 import type { CommandSpec } from './command.js';
 import { driftCommand } from './drift.js';
 import { helpCommand } from './help.js';
 import { planCommand } from './plan.js';
 
-export const COMMANDS = [planCommand, driftCommand, applyCommand, helpCommand] as const satisfies readonly CommandSpec[];
+export const COMMANDS = [planCommand, driftCommand, applyCommand, adoptCommand, helpCommand] as const satisfies readonly CommandSpec[];
 
 /** A command's name. */
 type CommandName = (typeof COMMANDS)[number]['name'];

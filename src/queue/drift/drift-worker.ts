@@ -28,7 +28,7 @@ import { driftMarker, renderDriftClosing, renderDriftReport } from '../../core/r
 import { observeDrift } from '../../engine/run-plan.js';
 import { driftContentHash, ensureDriftIssue } from '../../github/drift-issue.js';
 import { ArchiveError } from '../../github/read-archive.js';
-import { RepoConfigError } from '../../github/repo-config.js';
+import { adoptEnabled, RepoConfigError } from '../../github/repo-config.js';
 import { repoFilePath } from '../../github/spec-repo.js';
 import type { CommitSpecs, CommitSpecsCache } from '../commit-specs.js';
 import type { DriftScheduler, InstalledRepo } from './drift-schedule.js';
@@ -159,7 +159,7 @@ async function buildReport(
   data: DriftJobData,
   sha: string,
   log: Logger,
-): Promise<{ report: DriftReport; specRoot: string } | 'no-specs'> {
+): Promise<{ report: DriftReport; specRoot: string; adopt?: boolean } | 'no-specs'> {
   const now = deps.now?.() ?? new Date();
   const previousFirstSeen = await deps.store.firstSeen(data.repo.id);
   let specs: CommitSpecs;
@@ -184,7 +184,7 @@ async function buildReport(
         now,
         ref: sha,
       });
-      return { report, specRoot: specs.specRoot };
+      return { report, specRoot: specs.specRoot, adopt: adoptEnabled(specs.config) };
     } finally {
       await open.close();
     }
@@ -240,7 +240,7 @@ async function runDriftReport(deps: DriftWorkerDeps, data: DriftJobData, lock: H
     log.info({ ref: sha }, 'no specs on the default branch: no drift report');
     return 'skipped-no-specs';
   }
-  const { report, specRoot } = built;
+  const { report, specRoot, adopt } = built;
   logFindings(report, log);
   const findings = driftReportHasFindings(report);
   const contentHash = driftContentHash(report);
@@ -248,6 +248,7 @@ async function runDriftReport(deps: DriftWorkerDeps, data: DriftJobData, lock: H
     marker: driftMarker(contentHash),
     repoPath: (file) => repoFilePath(specRoot, file),
     schedule: deps.schedule,
+    adopt: adopt === true,
   });
   // A holder that lost its lock (paused past its expiry) must not write over a newer run.
   if (lock.lost.aborted) throw new Error('the drift lock of this repository was lost during the run; it runs again');

@@ -1,0 +1,148 @@
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli.js';
+import type { CommandIO } from '../../src/commands/types.js';
+import { parsePlanJson } from '../../src/core/render/render-json.js';
+import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import { SPECS_EXAMPLE } from '../engine/helpers.js';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CommandIO = { stdout, stderr, stdin: Readable.from(['']), env: { NO_COLOR: '1', ...env }, cwd: process.cwd() };
+  const code = await main(args, io);
+  return { code, stdout: out, stderr: err };
+}
+
+let dir: string;
+let specs: string;
+let lab: RunningSimulator;
+let prod: RunningSimulator;
+let env: NodeJS.ProcessEnv;
+
+// Each test: its own simulated clusters, the example estate applied to them, its own copy of the specs.
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'pve-gitops-adopt-'));
+  specs = join(dir, 'specs');
+  await cp(SPECS_EXAMPLE, specs, { recursive: true });
+  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5 });
+  prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
+  env = {
+    PVE_CLUSTER_LAB_URL: lab.url,
+    PVE_CLUSTER_LAB_TOKEN: lab.token,
+    PVE_CLUSTER_LAB_READ_TOKEN: lab.auditToken,
+    PVE_CLUSTER_LAB_ALLOW_HTTP: '1',
+    PVE_CLUSTER_PROD_URL: prod.url,
+    PVE_CLUSTER_PROD_TOKEN: prod.token,
+    PVE_CLUSTER_PROD_ALLOW_HTTP: '1',
+  };
+  const applied = await cli(['apply', '--specs', specs, '--yes'], env);
+  expect(applied.code).toBe(0);
+});
+
+afterEach(async () => {
+  await lab.close();
+  await prod.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The keys the plan would change, per guest name. */
+async function planned(): Promise<Record<string, string[]>> {
+  const run = await cli(['plan', '--specs', specs, '--format', 'json'], env);
+  const plan = parsePlanJson(run.stdout);
+  return Object.fromEntries(plan.guests.filter((g) => g.changes.length > 0).map((g) => [g.name, g.changes.map((c) => c.key).sort()]));
+}
+
+describe('pve-gitops adopt', () => {
+  it('writes every drifted value into the spec files with comments kept, and the plan then shows no change', async () => {
+    // Someone edits web-01 in the Proxmox UI: more cores, the NIC's firewall off, a tag, a new key, a key deleted.
+    lab.sim.operatorEdit(100101, {
+      set: { cores: '4', net0: 'virtio=BC:24:11:00:00:01,bridge=vmbr0,firewall=0', tags: 'blue;env-lab;pve-gitops;web', balloon: '1024' },
+      delete: ['searchdomain'],
+    });
+    lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
+    const before = await readFile(join(specs, 'lab/web.yaml'), 'utf8');
+    expect(await planned()).toEqual({ 'web-01': ['balloon', 'cores', 'net0', 'searchdomain', 'tags'], 'web-02': ['cpulimit'] });
+
+    const dry = await cli(['adopt', '--specs', specs, '--dry-run'], env);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('lab/web-01 (lab/web.yaml)');
+    expect(dry.stdout).toContain('  cores: 2 → 4');
+    expect(dry.stdout).toContain('  searchdomain: lab.example.net → (removed)');
+    expect(dry.stdout).toMatch(/Adopt would take 6 values into 1 spec file\./);
+    expect(dry.stderr).toContain('dry run: no file was written');
+    expect(await readFile(join(specs, 'lab/web.yaml'), 'utf8')).toBe(before);
+
+    const run = await cli(['adopt', '--specs', specs], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/Adopt took 6 values into 1 spec file\./);
+    const after = await readFile(join(specs, 'lab/web.yaml'), 'utf8');
+    // In place: the comments and the layout stay, the values are in the spec's own forms.
+    expect(after).toContain('name: web-01             # a DNS name, unique per cluster; the guest');
+    expect(after).toContain('  # Proxmox option names and values exactly as `qm set` and the API take them.');
+    expect(after).toContain('  cores: 4\n');
+    expect(after).toContain('  net0: { virtio: BC:24:11:00:00:01, bridge: vmbr0, firewall: 0 }');
+    expect(after).toContain('  tags: [blue, env-lab, web]   # lower-cased');
+    expect(after).toContain('  balloon: 1024\n');
+    expect(after).not.toContain('searchdomain: lab.example.net\n  # One key');
+    expect(after).toContain('  cpulimit: 2\n');
+    expect(after.split('\n').length).toBe(before.split('\n').length + 1);
+    expect(await planned()).toEqual({});
+    const drift = await cli(['drift', '--specs', specs], env);
+    expect(drift.code).toBe(0);
+  });
+
+  it('takes only the guests and keys named, and says what matched nothing', async () => {
+    lab.sim.operatorEdit(100101, { set: { cores: '4', memory: '8192' } });
+    lab.sim.operatorEdit(100102, { set: { cores: '3' } });
+    const run = await cli(['adopt', '--specs', specs, '--guest', 'lab/web-01', '--key', 'cores'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/Adopt took 1 value into 1 spec file\./);
+    expect(await planned()).toEqual({ 'web-01': ['memory'], 'web-02': ['cores'] });
+
+    const none = await cli(['adopt', '--specs', specs, '--guest', 'lab/nosuch'], env);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toContain('No finding matched: lab/nosuch');
+    expect(none.stdout).toContain('Nothing to adopt.');
+  });
+
+  it('writes nothing when the adopted values would make the specs invalid, and says why', async () => {
+    // vmbr9 is not among the lab Cluster document's bridges: taken into git, the specs would not load.
+    lab.sim.operatorEdit(100101, { set: { cores: '4', net0: 'virtio=BC:24:11:00:00:01,bridge=vmbr9,firewall=1' } });
+    const before = await readFile(join(specs, 'lab/web.yaml'), 'utf8');
+    const run = await cli(['adopt', '--specs', specs], env);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('nothing was adopted: the edited specs would not load');
+    expect(run.stderr).toMatch(/lab\/web\.yaml:\d+:\d+: .*vmbr9/);
+    expect(await readFile(join(specs, 'lab/web.yaml'), 'utf8')).toBe(before);
+  });
+
+  it('adopts a power change as the document field, and never writes a secret', async () => {
+    lab.sim.setRunning(100102, false);
+    // SSH keys are among the sensitive keys (src/core/key-rules.ts): shown nowhere, adopted never.
+    lab.sim.operatorEdit(100101, {
+      set: { sshkeys: encodeURIComponent('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHunter2 intruder@example.net') },
+    });
+    const run = await cli(['adopt', '--specs', specs], env);
+    expect(run.stdout).toContain('lab/web-02 (lab/web.yaml)\n  power: running → stopped');
+    expect(run.stdout).toContain('lab/web-01 sshkeys: sensitive: pve-gitops never writes a sensitive value into the spec files');
+    expect(run.stdout).not.toMatch(/Hunter2|intruder/);
+    const after = await readFile(join(specs, 'lab/web.yaml'), 'utf8');
+    expect(after).not.toMatch(/Hunter2|intruder/);
+    expect(after).toMatch(/name: web-02\ncluster: lab\nnode: pve-02\nvmid: 100102\npower: stopped\n/);
+    expect(Object.keys(await planned())).not.toContain('web-02');
+  });
+});
