@@ -88,7 +88,18 @@ function routeModuleProblems(modules: readonly RouteModule[], schemaKeys: readon
 describe("the simulator's route modules", () => {
   it('serve every method of the extracted schema once, each checked and reachable', () => {
     expect(routeModuleProblems(ROUTE_MODULES, SCHEMA_KEYS)).toEqual([]);
-    expect(ROUTE_MODULES.map((m) => m.name)).toEqual(['cluster', 'task', 'access', 'storage', 'pool', 'backup', 'vm', 'container', 'ha', 'firewall']);
+    expect(ROUTE_MODULES.map((m) => m.name)).toEqual([
+      'cluster',
+      'task',
+      'access',
+      'storage',
+      'pool',
+      'backup',
+      'vm',
+      'container',
+      'ha',
+      'firewall',
+    ]);
   });
 
   it('keep VMs and containers apart: each guest flavour serves only its own paths', () => {

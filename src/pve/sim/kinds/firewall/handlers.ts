@@ -31,7 +31,21 @@ const BOOLEAN_OPTIONS = ['enable', 'dhcp', 'ipfilter', 'macfilter', 'ndp', 'radv
 const OPTIONS = [...BOOLEAN_OPTIONS, 'policy_in', 'policy_out', 'log_level_in', 'log_level_out'] as const;
 
 /** `$rule_properties` that a rule stores (`pos` and `digest` are parameters, never written). */
-const RULE_FIELDS = ['type', 'action', 'macro', 'iface', 'source', 'dest', 'proto', 'enable', 'log', 'sport', 'dport', 'comment', 'icmp-type'];
+const RULE_FIELDS = [
+  'type',
+  'action',
+  'macro',
+  'iface',
+  'source',
+  'dest',
+  'proto',
+  'enable',
+  'log',
+  'sport',
+  'dport',
+  'comment',
+  'icmp-type',
+];
 
 /** The macros `$pve_fw_macros` defines, by lower-case name (`$pve_fw_preferred_macro_names`). */
 const MACROS = new Map(
@@ -146,7 +160,8 @@ function copyRuleData(rule: SimRule, ctx: RequestContext): void {
 /** `delete_rule_properties`. */
 function deleteRuleProperties(rule: SimRule, list: string): void {
   for (const field of splitList(list)) {
-    if (!RULE_FIELDS.includes(field) && field !== 'pos' && field !== 'digest') throw new ParamError({ delete: `no such property ('${field}')` });
+    if (!RULE_FIELDS.includes(field) && field !== 'pos' && field !== 'digest')
+      throw new ParamError({ delete: `no such property ('${field}')` });
     if (field === 'type' || field === 'action') throw new ParamError({ delete: `unable to delete required property '${field}'` });
     delete rule[field];
   }
@@ -205,7 +220,8 @@ function verifyRule(rule: SimRule, file: SimFirewallFile, env: RuleEnv): void {
         : String(value).includes(':')
           ? 6
           : undefined;
-    if (version !== undefined && ipversion !== undefined && version !== ipversion) throw new DieError('detected mixed ipv4/ipv6 addresses in rule\n');
+    if (version !== undefined && ipversion !== undefined && version !== ipversion)
+      throw new DieError('detected mixed ipv4/ipv6 addresses in rule\n');
     ipversion ??= version;
   }
   if (Object.keys(errors).length > 0) throw new ParamError(errors);
