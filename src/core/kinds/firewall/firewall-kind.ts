@@ -142,7 +142,11 @@ function planGuest(guest: GuestSpec, guestPlan: GuestPlan | undefined, observed:
   let live: FirewallState = ALL_SECTIONS;
   if (!creating) {
     if (observed.error !== undefined) return make({ action: 'error', errors: [observed.error] });
-    if (!seen) return make({ action: 'error', errors: [`guest ${vmid} is not on the cluster, so its firewall cannot be planned`] });
+    if (!seen)
+      return make({
+        action: 'error',
+        errors: [`guest ${vmid} is not on the cluster or the token lacks VM.Audit on /vms/${vmid}, so its firewall cannot be planned`],
+      });
     if (seen.error !== undefined || !seen.live)
       return make({ action: 'error', errors: [seen.error ?? `the firewall of guest ${vmid} was not read`] });
     live = seen.live;
