@@ -69,8 +69,9 @@ function onCluster(guests: readonly GuestSpec[], cluster: string): GuestSpec[] {
 }
 
 function validate(specs: SpecSet): KindError[] {
+  // A value its schema refused was reported by the loader already.
   return specs.guests
-    .filter(managed)
+    .filter((guest) => managed(guest) && FirewallKey.safeParse(guest.refs?.firewall).success)
     .flatMap((guest) => missingReferences(wantedState(guest.refs?.firewall)).map((message) => ({ at: guest.source, message })));
 }
 
