@@ -34,6 +34,12 @@ const Entry = z.looseObject({ cidr: z.string(), nomatch: Flag.optional(), commen
 const IpsetItem = z.looseObject({ name: z.string(), comment: z.string().optional(), digest: z.string().optional() });
 const Alias = z.looseObject({ name: z.string(), cidr: z.string(), comment: z.string().optional(), digest: z.string().optional() });
 
+/**
+ * The digest of an empty list: `copy_list_with_digest` over no entry is the SHA-1 of nothing, and
+ * with no entry to carry it Proxmox returns none.
+ */
+const EMPTY_LIST_DIGEST = 'da39a3ee5e6b4b0d3255bfef95601890afd80709';
+
 /** `$vm_option_properties`: the booleans (stored `0`/`1`) and the words. */
 const BOOLEAN_OPTIONS = new Set(['enable', 'dhcp', 'ipfilter', 'macfilter', 'ndp', 'radv']);
 const WORD_OPTIONS = new Set(['policy_in', 'policy_out', 'log_level_in', 'log_level_out']);
@@ -108,8 +114,7 @@ export class FirewallAdapter implements FirewallPort {
   readRules(target: FirewallTarget): Promise<Digested<FirewallRule[]>> {
     return this.#call(async () => {
       const raw = z.array(Rule).parse(await this.#client.request('GET', `${this.#base(target)}/rules`));
-      // An empty list has no entry to carry the digest: Proxmox's is then the SHA-1 of nothing.
-      return { value: raw.map(toRule), digest: raw[0]?.digest ?? 'da39a3ee5e6b4b0d3255bfef95601890afd80709' };
+      return { value: raw.map(toRule), digest: raw[0]?.digest ?? EMPTY_LIST_DIGEST };
     });
   }
 
@@ -156,7 +161,7 @@ export class FirewallAdapter implements FirewallPort {
         }));
         out[item.name] = {
           value: { ...(item.comment ? { comment: item.comment } : {}), entries },
-          digest: raw[0]?.digest ?? 'da39a3ee5e6b4b0d3255bfef95601890afd80709',
+          digest: raw[0]?.digest ?? EMPTY_LIST_DIGEST,
         };
       }
       return out;
@@ -210,7 +215,7 @@ export class FirewallAdapter implements FirewallPort {
       const raw = z.array(Alias).parse(await this.#client.request('GET', `${this.#base(target)}/aliases`));
       const value: Record<string, FirewallAlias> = {};
       for (const a of raw) value[a.name.toLowerCase()] = { name: a.name, cidr: a.cidr, ...(a.comment ? { comment: a.comment } : {}) };
-      return { value, digest: raw[0]?.digest ?? 'da39a3ee5e6b4b0d3255bfef95601890afd80709' };
+      return { value, digest: raw[0]?.digest ?? EMPTY_LIST_DIGEST };
     });
   }
 
