@@ -13,6 +13,7 @@ import { PermissionDeniedError } from '../../src/core/port-errors.js';
 import { PveClient } from '../../src/pve/client.js';
 import { FirewallAdapter } from '../../src/pve/kinds/firewall-adapter.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import { copyFirewall, dropFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
 import { WEB_CONFIG } from '../sim/helpers.js';
 
 const SOURCE = { file: 'specs/lab.yaml', line: 1, col: 1 };
@@ -333,6 +334,47 @@ describe('the firewall kind: plan and apply over HTTP', () => {
     expect(outcome.conflict).toEqual(['the firewall rules of guest 100 changed on the cluster after the review']);
     expect(outcome.steps).toEqual([]);
     expect(await comments()).toEqual(['operator', 'a', 'b']);
+  });
+
+  it('stops when the rules move under a write that Proxmox checks no digest on, and says after which write', async () => {
+    await liveRules(VM, [rule('a')]);
+    const planned = await planOne(
+      guest(100, {
+        rules: [
+          { type: 'in', action: 'ACCEPT', comment: 'new' },
+          { type: 'in', action: 'ACCEPT', comment: 'a' },
+        ],
+      }),
+    );
+    // Another client's rule lands right after our POST, before our re-read.
+    const racing = new Proxy(writer, {
+      get(target, prop) {
+        // The adapter's private fields need the adapter itself as `this`.
+        if (prop !== 'createRule') return (Reflect.get(target, prop) as (...args: unknown[]) => unknown).bind(target);
+        return async (where: FirewallTarget, r: FirewallRule) => {
+          await target.createRule(where, r);
+          await target.createRule(where, rule('racer'));
+        };
+      },
+    });
+    const outcome = await firewallKind.execute(planned, racing, {});
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error).toBe(
+      'the firewall rules of guest 100 changed on the cluster during the apply (after: added IN ACCEPT # new at #1)',
+    );
+    expect(await comments()).toEqual(['racer', 'new', 'a']);
+  });
+
+  it("copies a guest's file to another VMID as a clone does, and drops it as a destroy does", async () => {
+    await liveRules(VM, [rule('a')]);
+    await writer.setOptions(VM, { enable: true }, [], (await reader.readOptions(VM)).digest);
+    copyFirewall(sim.sim, 100, 300);
+    const copy: FirewallTarget = { node: 'pve-01', type: 'qemu', vmid: 300 };
+    expect((await reader.readRules(copy)).value).toEqual([rule('a')]);
+    expect((await reader.readOptions(copy)).value).toEqual({ enable: true });
+    dropFirewall(sim.sim, 300);
+    expect((await reader.readRules(copy)).value).toEqual([]);
+    expect(await comments()).toEqual(['a']);
   });
 
   it('shows drift when the spec did not change and the cluster did', async () => {
