@@ -324,6 +324,41 @@ describe('the firewall kind: plan and apply over HTTP', () => {
     expect(planned.operations).toEqual([]);
   });
 
+  it('finishes on a second run after an apply that stopped half-way, instead of calling its own writes a conflict', async () => {
+    await liveRules(VM, [rule('a'), rule('b'), rule('c')]);
+    await writer.createAlias(VM, { name: 'old', cidr: '10.9.9.9' });
+    const spec = guest(100, {
+      aliases: { bastion: '10.1.0.5' },
+      rules: [
+        { type: 'in', action: 'ACCEPT', comment: 'c' },
+        { type: 'in', action: 'ACCEPT', comment: 'a' },
+        { type: 'in', action: 'DROP', comment: 'new' },
+      ],
+    });
+    const planned = await planOne(spec);
+    // The cluster goes away after the first rule write: the alias is added, `b` removed, nothing moved yet.
+    let writes = 0;
+    const flaky = new Proxy(writer, {
+      get(target, prop) {
+        const method = (Reflect.get(target, prop) as (...args: unknown[]) => Promise<unknown>).bind(target);
+        if (!['deleteRule', 'createRule', 'moveRule', 'updateRule'].includes(String(prop))) return method;
+        return async (...args: unknown[]) => {
+          writes += 1;
+          if (writes > 1) throw new Error('connect ECONNREFUSED');
+          return method(...args);
+        };
+      },
+    });
+    const first = await firewallKind.execute(planned, flaky, {});
+    expect(first.status).toBe('failed');
+    expect(await comments()).toEqual(['a', 'c']);
+    const second = await firewallKind.execute(planned, writer, {});
+    expect(second.status, second.error).toBe('applied');
+    expect(await comments()).toEqual(['c', 'a', 'new']);
+    expect(Object.keys((await reader.readAliases(VM)).value)).toEqual(['bastion']);
+    expect((await planOne(spec)).action).toBe('noop');
+  });
+
   it('returns conflict for an operator edit between plan and apply, and keeps the edit', async () => {
     await liveRules(VM, [rule('a'), rule('b')]);
     const planned = await planOne(guest(100, { rules: [{ type: 'in', action: 'ACCEPT', comment: 'b' }] }));

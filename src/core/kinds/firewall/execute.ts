@@ -23,6 +23,7 @@ import {
   sameEntry,
   sameRule,
   sameSection,
+  sectionBetween,
   sectionsOf,
 } from './state.js';
 
@@ -41,10 +42,26 @@ export async function readManaged(port: FirewallPort, target: FirewallTarget, li
   return state;
 }
 
-/** The sections that moved between review and apply, one line each. */
-function moved(from: FirewallState, now: FirewallState, vmid: number): string[] {
+/** Whether `live` is one of the lists the rule writes from `from` to `to` pass through. */
+function rulesBetween(from: readonly FirewallRule[], to: readonly FirewallRule[]): (live: readonly FirewallRule[]) => boolean {
+  return (live) => {
+    let list = [...from];
+    if (sameList(live, list)) return true;
+    for (const step of ruleSteps(from, to)) {
+      list = applyStep(list, step);
+      if (sameList(live, list)) return true;
+    }
+    return false;
+  };
+}
+
+/**
+ * The sections that moved between review and apply, one line each: neither as reviewed nor where
+ * this item's own earlier apply may have stopped (an unreachable cluster mid-way, then a retry).
+ */
+function moved(from: FirewallState, to: FirewallState, now: FirewallState, vmid: number): string[] {
   return sectionsOf(from)
-    .filter((s) => !sameSection(s, from, now))
+    .filter((s) => !sameSection(s, from, now) && !sectionBetween(s, now, from, to, rulesBetween(from.rules ?? [], to.rules ?? [])))
     .map((s: Section) => `the firewall ${s} of guest ${vmid} changed on the cluster after the review`);
 }
 
@@ -201,7 +218,8 @@ export async function executeFirewall(stored: ObjectPlan, port: FirewallPort): P
   try {
     const now = await readManaged(port, target, payload.to);
     if (agrees(payload.to, now)) return { status: 'unchanged', steps };
-    if (!agrees(payload.from, now)) return { status: 'conflict', steps, conflict: moved(payload.from, now, payload.vmid) };
+    const conflict = moved(payload.from, payload.to, now, payload.vmid);
+    if (conflict.length > 0) return { status: 'conflict', steps, conflict };
     await writeOptions(port, target, payload.to, steps);
     await writeAliases(port, target, payload.to, steps, false);
     await writeIpsets(port, target, payload.to, steps, false);

@@ -149,3 +149,47 @@ export function managedPart(live: FirewallState, like: FirewallState): FirewallS
 function emptySection(section: Section): unknown {
   return section === 'rules' ? [] : {};
 }
+
+/** `value` is `a` or `b` (each possibly absent), by `same`. */
+function either<T>(value: T | undefined, a: T | undefined, b: T | undefined, same: (x: T, y: T) => boolean): boolean {
+  const is = (other: T | undefined): boolean => (value === undefined ? other === undefined : other !== undefined && same(value, other));
+  return is(a) || is(b);
+}
+
+function keysOf(...records: (Record<string, unknown> | undefined)[]): Set<string> {
+  return new Set(records.flatMap((r) => Object.keys(r ?? {})));
+}
+
+/** Every entry and the comment of one IPset at its reviewed or its planned value. */
+function ipsetBetween(live: FirewallIpset | undefined, from: FirewallIpset | undefined, to: FirewallIpset | undefined): boolean {
+  if (live === undefined || from === undefined || to === undefined) return either(live, from, to, sameIpset);
+  if (!either(live.comment ?? '', from.comment ?? '', to.comment ?? '', (x, y) => x === y)) return false;
+  const byCidr = (set: FirewallIpset) => Object.fromEntries(set.entries.map((e) => [e.cidr, e]));
+  const [l, f, t] = [byCidr(live), byCidr(from), byCidr(to)];
+  return [...keysOf(l, f, t)].every((cidr) => either(l[cidr], f[cidr], t[cidr], sameEntry));
+}
+
+/**
+ * Whether one section of `live` is where an apply from `from` to `to` may have stopped: every
+ * option, alias, IPset entry at its reviewed or its planned value, and the rules one of the lists
+ * the rule writes pass through (`between`). What is left after a partial apply is no conflict.
+ */
+export function sectionBetween(
+  section: Section,
+  live: FirewallState,
+  from: FirewallState,
+  to: FirewallState,
+  rulesBetween: (live: readonly FirewallRule[]) => boolean,
+): boolean {
+  if (section === 'options')
+    return OPTION_NAMES.every((o) =>
+      either(optionText(live.options?.[o]), optionText(from.options?.[o]), optionText(to.options?.[o]), (x, y) => x === y),
+    );
+  if (section === 'aliases')
+    return [...keysOf(live.aliases, from.aliases, to.aliases)].every((k) =>
+      either(live.aliases?.[k], from.aliases?.[k], to.aliases?.[k], sameAlias),
+    );
+  if (section === 'ipsets')
+    return [...keysOf(live.ipsets, from.ipsets, to.ipsets)].every((k) => ipsetBetween(live.ipsets?.[k], from.ipsets?.[k], to.ipsets?.[k]));
+  return rulesBetween(live.rules ?? []);
+}
