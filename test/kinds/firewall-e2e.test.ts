@@ -80,7 +80,7 @@ describe('the guest firewall through the pipeline', () => {
     const head = specs([SSH, WEB]);
     const plan = await runPlan({ head, readers: { lab: reader } });
     expect(plan.errors).toEqual([]);
-    expect(plan.objects.find((o) => o.key === 'lab/firewall/200')).toMatchObject({ action: 'update', after: ['lab/200'] });
+    expect(plan.objects.find((o) => o.key === 'lab/firewall/200')).toMatchObject({ action: 'update', after: ['lab/200'], warnings: [] });
     expect((await apply(plan)).sort()).toEqual(['lab/200: applied', 'lab/firewall/200: applied']);
     expect(comments()).toEqual(['ssh', 'web']);
     expect(firewallFile(sim.sim, 200).options).toEqual({ enable: 1, policy_in: 'DROP' });
@@ -116,6 +116,18 @@ describe('the guest firewall through the pipeline', () => {
     const report = buildDriftReport({ plan, observed, specs: head, now: new Date(), ref: 'main' });
     expect(report.problems).toEqual([]);
     expect(report.objects?.map((o) => o.key)).toEqual(['lab/firewall/200']);
+  });
+
+  it('warns when the firewall is enabled but no network device the spec writes has firewall=1', async () => {
+    const head = specs([SSH]);
+    const guest = head.guests[0]!;
+    guest.config.net0 = 'virtio,bridge=vmbr0';
+    const plan = await runPlan({ head, readers: { lab: reader } });
+    expect(plan.objects.find((o) => o.key === 'lab/firewall/200')?.warnings).toEqual([
+      'the firewall of web-01 is enabled, but none of its network devices (net0) has firewall=1: Proxmox filters only those that do',
+    ]);
+    guest.config.net0 = 'virtio,bridge=vmbr0,firewall=1';
+    expect((await runPlan({ head, readers: { lab: reader } })).objects.find((o) => o.key === 'lab/firewall/200')?.warnings).toEqual([]);
   });
 
   it('asks check for VM.Audit to plan and VM.Config.Network to apply, on each guest that declares a firewall', () => {

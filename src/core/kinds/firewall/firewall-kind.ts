@@ -158,6 +158,8 @@ function planGuest(guest: GuestSpec, guestPlan: GuestPlan | undefined, observed:
     guestPlan?.action === 'error'
       ? [`the plan of guest ${vmid} has an error: its firewall applies only once the guest's own changes do`]
       : [];
+  const unprotected = unprotectedWarning(guest, want);
+  if (unprotected) warnings.push(unprotected);
   if (diff.operations.length === 0) return make({ action: 'noop' }, from);
   const made = make(
     {
@@ -171,6 +173,18 @@ function planGuest(guest: GuestSpec, guestPlan: GuestPlan | undefined, observed:
   );
   if (diff.reachesTraffic) made.severity = 'service-impact';
   return made;
+}
+
+/**
+ * Proxmox filters only the network devices whose `net<n>` has `firewall=1` (qemu-server
+ * `QemuServer/Network.pm`, pve-container `LXC/Config.pm`, the `firewall` flag of a NIC): a spec
+ * that enables the firewall and writes NICs, none with the flag, protects nothing.
+ */
+function unprotectedWarning(guest: GuestSpec, want: FirewallState): string | undefined {
+  if (want.options?.enable !== true) return undefined;
+  const nics = Object.entries(guest.config).filter(([key]) => /^net\d+$/.test(key));
+  if (nics.length === 0 || nics.some(([, value]) => /(^|,)firewall=(1|on|yes|true)(,|$)/.test(value))) return undefined;
+  return `the firewall of ${guest.name} is enabled, but none of its network devices (${nics.map(([k]) => k).join(', ')}) has firewall=1: Proxmox filters only those that do`;
 }
 
 /** A stored state: what `wantedState` and a read produce, checked field by field. */
