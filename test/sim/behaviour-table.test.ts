@@ -808,6 +808,14 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     expect(destroyed.task).toBe('OK');
     return { data: await data(`${FW}/rules`) };
   },
+  'FW-21': async () => {
+    const ct = '/nodes/pve-01/lxc/201/firewall/rules';
+    const added = await call('POST', ct, { type: 'in', action: 'ACCEPT', comment: 'a' });
+    expect(added.status, added.text).toBe(200);
+    const destroyed = await task('DELETE', '/nodes/pve-01/lxc/201');
+    expect(destroyed.task).toBe('OK');
+    return { data: await data(ct) };
+  },
 };
 
 /** VM 101's firewall, where the FW rows act. */
