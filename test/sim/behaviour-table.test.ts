@@ -749,7 +749,113 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const listed = arr(await data('/cluster/resources?type=vm'));
     return { data: listed.map((e) => ({ vmid: e.vmid, hastate: e.hastate ?? null })) };
   },
+  'FW-1': () => http('GET', '/nodes/pve-01/qemu/101/firewall/rules', undefined, LIMITED),
+  'FW-2': () => http('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT' }, sim.auditToken),
+  'FW-3': async () => {
+    const created = await call('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', proto: 'tcp', dport: '22' });
+    expect(created.body?.data, created.text).toBeNull();
+    return { data: arr(await data(`${FW}/rules`)).map(({ digest: _digest, ...rule }) => rule) };
+  },
+  'FW-4': async () => {
+    await call('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', comment: 'first' });
+    await call('POST', `${FW}/rules`, { type: 'in', action: 'DROP', comment: 'second', pos: '1' });
+    return { data: arr(await data(`${FW}/rules`)).map((r) => r.comment) };
+  },
+  'FW-5': async () => {
+    await call('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT' });
+    const stale = String(arr(await data(`${FW}/rules`))[0]?.digest);
+    await call('POST', `${FW}/rules`, { type: 'in', action: 'DROP' });
+    const third = await call('POST', `${FW}/rules`, { type: 'out', action: 'ACCEPT', digest: stale.replace(/./, 'f') });
+    expect(third.status, third.text).toBe(200);
+    return { data: arr(await data(`${FW}/rules`)).length - 1 };
+  },
+  'FW-6': async () => fwStale('PUT', `${FW}/rules/0`, { comment: 'x' }),
+  'FW-7': async () => fwStale('DELETE', `${FW}/rules/0`),
+  'FW-8': async () => {
+    await fwRules('a', 'b');
+    const before = arr(await data(`${FW}/rules`));
+    await call('PUT', `${FW}/rules/0`, { moveto: '2' });
+    const after = arr(await data(`${FW}/rules`));
+    return { data: { same: new Set(before.map((r) => r.digest)).size === 1, changed: before[0]?.digest !== after[0]?.digest } };
+  },
+  'FW-9': async () => {
+    await fwRules('a', 'b', 'c');
+    const moved = await call('PUT', `${FW}/rules/0`, { moveto: '2', digest: String(arr(await data(`${FW}/rules`))[0]?.digest) });
+    expect(moved.status, moved.text).toBe(200);
+    return { data: arr(await data(`${FW}/rules`)).map((r) => r.comment) };
+  },
+  'FW-10': () => http('GET', `${FW}/rules/5`),
+  'FW-11': () => http('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', source: '+admins' }),
+  'FW-12': () => http('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', dport: '22' }),
+  'FW-13': () => http('POST', '/nodes/pve-01/lxc/201/firewall/rules', { type: 'forward', action: 'ACCEPT' }),
+  'FW-14': async () => {
+    const set = await call('PUT', `${FW}/options`, { enable: '1', policy_in: 'DROP' });
+    expect(set.status, set.text).toBe(200);
+    const read = (await data(`${FW}/options`)) as Record<string, unknown>;
+    return { data: { ...read, digest: /^[0-9a-f]{40}$/.test(String(read.digest)) ? '(40 hex)' : read.digest } };
+  },
+  'FW-15': async () => {
+    const stale = String(((await data(`${FW}/options`)) as Record<string, unknown>).digest);
+    await call('PUT', `${FW}/options`, { enable: '1' });
+    return http('PUT', `${FW}/options`, { policy_in: 'DROP', digest: stale });
+  },
+  'FW-16': async () => {
+    await call('POST', `${FW}/ipset`, { name: 'admins' });
+    await call('POST', `${FW}/ipset/admins`, { cidr: '10.1.0.5/32' });
+    const added = await call('POST', `${FW}/ipset/admins`, { cidr: '10.0.0.0/24' });
+    expect(added.status, added.text).toBe(200);
+    return { data: arr(await data(`${FW}/ipset/admins`)).map((e) => e.cidr) };
+  },
+  'FW-17': async () => {
+    await call('POST', `${FW}/ipset`, { name: 'admins' });
+    await call('POST', `${FW}/ipset/admins`, { cidr: '10.0.0.0/24' });
+    return http('DELETE', `${FW}/ipset/admins`);
+  },
+  'FW-18': async () => {
+    await call('POST', `${FW}/ipset`, { name: 'admins' });
+    await call('POST', `${FW}/ipset/admins`, { cidr: '10.1.0.5' });
+    const stale = String(arr(await data(`${FW}/ipset/admins`))[0]?.digest);
+    await call('POST', `${FW}/ipset/admins`, { cidr: '10.0.0.0/24' });
+    return http('PUT', `${FW}/ipset/admins/10.1.0.5`, { comment: 'bastion', digest: stale });
+  },
+  'FW-19': async () => {
+    await call('POST', `${FW}/aliases`, { name: 'bastion', cidr: '10.1.0.5' });
+    return http('POST', `${FW}/aliases`, { name: 'Bastion', cidr: '10.1.0.6' });
+  },
+  'FW-20': async () => {
+    await fwRules('a');
+    const destroyed = await task('DELETE', '/nodes/pve-01/qemu/101');
+    expect(destroyed.task).toBe('OK');
+    return { data: await data(`${FW}/rules`) };
+  },
+  'FW-21': async () => {
+    const ct = '/nodes/pve-01/lxc/201/firewall/rules';
+    const added = await call('POST', ct, { type: 'in', action: 'ACCEPT', comment: 'a' });
+    expect(added.status, added.text).toBe(200);
+    const destroyed = await task('DELETE', '/nodes/pve-01/lxc/201');
+    expect(destroyed.task).toBe('OK');
+    return { data: await data(ct) };
+  },
 };
+
+/** VM 101's firewall, where the FW rows act. */
+const FW = '/nodes/pve-01/qemu/101/firewall';
+
+/** Adds enabled rules to VM 101 so they read in the order given (each `POST` lands at position 0). */
+async function fwRules(...comments: string[]): Promise<void> {
+  for (const comment of [...comments].reverse()) {
+    const res = await call('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', enable: '1', comment });
+    expect(res.status, res.text).toBe(200);
+  }
+}
+
+/** A rule write with the digest read before another rule was added. */
+async function fwStale(method: 'PUT' | 'DELETE', path: string, form: Record<string, string> = {}): Promise<Observed> {
+  await fwRules('a');
+  const stale = String(arr(await data(`${FW}/rules`))[0]?.digest);
+  await fwRules('b');
+  return http(method, `${path}?digest=${stale}`, method === 'PUT' ? form : undefined);
+}
 
 /** Creates a backup job `id` on schedule `sun 01:00` (the admin token), asserting it was created. */
 async function backupJob(id: string, form: Record<string, string>): Promise<void> {

@@ -88,15 +88,28 @@ function routeModuleProblems(modules: readonly RouteModule[], schemaKeys: readon
 describe("the simulator's route modules", () => {
   it('serve every method of the extracted schema once, each checked and reachable', () => {
     expect(routeModuleProblems(ROUTE_MODULES, SCHEMA_KEYS)).toEqual([]);
-    expect(ROUTE_MODULES.map((m) => m.name)).toEqual(['cluster', 'task', 'access', 'storage', 'pool', 'backup', 'vm', 'container', 'ha']);
+    expect(ROUTE_MODULES.map((m) => m.name)).toEqual([
+      'cluster',
+      'task',
+      'access',
+      'storage',
+      'pool',
+      'backup',
+      'vm',
+      'container',
+      'ha',
+      'firewall',
+    ]);
   });
 
   it('keep VMs and containers apart: each guest flavour serves only its own paths', () => {
     const pathsOf = (name: string): string[] => ROUTE_MODULES.find((m) => m.name === name)?.routes.map((r) => r.path) ?? [];
     expect(pathsOf('vm').every((p) => p.startsWith('/nodes/{node}/qemu'))).toBe(true);
     expect(pathsOf('container').every((p) => p.startsWith('/nodes/{node}/lxc'))).toBe(true);
-    expect(SCHEMA_KEYS.filter((k) => k.includes('/qemu')).length).toBe(pathsOf('vm').length);
-    expect(SCHEMA_KEYS.filter((k) => k.includes('/lxc')).length).toBe(pathsOf('container').length);
+    // A guest's firewall file is the VMID's either way: its own module serves both flavours.
+    const guestOwn = (k: string): boolean => !k.includes('/firewall/');
+    expect(SCHEMA_KEYS.filter((k) => k.includes('/qemu') && guestOwn(k)).length).toBe(pathsOf('vm').length);
+    expect(SCHEMA_KEYS.filter((k) => k.includes('/lxc') && guestOwn(k)).length).toBe(pathsOf('container').length);
   });
 });
 
@@ -140,9 +153,9 @@ describe('the conformance check fails on an incomplete or broken kind module', (
       what: 'a route the extracted schema does not describe',
       modules: [
         ...ROUTE_MODULES,
-        { name: 'firewall', routes: [route('GET', '/nodes/{node}/qemu/{vmid}/firewall/rules', anyone, () => ({ data: [] }))] },
+        { name: 'firewall-log', routes: [route('GET', '/nodes/{node}/qemu/{vmid}/firewall/log', anyone, () => ({ data: [] }))] },
       ],
-      problem: 'firewall: GET /nodes/{node}/qemu/{vmid}/firewall/rules is not in the extracted schema',
+      problem: 'firewall-log: GET /nodes/{node}/qemu/{vmid}/firewall/log is not in the extracted schema',
     },
     {
       what: 'a route that shadows another one',

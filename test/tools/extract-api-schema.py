@@ -58,6 +58,20 @@ ENDPOINTS += [
     ("/cluster/ha/resources/{sid}", "PUT"),
     ("/cluster/ha/resources/{sid}", "DELETE"),
 ]
+# The guest firewall (pve-firewall `API2/Firewall/VM.pm`, `Rules.pm`, `IPSet.pm`, `Aliases.pm`).
+for kind in ("qemu", "lxc"):
+    fw = "/nodes/{node}/" + kind + "/{vmid}/firewall"
+    ENDPOINTS += [
+        (fw + "/options", "GET"), (fw + "/options", "PUT"),
+        (fw + "/rules", "GET"), (fw + "/rules", "POST"),
+        (fw + "/rules/{pos}", "GET"), (fw + "/rules/{pos}", "PUT"), (fw + "/rules/{pos}", "DELETE"),
+        (fw + "/ipset", "GET"), (fw + "/ipset", "POST"),
+        (fw + "/ipset/{name}", "GET"), (fw + "/ipset/{name}", "POST"), (fw + "/ipset/{name}", "DELETE"),
+        (fw + "/ipset/{name}/{cidr}", "GET"), (fw + "/ipset/{name}/{cidr}", "PUT"),
+        (fw + "/ipset/{name}/{cidr}", "DELETE"),
+        (fw + "/aliases", "GET"), (fw + "/aliases", "POST"),
+        (fw + "/aliases/{name}", "GET"), (fw + "/aliases/{name}", "PUT"), (fw + "/aliases/{name}", "DELETE"),
+    ]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}
 

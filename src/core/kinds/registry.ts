@@ -5,6 +5,7 @@
  */
 import type { GuestSpec, ObjectSpec } from '../model.js';
 import { backupJobKind } from './backup/backup-job-kind.js';
+import { firewallKind } from './firewall/firewall-kind.js';
 import { guestKind } from './guest/guest-kind.js';
 import { haKind } from './ha/ha-kind.js';
 import { poolKind } from './pool/pool-kind.js';
@@ -21,7 +22,7 @@ import {
 
 /** The kinds planned and applied through the generic pipeline, in registry order. */
 // biome-ignore lint/suspicious/noExplicitAny: each kind has its own port and observed types; the pipeline passes them through untouched.
-export const OBJECT_KINDS: readonly ObjectKind<any, any>[] = [poolKind, poolMemberKind, backupJobKind, haKind];
+export const OBJECT_KINDS: readonly ObjectKind<any, any>[] = [poolKind, poolMemberKind, backupJobKind, haKind, firewallKind];
 
 /** Every kind, the guest first. */
 export const KINDS: readonly KindFacts[] = [guestKind, ...OBJECT_KINDS];

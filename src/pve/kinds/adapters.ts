@@ -5,6 +5,7 @@
  */
 import type { PveClient } from '../client.js';
 import { BackupJobAdapter } from './backup-adapter.js';
+import { FirewallAdapter } from './firewall-adapter.js';
 import { HaAdapter } from './ha-adapter.js';
 import { PoolAdapter } from './pool-adapter.js';
 
@@ -16,6 +17,7 @@ const ADAPTERS: Readonly<Record<string, AdapterFactory>> = {
   'pool-member': (client) => new PoolAdapter(client),
   'backup-job': (client) => new BackupJobAdapter(client),
   ha: (client) => new HaAdapter(client),
+  firewall: (client) => new FirewallAdapter(client),
 };
 
 /** The kind's adapter over `client`, or undefined for a kind without one. */

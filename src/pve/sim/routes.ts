@@ -8,6 +8,7 @@ import { accessRoutes } from './kinds/access/routes.js';
 import { backupRoutes } from './kinds/backup/routes.js';
 import { clusterRoutes } from './kinds/cluster/routes.js';
 import { containerRoutes } from './kinds/container/routes.js';
+import { firewallRoutes } from './kinds/firewall/routes.js';
 import { haRoutes } from './kinds/ha/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
 import { storageRoutes } from './kinds/storage/routes.js';
@@ -26,6 +27,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   vmRoutes,
   containerRoutes,
   haRoutes,
+  firewallRoutes,
 ];
 
 /** Every implemented method. */

@@ -11,6 +11,7 @@ import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import { guestTask, missingConfig } from '../../guest/task.js';
 import { TaskFailure } from '../../tasks.js';
+import { dropFirewall } from '../firewall/state.js';
 
 /** The handler. */
 export function destroyVm(ctx: RequestContext): HandlerResult {
@@ -30,5 +31,6 @@ export function destroyVm(ctx: RequestContext): HandlerResult {
       ctx.sim.removeFromBackupJobs(vmid);
     }
     ctx.sim.deleteGuest(vmid);
+    dropFirewall(ctx.sim, vmid);
   });
 }
