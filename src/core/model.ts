@@ -121,6 +121,11 @@ export interface ObservedGuest {
   pending: Record<string, string>;
   /** Keys queued for deletion at the next restart. */
   pendingDelete: string[];
+  /**
+   * Set when the guest is HA-managed (`status/current`'s `ha`): its power is the HA manager's,
+   * whose start and stop tasks end before the guest changes state (docs/proxmox-behaviour.md, HAP-…).
+   */
+  ha?: { state?: string };
 }
 
 /** What the planner knows about one cluster: its listing and the guests read in full. */

@@ -30,6 +30,7 @@ import {
 import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
 import { type Clock, realClock } from '../util/sleep.js';
 import { errorMessage } from '../util/error-message.js';
+import { awaitHaPower, isHaRequestTask } from './ha-power.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -441,6 +442,40 @@ class GuestJob {
     return new Finish('failed', `gave up after ${MAX_ATTEMPTS_PER_GUEST} steps`);
   }
 
+  /**
+   * After a power request HA took over: waits on the guest's status (its task has already ended),
+   * holding no slot, and follows the guest if HA moved it. A Finish when it did not get there.
+   */
+  async #awaitHa(want: 'running' | 'stopped'): Promise<Finish | undefined> {
+    this.#releaseSlot();
+    const outcome = await awaitHaPower({
+      writer: this.writer,
+      ref: this.#ref(),
+      want,
+      clock: this.#clock,
+      timeoutMs: this.#lockWaitMs,
+      ...(this.options.lockPollMs !== undefined ? { pollMs: this.options.lockPollMs } : {}),
+      ...(this.options.signal ? { signal: this.options.signal } : {}),
+      locate: this.#locate,
+      onWait: (reason) => this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason }),
+    });
+    const seconds = Math.round(outcome.waitedMs / 1000);
+    if (!outcome.reached) {
+      return new Finish(
+        'failed',
+        `the HA manager was asked for ${want} but the guest is still ${outcome.status} after ${seconds} s (HA state ${outcome.haState ?? 'unknown'}); see ha-manager status`,
+      );
+    }
+    const node = outcome.observed.node;
+    if (node !== this.#where?.node) {
+      this.#where = { vmid: this.plan.vmid, type: this.plan.type, node };
+      this.result.node = node;
+      this.#emit({ op: 'relocated', detail: `HA runs it on ${node} now` });
+    }
+    this.#emit({ op: 'wait-ha', detail: `HA manager reported the guest ${want} after ${seconds} s`, ms: outcome.waitedMs });
+    return undefined;
+  }
+
   /** Carries out one operation; a Finish when the job must stop, undefined to go on. */
   async #step(op: Operation, opKey: string, observed: ObservedGuest | undefined): Promise<Finish | undefined> {
     const started = this.#clock.now();
@@ -450,6 +485,10 @@ class GuestJob {
       if (result.upid) step.upid = result.upid;
       if (result.exitStatus) step.exitStatus = result.exitStatus;
       this.#emit(step);
+      if ((op.op === 'start' || op.op === 'shutdown' || op.op === 'stop') && isHaRequestTask(result.upid)) {
+        const finish = await this.#awaitHa(op.op === 'start' ? 'running' : 'stopped');
+        if (finish) return finish;
+      }
       this.#lastOp = opKey;
       this.#digestConflicts = 0;
       // Each wait (a lock, a task) gets the full budget, not what earlier waits left over.
