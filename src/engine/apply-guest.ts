@@ -11,7 +11,7 @@
  * and it does not talk HTTP (it writes through the {@link ClusterWriter} port).
  */
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
-import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
+import type { GuestPlan, ListedGuest, ObservedGuest, Operation, PlannedRestart } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
 import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
@@ -31,6 +31,7 @@ import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
 import { type Clock, realClock } from '../util/sleep.js';
 import { errorMessage } from '../util/error-message.js';
 import { awaitHaPower, isHaRequestTask } from './ha-power.js';
+import { restartGuest } from './restart-guest.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -92,6 +93,11 @@ export interface ApplyGuestOptions {
    * whatever the stored plan says.
    */
   allowHostAccess?: readonly HostAccessRule[];
+  /**
+   * Takes one of the cluster's restarts in flight (`limit`: the plan's `restart.inFlight`) before
+   * a restart the plan announces. Default: no limit.
+   */
+  acquireRestart?: (cluster: string, limit: number) => Promise<ReleaseSlot>;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -476,6 +482,31 @@ class GuestJob {
     return undefined;
   }
 
+  /** The restart the plan announced, after an apply that left values pending (`restart-guest.ts`). */
+  async #restart(restart: PlannedRestart): Promise<Finish> {
+    this.#releaseSlot();
+    this.#releaseReadAhead();
+    const outcome = await restartGuest({
+      plan: this.plan,
+      restart,
+      writer: this.writer,
+      ref: this.#ref(),
+      pending: this.result.pending ?? [],
+      clock: this.#clock,
+      ...(this.options.signal ? { signal: this.options.signal } : {}),
+      haWaitMs: this.#lockWaitMs,
+      ...(this.options.lockPollMs !== undefined ? { pollMs: this.options.lockPollMs } : {}),
+      locate: this.#locate,
+      ...(this.options.acquireRestart ? { acquireRestart: this.options.acquireRestart } : {}),
+      emit: (step) => this.#emit(step),
+      onWait: (reason) => this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason }),
+    });
+    this.result.node = outcome.node;
+    if (!outcome.ok) return new Finish('failed', outcome.error);
+    delete this.result.pending;
+    return new Finish('applied', undefined);
+  }
+
   /** Carries out one operation; a Finish when the job must stop, undefined to go on. */
   async #step(op: Operation, opKey: string, observed: ObservedGuest | undefined): Promise<Finish | undefined> {
     const started = this.#clock.now();
@@ -559,6 +590,8 @@ class GuestJob {
     let finish: Finish;
     try {
       finish = await this.#loop();
+      const restart = this.plan.restart;
+      if (finish.status === 'applied' && restart && (this.result.pending?.length ?? 0) > 0) finish = await this.#restart(restart);
     } catch (err) {
       if (this.options.signal?.aborted) {
         finish = new Finish(

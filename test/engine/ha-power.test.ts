@@ -99,7 +99,9 @@ describe('power on an HA-managed guest', () => {
     const result = await executePlan(plan, { lab: adapter }, { lockPollMs: 5, lockWaitMs: 40 });
     const guest = result.guests.find((g) => g.status !== 'skipped')!;
     expect(guest.status).toBe('failed');
-    expect(guest.error).toMatch(/^the HA manager was asked for running but the guest is still stopped after \d+ s \(HA state request_start\)/);
+    expect(guest.error).toMatch(
+      /^the HA manager was asked for running but the guest is still stopped after \d+ s \(HA state request_start\)/,
+    );
     expect(sim.sim.getGuest(100)?.running).toBe(false);
   });
 

@@ -211,7 +211,7 @@ function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<voi
     resize: write('resize', (ref, disk, size, digest, context) => writer.resize(ref, disk, size, digest, context)),
     moveDisk: write('move-disk', (ref, disk, storage, digest, context) => writer.moveDisk(ref, disk, storage, digest, context)),
     start: write('start', (ref, context) => writer.start(ref, context)),
-    shutdown: write('shutdown', (ref, context) => writer.shutdown(ref, context)),
+    shutdown: write('shutdown', (ref, context, options) => writer.shutdown(ref, context, options)),
     stop: write('stop', (ref, context) => writer.stop(ref, context)),
     destroy: write('destroy', (ref, context) => writer.destroy(ref, context)),
   };

@@ -5,7 +5,7 @@
  * manager in a `hastart`/`hastop` task that ends as soon as the request is queued, before the
  * guest changes state (docs/proxmox-behaviour.md, HAP-…).
  */
-import { type HandlerResult, type RequestContext } from '../../context.js';
+import type { HandlerResult, RequestContext } from '../../context.js';
 import { ParamError } from '../../errors.js';
 import { TaskFailure } from '../../tasks.js';
 import type { GuestFlavour } from '../../guest/flavours.js';
