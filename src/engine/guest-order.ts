@@ -1,5 +1,5 @@
 /**
- * Order between the guests of one run (`dependsOn`, README "Order between guests"): a guest whose
+ * Order between the guests of one run (`dependsOn`, README "Order between guests: dependsOn"): a guest whose
  * plan has `after` keys starts only once each of those guests has its result, and is held —
  * skipped, retryable, never written — when one of them did not apply. Keys of guests the run does
  * not carry are not waited for. Used by the CLI's executor; the App's queue does the same across
