@@ -89,6 +89,28 @@ describe('restarts', () => {
     expect(sim.sim.getGuest(100)?.running).toBe(true);
   });
 
+  it('a guest that ignores the shutdown: without force it fails and keeps running, pending; with force it is stopped hard and restarted', async () => {
+    sim.sim.ignoresShutdown.add(100);
+    const { byVmid } = await planAndApply(cluster(), [guest(100, { restart: ALLOWED })]);
+    expect(byVmid[100]?.status).toBe('failed');
+    expect(byVmid[100]?.error).toBe(
+      'restart: the shutdown failed (VM quit/powerdown failed - got timeout); the guest was not started again by this run and its pending values wait; restart: { policy: allowed, force: true } lets a hard stop follow',
+    );
+    expect(sim.sim.getGuest(100)?.running).toBe(true);
+    expect(rawValue(sim, 100, 'memory')).toBe('2048');
+
+    // The value is pending now, so the plan is a no-op: the forced restart is tried on a fresh change.
+    const forced = await planAndApply(cluster(), [
+      guest(100, { restart: { ...ALLOWED, force: true }, config: { memory: '4096', cores: '2' } }),
+    ]);
+    const result = forced.byVmid[100]!;
+    expect(result.status).toBe('applied');
+    expect(result.steps.map((s) => s.op)).toEqual(['config', 'shutdown', 'start', 'restarted']);
+    expect(result.steps[1]?.detail).toBe('restart: clean shutdown within 60 s, then a hard stop');
+    expect(rawValue(sim, 100, 'memory')).toBe('4096');
+    expect(rawValue(sim, 100, 'cores')).toBe('2');
+  });
+
   it('restart: never (the default) leaves the value pending and says so', async () => {
     const { plan, byVmid } = await planAndApply(cluster(), [guest(100)]);
     expect(plan.guests.find((g) => g.vmid === 100)?.restart).toBeUndefined();

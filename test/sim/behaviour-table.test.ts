@@ -779,6 +779,29 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const current = (await data('/nodes/pve-01/qemu/101/status/current')) as Record<string, unknown>;
     return { data: { task: upid.split(':')[5], status: current.status, ha: current.ha } };
   },
+  'RST-1': () => {
+    sim.sim.ignoresShutdown.add(100);
+    return task('POST', '/nodes/pve-01/qemu/100/status/shutdown', { timeout: '5' });
+  },
+  'RST-2': async () => {
+    sim.sim.ignoresShutdown.add(100);
+    const done = await taskWithLog('POST', '/nodes/pve-01/qemu/100/status/shutdown', { timeout: '5', forceStop: '1' });
+    const status = ((await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>).status;
+    return { data: { exitstatus: done.exitstatus, log: done.log.filter((l) => l.startsWith('VM still')), status } };
+  },
+  'RST-3': () => {
+    sim.sim.ignoresShutdown.add(200);
+    return task('POST', '/nodes/pve-02/lxc/200/status/shutdown', { timeout: '5' });
+  },
+  'RST-4': async () => {
+    expect((await call('PUT', '/nodes/pve-01/qemu/100/config', { memory: '4096' })).status).toBe(200);
+    const queued = byKey(await data('/nodes/pve-01/qemu/100/pending')).memory?.pending;
+    expect((await taskWithLog('POST', '/nodes/pve-01/qemu/100/status/shutdown')).exitstatus).toBe('OK');
+    expect((await taskWithLog('POST', '/nodes/pve-01/qemu/100/status/start')).exitstatus).toBe('OK');
+    const entries = arr(await data('/nodes/pve-01/qemu/100/pending'));
+    const after = entries.find((e) => e.key === 'memory')?.value;
+    return { data: { queued, after, pending: entries.filter((e) => e.pending !== undefined || e.delete !== undefined).map((e) => e.key) } };
+  },
 };
 
 /** Creates a backup job `id` on schedule `sun 01:00` (the admin token), asserting it was created. */

@@ -15,6 +15,7 @@ import { warnIgnoredMtu } from './ignored-mtu.js';
 import { guestHere } from './path-guest.js';
 import { guestTask, missingConfig } from './task.js';
 import { haPower } from '../kinds/ha/power.js';
+import { shutdownIgnored } from './shutdown-timeout.js';
 
 /** The power actions that share one handler; reboot is each kind's own. */
 type PowerAction = 'start' | 'stop' | 'shutdown';
@@ -88,6 +89,7 @@ function powerWorker(
     if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
     if (!guest.running) return; // stopping a stopped guest is fine
     if (flavour.shutdownLogs && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
+    if (action === 'shutdown' && ctx.sim.ignoresShutdown.has(vmid)) shutdownIgnored(flavour, ctx.params.forceStop, log);
     if (flavour.stopAppliesPending) applyAllPending(ctx.sim, guest);
     guest.setRunning(false);
   };
