@@ -44,11 +44,23 @@ export interface RestartContext {
 /** The restart's end: done with nothing pending, or failed with why (the guest as the error says). */
 export type RestartOutcome = { ok: true; node: string } | { ok: false; error: string; node: string };
 
+/** One of the cluster's restarts in flight; says it waits only when none is free at once. */
+async function takeRestartSlot(ctx: RestartContext): Promise<Release> {
+  if (!ctx.acquireRestart) return () => {};
+  let taken = false;
+  const pending = ctx.acquireRestart(ctx.plan.cluster, ctx.restart.inFlight).then((release) => {
+    taken = true;
+    return release;
+  });
+  await new Promise((resolve) => setImmediate(resolve));
+  if (!taken) ctx.onWait?.(`waiting for one of the ${ctx.restart.inFlight} restart(s) in flight allowed on ${ctx.plan.cluster}`);
+  return pending;
+}
+
 /** Shuts the guest down, starts it again and confirms its pending values are in effect. Never throws but on abort. */
 export async function restartGuest(ctx: RestartContext): Promise<RestartOutcome> {
   const { restart, writer, clock } = ctx;
-  ctx.onWait?.(`waiting for one of the ${restart.inFlight} restart(s) in flight allowed on ${ctx.plan.cluster}`);
-  const release = ctx.acquireRestart ? await ctx.acquireRestart(ctx.plan.cluster, restart.inFlight) : () => {};
+  const release = await takeRestartSlot(ctx);
   let ref = ctx.ref;
   const context = ctx.signal ? { signal: ctx.signal } : {};
   const awaitHa = async (result: WriteResult, want: 'running' | 'stopped'): Promise<string | undefined> => {
