@@ -98,6 +98,11 @@ export interface ApplyGuestOptions {
    * a restart the plan announces. Default: no limit.
    */
   acquireRestart?: (cluster: string, limit: number) => Promise<ReleaseSlot>;
+  /**
+   * An earlier run of this guest's apply began the announced restart and stopped before it was
+   * confirmed (the guest may be down): the restart is carried out again even with nothing pending.
+   */
+  restartInterrupted?: boolean;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -591,7 +596,11 @@ class GuestJob {
     try {
       finish = await this.#loop();
       const restart = this.plan.restart;
-      if (finish.status === 'applied' && restart && (this.result.pending?.length ?? 0) > 0) finish = await this.#restart(restart);
+      // `unchanged` too: an earlier run wrote the values (or began the restart) and stopped before the end.
+      const done = finish.status === 'applied' || finish.status === 'unchanged';
+      if (restart && done && ((this.result.pending?.length ?? 0) > 0 || this.options.restartInterrupted === true)) {
+        finish = await this.#restart(restart);
+      }
     } catch (err) {
       if (this.options.signal?.aborted) {
         finish = new Finish(

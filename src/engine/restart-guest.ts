@@ -57,6 +57,12 @@ async function takeRestartSlot(ctx: RestartContext): Promise<Release> {
   return pending;
 }
 
+/** Whether `steps` (an earlier run's) began a restart that was not confirmed. */
+export function restartInterrupted(steps: readonly ApplyStep[]): boolean {
+  const began = steps.some((s) => s.op === 'shutdown' && s.detail?.startsWith('restart:') === true);
+  return began && !steps.some((s) => s.op === 'restarted');
+}
+
 /** Shuts the guest down, starts it again and confirms its pending values are in effect. Never throws but on abort. */
 export async function restartGuest(ctx: RestartContext): Promise<RestartOutcome> {
   const { restart, writer, clock } = ctx;
@@ -139,7 +145,8 @@ export async function restartGuest(ctx: RestartContext): Promise<RestartOutcome>
         error: `restart: after the restart ${still.join(', ')} ${still.length === 1 ? 'is' : 'are'} still pending`,
       };
     }
-    ctx.emit({ op: 'restarted', detail: `${ctx.pending.join(', ')} in effect; nothing left pending` });
+    const keys = ctx.pending.length > 0 ? ctx.pending.join(', ') : 'the values';
+    ctx.emit({ op: 'restarted', detail: `${keys} in effect; nothing left pending` });
     return { ok: true, node: ref.node };
   } finally {
     release();

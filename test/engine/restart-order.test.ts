@@ -7,7 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClusterSpec, GuestSpec, RestartPolicy } from '../../src/core/model.js';
 import type { ClusterWriter } from '../../src/core/ports.js';
 import type { ApplyEvent } from '../../src/engine/apply-guest.js';
+import { applyGuest } from '../../src/engine/apply-guest.js';
 import { executePlan, type ExecuteOptions } from '../../src/engine/execute-plan.js';
+import { restartInterrupted } from '../../src/engine/restart-guest.js';
 import { runPlan } from '../../src/engine/run-plan.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
@@ -109,6 +111,30 @@ describe('restarts', () => {
     expect(result.steps[1]?.detail).toBe('restart: clean shutdown within 60 s, then a hard stop');
     expect(rawValue(sim, 100, 'memory')).toBe('4096');
     expect(rawValue(sim, 100, 'cores')).toBe('2');
+  });
+
+  it('a run that stopped inside its restart (the guest down) is finished by the next run of the same plan', async () => {
+    const plan = await runPlan({ head: { clusters: [cluster()], guests: [guest(100, { restart: ALLOWED })] }, readers: { lab: adapter } });
+    const planned = plan.guests.find((g) => g.vmid === 100)!;
+    // The first run dies after the shutdown: its start never reaches Proxmox.
+    const dying = new Proxy(adapter, {
+      get(target, prop) {
+        if (prop === 'start') return () => Promise.reject(new Error('worker died'));
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const first = await applyGuest(planned, dying, { lockPollMs: 5 });
+    expect(first.status).toBe('failed');
+    expect(sim.sim.getGuest(100)?.running).toBe(false);
+    expect(restartInterrupted(first.steps)).toBe(true);
+
+    const second = await applyGuest(planned, adapter, { lockPollMs: 5, restartInterrupted: restartInterrupted(first.steps) });
+    expect(second.status).toBe('applied');
+    expect(second.steps.map((s) => s.op)).toEqual(['shutdown', 'start', 'restarted']);
+    expect(second.steps[0]?.detail).toMatch(/nothing to do$/);
+    expect(sim.sim.getGuest(100)?.running).toBe(true);
+    expect(rawValue(sim, 100, 'memory')).toBe('4096');
   });
 
   it('restart: never (the default) leaves the value pending and says so', async () => {

@@ -63,6 +63,7 @@ import {
 import { acquireLock, type HeldLock } from '../redis-lock.js';
 import { awaitDependencies, type DependencyJob, wakeDependents } from './depends-on.js';
 import { type AcquireRestart, redisRestartSlots } from './restart-slots.js';
+import { restartInterrupted } from '../../engine/restart-guest.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from '../redis-slots.js';
 import { ItemJobData, itemKeyOfJob, type RepoRef } from '../schema.js';
@@ -480,7 +481,7 @@ async function applyUnderLock(run: GuestJobRun, previous: GuestProgress, lock: H
   const recorder = recordProgress(run, { ...previous, status: 'running', attempts }, priorSteps, fence, stop.controller);
   let result: Awaited<ReturnType<typeof applyGuest>>;
   try {
-    result = await applyPlanOfGuest(run, plan, writer, recorder, stop.controller, `${run.job.id}#${lock.token}`);
+    result = await applyPlanOfGuest(run, plan, writer, recorder, stop.controller, `${run.job.id}#${lock.token}`, priorSteps);
   } finally {
     // Also when applyGuest throws: the worker-wide signal must not collect one listener per job.
     stop.detach();
@@ -623,6 +624,7 @@ function applyPlanOfGuest(
   recorder: ProgressRecorder,
   stop: AbortController,
   holder: string,
+  priorSteps: readonly ApplyStep[],
 ): ReturnType<typeof applyGuest> {
   return applyGuest(plan, fencedWriter(writer.writer, recorder.beforeWrite), {
     signal: stop.signal,
@@ -642,6 +644,7 @@ function applyPlanOfGuest(
       }
     },
     acquireRestart: (cluster, limit) => restartsOf(deps)(cluster, limit, holder, stop.signal),
+    restartInterrupted: restartInterrupted(priorSteps),
   });
 }
 
