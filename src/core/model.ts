@@ -26,10 +26,35 @@ export interface ClusterSpec {
   storages?: string[];
   bridges?: string[];
   prune: boolean;
+  /** Default restart policy of its guests (`core/spec/restart-policy.ts`); absent: `never`. */
+  restart?: RestartPolicy;
+  /** Restarts in flight at once on the cluster (absent: 1). */
+  restartsInFlight?: number;
   source: SourceRef;
 }
 
 type PowerState = 'running' | 'stopped' | 'ignore';
+
+/** A restart the plan announces (`GuestPlan.restart`). */
+export interface PlannedRestart {
+  /** Why, for the reviewer: the keys left pending. */
+  reason: string;
+  /** A hard stop may follow a shutdown that did not finish within `timeout`. */
+  force: boolean;
+  /** Seconds the clean shutdown may take. */
+  timeout: number;
+  /** Restarts in flight at once on the guest's cluster, at most (its Cluster document's `restartsInFlight`). */
+  inFlight: number;
+}
+
+/** A restart policy (`restart:`, README "Restarts"), defaults filled in (`core/spec/restart-policy.ts`). */
+export interface RestartPolicy {
+  policy: 'never' | 'allowed' | 'in-window';
+  /** A hard stop may follow a clean shutdown that did not finish within `timeout`. */
+  force: boolean;
+  /** Seconds a clean shutdown may take. */
+  timeout: number;
+}
 
 /**
  * A `kind: VM` or `kind: Container` document after parsing. `config` holds Proxmox option names
@@ -60,6 +85,10 @@ export interface GuestSpec {
    * with the create, never compared afterwards.
    */
   createOptions?: Record<string, string>;
+  /** The guest's own restart policy; absent: its cluster's. */
+  restart?: RestartPolicy;
+  /** Names of guests of the same cluster that apply before this one. */
+  dependsOn?: string[];
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -121,6 +150,11 @@ export interface ObservedGuest {
   pending: Record<string, string>;
   /** Keys queued for deletion at the next restart. */
   pendingDelete: string[];
+  /**
+   * Set when the guest is HA-managed (`status/current`'s `ha`): its power is the HA manager's,
+   * whose start and stop tasks end before the guest changes state (docs/proxmox-behaviour.md, HAP-…).
+   */
+  ha?: { state?: string };
 }
 
 /** What the planner knows about one cluster: its listing and the guests read in full. */
@@ -305,6 +339,13 @@ export interface GuestPlan extends ItemEnvelope<Operation> {
   severity: Severity;
   /** Spec file of the guest, when there is one. */
   source?: SourceRef;
+  /** Keys (`cluster/vmid`) of the guests its spec `dependsOn`: it applies after them, held if one did not apply. */
+  after?: string[];
+  /**
+   * Set when the apply will restart the guest (its policy is `allowed` and the change leaves
+   * values pending): why, and how it is shut down.
+   */
+  restart?: PlannedRestart;
   /**
    * What the executor needs to recompute this guest's change at apply time without the spec
    * files: the head spec (absent for orphans and removed specs) and the cluster's ownership policy.

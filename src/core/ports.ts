@@ -47,6 +47,14 @@ export interface WriteResult {
   exitStatus?: string;
 }
 
+/** How a clean shutdown may end (`POST …/status/shutdown`'s `timeout` and `forceStop`). */
+export interface ShutdownOptions {
+  /** Seconds the guest gets to shut down. */
+  timeout?: number;
+  /** Stop it hard when it has not shut down within `timeout`. */
+  forceStop?: boolean;
+}
+
 /** Per call: aborting `signal` stops waiting for the task (the task itself runs on). */
 export interface WriteContext {
   signal?: AbortSignal;
@@ -66,7 +74,8 @@ export interface ClusterWriter extends ClusterReader {
   resize(ref: GuestRef, disk: string, size: string, digest: string, context?: WriteContext): Promise<WriteResult>;
   moveDisk(ref: GuestRef, disk: string, storage: string, digest: string, context?: WriteContext): Promise<WriteResult>;
   start(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
-  shutdown(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /** A clean shutdown; `options` as Proxmox takes them (`timeout` seconds, `forceStop` a hard stop after it). */
+  shutdown(ref: GuestRef, context?: WriteContext, options?: ShutdownOptions): Promise<WriteResult>;
   stop(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
   destroy(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
 }

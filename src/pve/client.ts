@@ -192,7 +192,11 @@ export class PveClient {
       this.getPending(node, type, vmid),
       this.#get(`${guestPath(node, type, vmid)}/status/current`, GuestStatus),
     ]);
-    return observedFromPending(entries, { vmid, type, node }, status.status);
+    const observed = observedFromPending(entries, { vmid, type, node }, status.status);
+    if (status.ha?.managed === 1 || status.ha?.managed === true) {
+      observed.ha = status.ha.state !== undefined ? { state: status.ha.state } : {};
+    }
+    return observed;
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import { AlreadyInPowerStateError, PortError, TaskFailedError } from '../core/port-errors.js';
-import type { ClusterWriter, GuestRef, WriteContext, WriteResult } from '../core/ports.js';
+import type { ClusterWriter, GuestRef, ShutdownOptions, WriteContext, WriteResult } from '../core/ports.js';
 import type { PveClient } from './client.js';
 import type { WaitOptions } from './task.js';
 import { PveAlreadyExistsError } from './errors.js';
@@ -133,9 +133,13 @@ export class PveClusterAdapter implements ClusterWriter {
     }
   }
 
-  async shutdown(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+  async shutdown(ref: GuestRef, context: WriteContext = {}, options: ShutdownOptions = {}): Promise<WriteResult> {
+    const params = {
+      ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+      ...(options.forceStop ? { forceStop: 1 } : {}),
+    };
     try {
-      return await this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid), context);
+      return await this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid, params), context);
     } catch (err) {
       throw powerError(err, 'stopped');
     }

@@ -32,6 +32,11 @@ const SourceRefSchema = z.strictObject({
 });
 
 const GuestTypeSchema = z.enum(['qemu', 'lxc']);
+const RestartPolicySchema = z.strictObject({
+  policy: z.enum(['never', 'allowed', 'in-window']),
+  force: z.boolean(),
+  timeout: z.number().int().positive(),
+});
 const ImpactSchema = z.enum(['live', 'pending-restart', 'needs-stop', 'data-loss']);
 const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss', 'host-access']);
 const GuestActionSchema = z.enum(['create', 'update', 'destroy', 'noop', 'orphan', 'error']);
@@ -77,6 +82,8 @@ export const ClusterSpecSchema = z.strictObject({
   storages: z.array(z.string()).optional(),
   bridges: z.array(z.string()).optional(),
   prune: z.boolean(),
+  restart: RestartPolicySchema.optional(),
+  restartsInFlight: z.number().int().positive().optional(),
   source: SourceRefSchema,
 });
 
@@ -94,6 +101,8 @@ export const GuestSpecSchema = z.strictObject({
   ignore: z.array(z.string()),
   config: StringRecordSchema,
   createOptions: StringRecordSchema.optional(),
+  restart: RestartPolicySchema.optional(),
+  dependsOn: z.array(z.string().min(1)).optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),
@@ -146,6 +155,10 @@ export const GuestPlanSchema = z.strictObject({
   impact: ImpactSchema.optional(),
   severity: SeveritySchema,
   source: SourceRefSchema.optional(),
+  after: z.array(z.string().min(1)).optional(),
+  restart: z
+    .strictObject({ reason: z.string(), force: z.boolean(), timeout: z.number().int().positive(), inFlight: z.number().int().positive() })
+    .optional(),
   target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
 });
 

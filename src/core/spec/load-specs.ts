@@ -7,6 +7,7 @@
  * (everything across files), so large repositories can be parsed in worker threads
  * (`src/spec-files/load-spec-files.ts`).
  */
+import { restartPolicy } from './restart-policy.js';
 import type { z } from 'zod';
 import type { ClusterSpec, GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
 import type { KindDocument, ObjectKind } from '../kinds/kind.js';
@@ -489,6 +490,8 @@ function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
     ...(doc.storages ? { storages: doc.storages } : {}),
     ...(doc.bridges ? { bridges: doc.bridges } : {}),
     prune: doc.prune,
+    ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
+    ...(doc.restartsInFlight !== undefined ? { restartsInFlight: doc.restartsInFlight } : {}),
     source,
   };
 }
@@ -528,6 +531,8 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ignore: doc.ignore,
     config,
     ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
+    ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
+    ...(doc.dependsOn !== undefined ? { dependsOn: [...doc.dependsOn] } : {}),
     source: at.start,
     keySources,
   };

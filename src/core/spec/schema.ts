@@ -7,6 +7,7 @@
  * each error can point at the exact YAML node.
  */
 import { z } from 'zod';
+import { RestartDocument } from './restart-policy.js';
 
 /** The three document kinds. */
 export const SpecKind = z.enum(['Cluster', 'VM', 'Container']);
@@ -36,6 +37,10 @@ export const ClusterDocument = z.strictObject({
   bridges: z.array(nonEmpty).optional(),
   /** true: a guest whose document is removed is destroyed; false: reported as an orphan. */
   prune: z.boolean().default(false),
+  /** The restart policy of guests that set none (restart-policy.ts); default `never`. */
+  restart: RestartDocument.optional(),
+  /** Guests restarted at once on this cluster, at most (default 1). */
+  restartsInFlight: z.int().min(1).max(100).optional(),
 });
 export type ClusterDocument = z.infer<typeof ClusterDocument>;
 
@@ -96,6 +101,10 @@ const guestFields = {
   /** Config keys this repository does not own: never set, never deleted. */
   ignore: z.array(nonEmpty).default([]),
   config: GuestConfig.default({}),
+  /** Restart to put pending values in effect (restart-policy.ts); default: the cluster's. */
+  restart: RestartDocument.optional(),
+  /** Names of guests of the same cluster this one applies after. */
+  dependsOn: z.array(nonEmpty).optional(),
 };
 
 /** `kind: VM` (QEMU). */

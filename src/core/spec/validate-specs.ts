@@ -17,6 +17,7 @@ import { fixedPositions, type DocPath, type DocumentPositions } from './document
 import { MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
+import { validateOrder } from './validate-order.js';
 
 /** Where each spec's parts were written, by spec object. Specs without an entry report at `source`. */
 export type SpecPositions = ReadonlyMap<ClusterSpec | GuestSpec | ObjectSpec, DocumentPositions>;
@@ -76,6 +77,7 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
     // One at a time: spreading 100,000 errors of one guest into push() overflows the stack.
     for (const error of found) errors.push(error);
   }
+  validateOrder(specs.clusters, specs.guests, posOf, errors);
   return errors;
 }
 

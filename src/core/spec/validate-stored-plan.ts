@@ -120,6 +120,8 @@ function clusterDocument(cluster: ClusterSpec): Record<string, unknown> {
     ...(cluster.storages ? { storages: cluster.storages } : {}),
     ...(cluster.bridges ? { bridges: cluster.bridges } : {}),
     prune: cluster.prune,
+    ...(cluster.restart ? { restart: cluster.restart } : {}),
+    ...(cluster.restartsInFlight !== undefined ? { restartsInFlight: cluster.restartsInFlight } : {}),
   };
 }
 
@@ -137,6 +139,9 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     ignore: spec.ignore,
     config: spec.config,
     create: spec.createOptions ?? {},
+    // `dependsOn` is left out: its names were checked against every spec when the plan was made,
+    // and a stored plan holds only the guests it changes.
+    ...(spec.restart ? { restart: spec.restart } : {}),
   };
 }
 

@@ -14,6 +14,8 @@ import type { GuestFlavour } from './flavours.js';
 import { warnIgnoredMtu } from './ignored-mtu.js';
 import { guestHere } from './path-guest.js';
 import { guestTask, missingConfig } from './task.js';
+import { haPower } from '../kinds/ha/power.js';
+import { shutdownIgnored } from './shutdown-timeout.js';
 
 /** The power actions that share one handler; reboot is each kind's own. */
 type PowerAction = 'start' | 'stop' | 'shutdown';
@@ -48,6 +50,8 @@ export function power(flavour: GuestFlavour, action: PowerAction) {
       if (action === 'start' && running) throw new DieError(`${flavour.label} ${vmid} already running\n`);
       if (action !== 'start' && !running) throw new DieError(`${flavour.label} ${vmid} not running\n`);
     }
+    const ha = haPower(ctx, flavour, action, node, vmid);
+    if (ha) return ha;
     return guestTask(ctx, flavour, node, vmid, `${flavour.taskPrefix}${action}`, powerWorker(ctx, flavour, action, node, vmid));
   };
 }
@@ -85,6 +89,7 @@ function powerWorker(
     if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
     if (!guest.running) return; // stopping a stopped guest is fine
     if (flavour.shutdownLogs && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
+    if (action === 'shutdown' && ctx.sim.ignoresShutdown.has(vmid)) shutdownIgnored(flavour, ctx.params.forceStop, log);
     if (flavour.stopAppliesPending) applyAllPending(ctx.sim, guest);
     guest.setRunning(false);
   };
