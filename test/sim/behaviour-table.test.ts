@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { api, type ApiAnswer, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
+import { cloneScenarios } from './clone-scenarios.js';
 
 /**
  * docs/proxmox-behaviour.md is the expectation: every row of its tables names a behaviour read
@@ -729,6 +730,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const listed = arr(await data('/cluster/resources?type=vm'));
     return { data: listed.map((e) => ({ vmid: e.vmid, hastate: e.hastate ?? null })) };
   },
+  ...cloneScenarios({ sim: () => sim, call, http, task, file, data }),
 };
 
 /** Creates a backup job `id` on schedule `sun 01:00` (the admin token), asserting it was created. */
