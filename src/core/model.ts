@@ -35,6 +35,18 @@ type PowerState = 'running' | 'stopped' | 'ignore';
  * A `kind: VM` or `kind: Container` document after parsing. `config` holds Proxmox option names
  * with values already in Proxmox's wire syntax (strings), e.g. `{ memory: '8192', tags: 'a;b' }`.
  */
+/** Where a guest is cloned from (`create.clone`): a template's name or VMID on the guest's cluster, and how. */
+export interface CloneSource {
+  /** The template's name, or its VMID written as digits. */
+  template: string;
+  /** A full copy; Proxmox's default for a template is a linked clone. */
+  full?: boolean;
+  /** Target storage of a full clone. */
+  storage?: string;
+  /** Disk format of a full clone of a VM. */
+  format?: string;
+}
+
 export interface GuestSpec {
   kind: GuestKind;
   type: GuestType;
@@ -60,6 +72,10 @@ export interface GuestSpec {
    * with the create, never compared afterwards.
    */
   createOptions?: Record<string, string>;
+  /** `create.clone`: the guest is created as a clone of a template on its cluster, not from scratch. */
+  clone?: CloneSource;
+  /** `template: true`: converted to a template once created, never started. */
+  template?: boolean;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;

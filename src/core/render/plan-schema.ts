@@ -94,6 +94,15 @@ export const GuestSpecSchema = z.strictObject({
   ignore: z.array(z.string()),
   config: StringRecordSchema,
   createOptions: StringRecordSchema.optional(),
+  clone: z
+    .strictObject({
+      template: z.string().min(1),
+      full: z.boolean().optional(),
+      storage: z.string().optional(),
+      format: z.string().optional(),
+    })
+    .optional(),
+  template: z.boolean().optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),

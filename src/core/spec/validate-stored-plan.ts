@@ -136,7 +136,8 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     adopt: spec.adopt,
     ignore: spec.ignore,
     config: spec.config,
-    create: spec.createOptions ?? {},
+    create: { ...(spec.createOptions ?? {}), ...(spec.clone ? { clone: spec.clone } : {}) },
+    ...(spec.template ? { template: true } : {}),
   };
 }
 
@@ -145,6 +146,10 @@ const GUEST_FIELDS = ['kind', 'type', 'name', 'cluster', 'node', 'vmid', 'vmidDe
 /** The first field in which the spec loaded again differs from the stored one, described. */
 function differingField(again: GuestSpec, stored: GuestSpec): string | undefined {
   for (const field of GUEST_FIELDS) {
+    if (!sameValue(again[field], stored[field]))
+      return `${field} ${JSON.stringify(stored[field])} would be ${JSON.stringify(again[field])}`;
+  }
+  for (const field of ['clone', 'template'] as const) {
     if (!sameValue(again[field], stored[field]))
       return `${field} ${JSON.stringify(stored[field])} would be ${JSON.stringify(again[field])}`;
   }
