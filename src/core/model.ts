@@ -219,7 +219,22 @@ export type Operation =
   | { op: 'start' }
   | { op: 'shutdown' }
   | { op: 'stop' }
-  | { op: 'destroy' };
+  | { op: 'destroy' }
+  | {
+      /**
+       * Creates the guest as a clone of a template (`POST …/clone` on the template's node):
+       * `source` is the template as the plan saw it, `config` its config then, `params` what the
+       * clone call takes besides (`name`/`hostname`, `pool`, `target`, `full`, `storage`, `format`).
+       */
+      op: 'clone';
+      node: string;
+      source: { vmid: number; node: string; name: string };
+      full: boolean;
+      config: Record<string, string>;
+      params: Record<string, string>;
+    }
+  /** Converts the guest to a template (`POST …/template`); it is never started afterwards. */
+  | { op: 'template' };
 
 /** A key where the cluster differs from the base branch's spec: changed outside git. */
 export interface DriftItem {

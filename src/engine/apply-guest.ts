@@ -13,6 +13,7 @@
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
+import { cloneSourceOf, inflightClone, recomputedSpec } from './clone-apply.js';
 import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
 import { hostAccessRefusals } from '../core/plan/plan-specs.js';
@@ -296,6 +297,20 @@ class GuestJob {
         return this.writer.shutdown(ref, context);
       case 'stop':
         return this.writer.stop(ref, context);
+      case 'clone': {
+        if (!this.writer.clone) throw new Error('this cluster writer cannot clone guests');
+        this.#createSent = true;
+        const source = { vmid: op.source.vmid, type: ref.type, node: op.source.node };
+        const result = await this.writer.clone(source, ref.vmid, op.params, context);
+        this.#where = { vmid: ref.vmid, type: ref.type, node: op.node };
+        this.#located = true;
+        this.#existed = true;
+        this.result.node = op.node;
+        return result;
+      }
+      case 'template':
+        if (!this.writer.convertToTemplate) throw new Error('this cluster writer cannot convert guests to templates');
+        return this.writer.convertToTemplate(ref, context);
       case 'destroy': {
         const result = await this.writer.destroy(ref, context);
         this.#destroyedByUs = true;
@@ -367,11 +382,12 @@ class GuestJob {
       const now = planGuest({
         cluster: plan.cluster,
         vmid: plan.vmid,
-        spec: plan.target.spec,
+        spec: recomputedSpec(plan, observed),
         ownerTag: plan.target.ownerTag,
         prune: plan.target.prune,
         listed: observed ? this.#where : undefined,
         observed,
+        ...cloneSourceOf(plan),
       });
       const conflicts = compareWithReviewed(plan, now);
       if (conflicts.length > 0) {
@@ -401,7 +417,16 @@ class GuestJob {
         this.#confirming = false;
         continue;
       }
-      if (op.op === 'create' && this.#createSent) {
+      if (op.op === 'clone' && !this.#createSent) {
+        // An earlier, interrupted run's clone may still be copying: its task carries the
+        // template's VMID, and the new VMID has no config yet (engine/clone-apply.ts).
+        const inflight = await inflightClone(this.writer, op, plan.type, plan.vmid);
+        if (inflight) {
+          if (await this.#waitBusy('wait-task', `clone task still running (${inflight})`)) continue;
+          return new Finish('failed', `the clone task ${inflight} is still running after ${Math.round(this.#lockWaitMs / 1000)} s`);
+        }
+      }
+      if ((op.op === 'create' || op.op === 'clone') && this.#createSent) {
         // Never a second create in one apply: the guest this run created is gone again.
         return new Finish('conflict', `guest ${plan.vmid} disappeared during apply after it was created; it is not created again`);
       }
@@ -469,7 +494,7 @@ class GuestJob {
         }
         return undefined;
       }
-      if (op.op !== 'create' && portFailure(err, GuestNotFoundError)) {
+      if (op.op !== 'create' && op.op !== 'clone' && portFailure(err, GuestNotFoundError)) {
         // Migrated (or removed) between the read and the write: the next read finds it again.
         this.#emit({ op: 'relocated', detail: `not on ${this.#where?.node ?? '?'} any more; looking it up again` });
         this.#located = false;

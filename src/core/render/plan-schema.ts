@@ -67,6 +67,15 @@ const OperationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('shutdown') }),
   z.strictObject({ op: z.literal('stop') }),
   z.strictObject({ op: z.literal('destroy') }),
+  z.strictObject({
+    op: z.literal('clone'),
+    node: z.string().min(1),
+    source: z.strictObject({ vmid: z.number().int().positive(), node: z.string().min(1), name: z.string() }),
+    full: z.boolean(),
+    config: StringRecordSchema,
+    params: StringRecordSchema,
+  }),
+  z.strictObject({ op: z.literal('template') }),
 ]);
 
 export const ClusterSpecSchema = z.strictObject({

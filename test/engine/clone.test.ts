@@ -1,0 +1,134 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { countApplyResult } from '../../src/core/apply-result.js';
+import type { GuestPlan, SpecSet } from '../../src/core/model.js';
+import { planErrorLines, planHasChanges } from '../../src/core/plan/plan-specs.js';
+import { loadSpecs } from '../../src/core/spec/load-specs.js';
+import { executePlan } from '../../src/engine/execute-plan.js';
+import { runPlan } from '../../src/engine/run-plan.js';
+import { rawValue, startEstate, type Estate } from './helpers.js';
+
+let estate: Estate;
+beforeEach(async () => {
+  estate = await startEstate();
+});
+afterEach(async () => {
+  await estate.close();
+});
+
+const fast = { lockPollMs: 20 };
+const CLUSTER = 'kind: Cluster\nname: lab\nvmids: { lower: 100000, upper: 199999 }\nnodes: [pve-01, pve-02]\n';
+/** The template on pve-01, not owned by the repository (no owner tag): it lives outside git here. */
+const TEMPLATE = [
+  'boot: order=scsi0',
+  'cores: 1',
+  'ide2: local-lvm:vm-9000-cloudinit,media=cdrom',
+  'memory: 1024',
+  'name: debian-12-cloud',
+  'net0: virtio=BC:24:11:00:90:00,bridge=vmbr0',
+  'scsi0: shared-lvm:base-9000-disk-0,size=2G',
+  'scsihw: virtio-scsi-pci',
+  'template: 1',
+  '',
+].join('\n');
+
+function specs(guests: string): SpecSet {
+  const loaded = loadSpecs([{ path: 'specs.yaml', text: `${CLUSTER}---\n${guests}` }]);
+  expect(loaded.errors.map((e) => e.message)).toEqual([]);
+  return loaded.specs;
+}
+
+const clone = (name: string, vmid: number, node: string, extra = ''): string =>
+  `kind: VM\nname: ${name}\ncluster: lab\nnode: ${node}\nvmid: ${vmid}\ncreate:\n  clone: { template: debian-12-cloud }\nconfig:\n  cores: 2\n  scsi0: shared-lvm:32\n  ipconfig0: ip=10.10.0.13/24,gw=10.10.0.1\n  ciuser: debian\n${extra}`;
+
+const guestOf = (plan: { guests: GuestPlan[] }, name: string): GuestPlan | undefined => plan.guests.find((g) => g.name === name);
+
+describe('creating guests by cloning a template', () => {
+  beforeEach(() => {
+    estate.sims.lab.sim.addGuest({ vmid: 9000, type: 'qemu', node: 'pve-01', config: TEMPLATE });
+  });
+
+  it('plans what it clones and the changes on top, applies them, and plans nothing after', async () => {
+    const set = specs(`${clone('web-03', 100103, 'pve-01')}power: running\n`);
+    const plan = await runPlan({ head: set, readers: estate.readers });
+    expect(planErrorLines(plan)).toEqual([]);
+    const web = guestOf(plan, 'web-03');
+    expect(web?.action).toBe('create');
+    expect(web?.operations.map((o) => o.op)).toEqual(['clone', 'config', 'resize', 'start']);
+    expect(web?.operations[0]).toMatchObject({ op: 'clone', source: { vmid: 9000, node: 'pve-01', name: 'debian-12-cloud' }, full: false });
+    // The config after the clone as Proxmox copies it: the template's cores, changed by the spec.
+    expect(web?.changes.find((c) => c.key === 'cores')).toMatchObject({ from: '1', to: '2' });
+    expect(web?.operations[2]).toMatchObject({ op: 'resize', disk: 'scsi0', from: '2G', size: '32G' });
+
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(countApplyResult(result.guests)).toMatchObject({ applied: 1, conflict: 0, failed: 0 });
+    const steps = result.guests[0]?.steps ?? [];
+    expect(steps.map((s) => s.op)).toEqual(['clone', 'config', 'resize', 'start']);
+    // The clone's task carries the template's VMID, not the new one.
+    expect(steps[0]?.upid).toMatch(/:qmclone:9000:/);
+    const sim = estate.sims.lab;
+    expect(rawValue(sim, 100103, 'cores')).toBe('2');
+    expect(rawValue(sim, 100103, 'scsi0')).toBe('shared-lvm:vm-100103-disk-0,size=32G');
+    expect(rawValue(sim, 100103, 'tags')).toBe('pve-gitops');
+    expect(rawValue(sim, 100103, 'net0')).not.toContain('BC:24:11:00:90:00');
+    expect(rawValue(sim, 9000, 'template')).toBe('1');
+
+    const again = await runPlan({ head: set, readers: estate.readers });
+    expect(planErrorLines(again)).toEqual([]);
+    expect(planHasChanges(again)).toBe(false);
+  });
+
+  it('a changed template changes no clone; a key the spec stops setting is deleted', async () => {
+    const first = specs(`${clone('web-03', 100103, 'pve-01')}  description: web\n`);
+    await executePlan(await runPlan({ head: first, readers: estate.readers }), estate.writers, fast);
+    estate.sims.lab.sim.operatorEdit(9000, { set: { memory: '4096', cores: '8' } });
+    const unchanged = await runPlan({ head: first, base: first, readers: estate.readers });
+    expect(planHasChanges(unchanged)).toBe(false);
+    expect(rawValue(estate.sims.lab, 100103, 'memory')).toBe('1024');
+
+    const second = specs(clone('web-03', 100103, 'pve-01'));
+    const dropped = await runPlan({ head: second, base: first, readers: estate.readers });
+    const web = guestOf(dropped, 'web-03');
+    expect(web?.operations).toEqual([expect.objectContaining({ op: 'config', delete: ['description'] })]);
+    // Inherited keys the spec never set stay the clone's own.
+    expect(web?.changes.map((c) => c.key)).toEqual(['description']);
+  });
+
+  it('refuses what Proxmox would refuse, before merge', async () => {
+    estate.sims.lab.sim.addGuest({
+      vmid: 9001,
+      type: 'qemu',
+      node: 'pve-01',
+      config: 'name: plain\nscsi0: local-lvm:vm-9001-disk-0,size=2G\n',
+    });
+    estate.sims.lab.sim.addGuest({
+      vmid: 9002,
+      type: 'qemu',
+      node: 'pve-01',
+      config: 'name: local-tpl\nscsi0: local-lvm:base-9002-disk-0,size=2G\ntemplate: 1\n',
+    });
+    const set = specs(
+      [
+        'kind: VM\nname: a\ncluster: lab\nnode: pve-01\nvmid: 100201\ncreate:\n  clone: { template: missing }\n',
+        'kind: VM\nname: b\ncluster: lab\nnode: pve-01\nvmid: 100202\ncreate:\n  clone: { template: plain }\n',
+        'kind: VM\nname: c\ncluster: lab\nnode: pve-02\nvmid: 100203\ncreate:\n  clone: { template: 9002 }\n',
+      ].join('---\n'),
+    );
+    const plan = await runPlan({ head: set, readers: estate.readers });
+    expect(guestOf(plan, 'a')?.errors).toEqual(["create.clone: there is no template 'missing' on cluster 'lab'"]);
+    expect(guestOf(plan, 'b')?.errors[0]).toMatch(/^create\.clone: 'plain' \(VMID 9001\) is not a template/);
+    expect(guestOf(plan, 'c')?.errors[0]).toContain(`("can't clone VM to node 'pve-02' (VM uses local storage)")`);
+  });
+
+  it('a template built in git is created from a cloud image, converted, and never started', async () => {
+    const set = specs(
+      'kind: VM\nname: debian-13-cloud\ncluster: lab\nnode: pve-01\nvmid: 100900\ntemplate: true\npower: ignore\nconfig:\n  scsi0: local-lvm:0,import-from=shared-lvm:base-9000-disk-0\n  ide2: local-lvm:cloudinit\n',
+    );
+    const plan = await runPlan({ head: set, readers: estate.readers });
+    expect(guestOf(plan, 'debian-13-cloud')?.operations.map((o) => o.op)).toEqual(['create', 'template']);
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(result.guests[0]?.steps.map((s) => s.op)).toEqual(['create', 'template']);
+    expect(rawValue(estate.sims.lab, 100900, 'template')).toBe('1');
+    expect(rawValue(estate.sims.lab, 100900, 'scsi0')).toBe('local-lvm:base-100900-disk-0,size=2G');
+    expect(planHasChanges(await runPlan({ head: set, readers: estate.readers }))).toBe(false);
+  });
+});
