@@ -119,6 +119,29 @@ describe('creating guests by cloning a template', () => {
     expect(guestOf(plan, 'c')?.errors[0]).toContain(`("can't clone VM to node 'pve-02' (VM uses local storage)")`);
   });
 
+  it('a container is cloned from a container template: locks during the copy, the changes on top, nothing after', async () => {
+    estate.sims.lab.sim.addGuest({
+      vmid: 9100,
+      type: 'lxc',
+      node: 'pve-01',
+      config: 'arch: amd64\nhostname: ct-tpl\nmemory: 512\nnet0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:91:00,ip=dhcp,type=veth\nostype: debian\nrootfs: local-lvm:base-9100-disk-0,size=4G\ntemplate: 1\n',
+    });
+    const set = specs(
+      'kind: Container\nname: cache-01\ncluster: lab\nnode: pve-01\nvmid: 100400\ncreate:\n  clone: { template: ct-tpl }\nconfig:\n  memory: 1024\n  rootfs: local-lvm:8\n',
+    );
+    const plan = await runPlan({ head: set, readers: estate.readers });
+    expect(planErrorLines(plan)).toEqual([]);
+    expect(guestOf(plan, 'cache-01')?.operations.map((o) => o.op)).toEqual(['clone', 'config', 'resize']);
+    const result = await executePlan(plan, estate.writers, fast);
+    expect(result.guests[0]?.steps.map((s) => s.op)).toEqual(['clone', 'config', 'resize']);
+    expect(result.guests[0]?.steps[0]?.upid).toMatch(/:vzclone:9100:/);
+    const sim = estate.sims.lab;
+    expect(rawValue(sim, 100400, 'hostname')).toBe('cache-01');
+    expect(rawValue(sim, 100400, 'rootfs')).toBe('local-lvm:vm-100400-disk-0,size=8G');
+    expect(rawValue(sim, 9100, 'lock')).toBeUndefined();
+    expect(planHasChanges(await runPlan({ head: set, readers: estate.readers }))).toBe(false);
+  });
+
   it('a template built in git is created from a cloud image, converted, and never started', async () => {
     const set = specs(
       'kind: VM\nname: debian-13-cloud\ncluster: lab\nnode: pve-01\nvmid: 100900\ntemplate: true\npower: ignore\nconfig:\n  scsi0: local-lvm:0,import-from=shared-lvm:base-9000-disk-0\n  ide2: local-lvm:cloudinit\n',
