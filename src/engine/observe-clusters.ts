@@ -101,11 +101,11 @@ export async function observeClusters(
           scope.guests.has(guestKeyText(name, l.vmid)) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
-      // The templates that clones to be created name (by VMID or name) are read too: their config
-      // is what a clone starts from (core/plan/plan-clone.ts).
+      // The templates that clones name (by VMID or name) are read too: their config is what a
+      // clone starts from (core/plan/plan-clone.ts).
       const sources = new Set(
         specs.head.guests
-          .filter((g) => g.cluster === name && g.clone && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid)))
+          .filter((g) => g.cluster === name && g.clone && g.state === 'present' && scope.guests.has(guestKeyText(name, g.vmid)))
           .map((g) => g.clone?.template),
       );
       for (const l of cluster.listing) {

@@ -93,6 +93,19 @@ describe('creating guests by cloning a template', () => {
     expect(web?.changes.map((c) => c.key)).toEqual(['description']);
   });
 
+  it('a clone still being made is planned as that clone, not as a collision', async () => {
+    const sim = estate.sims.lab;
+    sim.sim.setTaskMs(60_000);
+    // An earlier apply's clone, its task still copying (the writer waits for it: never awaited here).
+    void estate.writers.lab!.clone!({ vmid: 9000, type: 'qemu', node: 'pve-01' }, 100103, { name: 'web-03' }).catch(() => undefined);
+    while (sim.sim.getGuest(100103) === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+    const plan = await runPlan({ head: specs(clone('web-03', 100103, 'pve-01')), readers: estate.readers });
+    const web = guestOf(plan, 'web-03');
+    expect(web?.errors).toEqual([]);
+    expect(web?.action).toBe('create');
+    expect(web?.warnings).toContain('VMID 100103 is being cloned right now (lock: clone); apply waits for the clone to finish');
+  });
+
   it('refuses what Proxmox would refuse, before merge', async () => {
     estate.sims.lab.sim.addGuest({
       vmid: 9001,
@@ -124,7 +137,8 @@ describe('creating guests by cloning a template', () => {
       vmid: 9100,
       type: 'lxc',
       node: 'pve-01',
-      config: 'arch: amd64\nhostname: ct-tpl\nmemory: 512\nnet0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:91:00,ip=dhcp,type=veth\nostype: debian\nrootfs: local-lvm:base-9100-disk-0,size=4G\ntemplate: 1\n',
+      config:
+        'arch: amd64\nhostname: ct-tpl\nmemory: 512\nnet0: name=eth0,bridge=vmbr0,hwaddr=BC:24:11:00:91:00,ip=dhcp,type=veth\nostype: debian\nrootfs: local-lvm:base-9100-disk-0,size=4G\ntemplate: 1\n',
     });
     const set = specs(
       'kind: Container\nname: cache-01\ncluster: lab\nnode: pve-01\nvmid: 100400\ncreate:\n  clone: { template: ct-tpl }\nconfig:\n  memory: 1024\n  rootfs: local-lvm:8\n',

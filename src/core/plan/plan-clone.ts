@@ -184,3 +184,13 @@ export function cloneOwns(spec: GuestSpec, previous: GuestSpec | undefined, key:
   if (key in spec.config || key === flavourOf(spec.type).nameKey || key === 'tags') return true;
   return previous?.clone !== undefined && key in previous.config;
 }
+
+/**
+ * Whether a guest's config is a clone still being made: a VM's temporary file (`lock: clone` and
+ * nothing but the comment `clone_vm` writes), or a container holding `lock: create` under the
+ * hostname the clone call gave it.
+ */
+export function cloneInFlight(current: Readonly<Record<string, string>>, nameKey: string, name: string): boolean {
+  if (current.lock === 'clone') return Object.keys(current).every((key) => key === 'lock' || key === 'description');
+  return current.lock === 'create' && current[nameKey] === name;
+}

@@ -22,7 +22,7 @@ import type {
 import type { GuestType } from '../guest-flavours.js';
 import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey, observedValue } from './desired-config.js';
 import { noteCloudinitChanges } from './cloudinit-changes.js';
-import { cloneOperation, cloneOwns, configAfterClone, resolveCloneSource, type CloneSourceSeen } from './plan-clone.js';
+import { cloneInFlight, cloneOperation, cloneOwns, configAfterClone, resolveCloneSource, type CloneSourceSeen } from './plan-clone.js';
 import { keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
 import { diffDisk, formatDiskUpdate, formatNicUpdate, formatSize, parseDisk, sameValue, sizeIsServerChosen } from './values.js';
 
@@ -482,6 +482,12 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
     plan.warnings.push(
       `VMID ${input.vmid} is being created right now (lock: create); apply waits for that create to finish and goes on only if the guest carries the owner tag '${input.ownerTag}'`,
     );
+    return planCreate(draft, spec, input.cloneSource);
+  }
+  if (spec.clone && cloneInFlight(live.current, flavourOf(spec.type).nameKey, spec.config[flavourOf(spec.type).nameKey] ?? spec.name)) {
+    // An earlier apply's clone still copying its disks (docs/proxmox-behaviour.md, QCL-9, LCL-7):
+    // the apply waits for its lock and carries on with the guest it made.
+    plan.warnings.push(`VMID ${input.vmid} is being cloned right now (lock: ${live.current.lock}); apply waits for the clone to finish`);
     return planCreate(draft, spec, input.cloneSource);
   }
   if (Object.keys(live.current).length === 0) {
