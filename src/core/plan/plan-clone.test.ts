@@ -28,7 +28,12 @@ describe('resolveCloneSource: the template and what Proxmox would refuse', () =>
     ['by name', ct({ template: 'ct-tpl' }), seen('lxc', CT_TEMPLATE), undefined],
     ['by VMID', ct({ template: '9100' }), seen('lxc', CT_TEMPLATE), undefined],
     ['missing', ct({ template: 'nope' }), seen('lxc', CT_TEMPLATE), "create.clone: there is no template 'nope' on cluster 'lab'"],
-    ['of the other type', makeGuestSpec({ clone: { template: 'ct-tpl' } }), seen('lxc', CT_TEMPLATE), "create.clone: 'ct-tpl' is not a VM template (VMID 9100 is of another type)"],
+    [
+      'of the other type',
+      makeGuestSpec({ clone: { template: 'ct-tpl' } }),
+      seen('lxc', CT_TEMPLATE),
+      "create.clone: 'ct-tpl' is not a VM template (VMID 9100 is of another type)",
+    ],
     [
       'a full clone of a running container',
       ct({ template: 'ct-tpl', full: true }),
