@@ -4,7 +4,7 @@ import type { GuestPlan, SpecSet } from '../../src/core/model.js';
 import { planErrorLines, planHasChanges } from '../../src/core/plan/plan-specs.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
-import { runPlan } from '../../src/engine/run-plan.js';
+import { runDrift, runPlan } from '../../src/engine/run-plan.js';
 import { rawValue, startEstate, type Estate } from './helpers.js';
 
 let estate: Estate;
@@ -81,8 +81,12 @@ describe('creating guests by cloning a template', () => {
     const first = specs(`${clone('web-03', 100103, 'pve-01')}  description: web\n`);
     await executePlan(await runPlan({ head: first, readers: estate.readers }), estate.writers, fast);
     estate.sims.lab.sim.operatorEdit(9000, { set: { memory: '4096', cores: '8' } });
-    const unchanged = await runPlan({ head: first, base: first, readers: estate.readers });
+    const unchanged = await runPlan({ head: first, readers: estate.readers });
+    expect(guestOf(unchanged, 'web-03')?.action).toBe('noop');
     expect(planHasChanges(unchanged)).toBe(false);
+    // What the clone has from its template is no drift either.
+    const drift = await runDrift({ head: first, readers: estate.readers });
+    expect(guestOf(drift, 'web-03')?.drift).toEqual([]);
     expect(rawValue(estate.sims.lab, 100103, 'memory')).toBe('1024');
 
     const second = specs(clone('web-03', 100103, 'pve-01'));

@@ -128,7 +128,9 @@ function pendingItems(observed: ObservedGuest): PendingItem[] {
 /** Keys where the cluster differs from what a spec asks for (used for drift against base). */
 function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Record<string, string>): DriftItem[] {
   const desired = desiredConfig(spec, ownerTag);
-  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
+  // A clone's keys from its template are not the spec's: no drift (plan-clone.ts, `cloneOwns`).
+  const owns = (k: string): boolean => isOwnedKey(spec, k) && (!spec.clone || cloneOwns(spec, undefined, k));
+  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter(owns)]);
   const drift: DriftItem[] = [];
   for (const key of [...keys].sort()) {
     const expected = desired[key];
