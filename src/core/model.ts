@@ -76,6 +76,8 @@ export interface GuestSpec {
   clone?: CloneSource;
   /** `template: true`: converted to a template once created, never started. */
   template?: boolean;
+  /** `cloudinit: regenerate`: a running VM's cloud-init drive is generated again after a cloud-init change. */
+  regenerateCloudinit?: boolean;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -234,7 +236,9 @@ export type Operation =
       params: Record<string, string>;
     }
   /** Converts the guest to a template (`POST …/template`); it is never started afterwards. */
-  | { op: 'template' };
+  | { op: 'template' }
+  /** Generates a running VM's cloud-init drive again (`PUT …/cloudinit`), with the config write before it. */
+  | { op: 'cloudinit' };
 
 /** A key where the cluster differs from the base branch's spec: changed outside git. */
 export interface DriftItem {

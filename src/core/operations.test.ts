@@ -20,6 +20,7 @@ const EXAMPLES: { [K in Operation['op']]: Extract<Operation, { op: K }> } = {
     params: { name: 'web-03' },
   },
   template: { op: 'template' },
+  cloudinit: { op: 'cloudinit' },
 };
 
 describe('the operation registry', () => {

@@ -81,6 +81,11 @@ export const OPERATIONS: { readonly [K in OperationName]: OperationRules<K> } = 
       a.node === b.node && a.full === b.full && a.source.vmid === b.source.vmid && sortedEntries(a.params) === sortedEntries(b.params),
   },
   template: { describe: () => 'convert to a template (never started)', summary: () => 'convert to template', same: () => true },
+  cloudinit: {
+    describe: () => 'generate the cloud-init drive again (after the config write)',
+    summary: () => 'regenerate cloud-init drive',
+    same: () => true,
+  },
 };
 
 function rulesOf<K extends OperationName>(op: Of<K>): OperationRules<K> {

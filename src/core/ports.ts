@@ -81,4 +81,6 @@ export interface ClusterWriter extends ClusterReader {
   activeCloneTo?(source: GuestRef, newid: number): Promise<string | undefined>;
   /** Converts the guest to a template (`POST …/template`). */
   convertToTemplate?(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /** Generates a VM's cloud-init drive again (`PUT …/cloudinit`). */
+  regenerateCloudinit?(ref: GuestRef): Promise<WriteResult>;
 }

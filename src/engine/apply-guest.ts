@@ -13,7 +13,7 @@
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
-import { cloneSourceOf, inflightClone, recomputedSpec } from './clone-apply.js';
+import { cloneSourceOf, inflightClone, recomputedSpec, regeneratesCloudinit } from './clone-apply.js';
 import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
 import { hostAccessRefusals } from '../core/plan/plan-specs.js';
@@ -287,6 +287,9 @@ class GuestJob {
       }
       case 'config':
         return this.writer.updateConfig(ref, op.set, op.delete, digest, context);
+      case 'cloudinit':
+        await this.#regenerateCloudinit(ref);
+        return {};
       case 'resize':
         return this.writer.resize(ref, op.disk, op.size, digest, context);
       case 'move-disk':
@@ -318,6 +321,13 @@ class GuestJob {
         return result;
       }
     }
+  }
+
+  async #regenerateCloudinit(ref: GuestRef): Promise<void> {
+    if (!this.writer.regenerateCloudinit) throw new Error('this cluster writer cannot regenerate cloud-init drives');
+    const started = this.#clock.now();
+    await this.writer.regenerateCloudinit(ref);
+    this.#emit({ op: 'cloudinit', detail: 'regenerate cloud-init drive', ms: this.#clock.now() - started });
   }
 
   /** What the job decides when the guest is not there (any more). */
@@ -475,6 +485,8 @@ class GuestJob {
       if (result.upid) step.upid = result.upid;
       if (result.exitStatus) step.exitStatus = result.exitStatus;
       this.#emit(step);
+      // With the config write, never a step of its own: the recompute after it sees nothing left.
+      if (op.op === 'config' && regeneratesCloudinit(this.plan, op)) await this.#regenerateCloudinit(this.#ref());
       this.#lastOp = opKey;
       this.#digestConflicts = 0;
       // Each wait (a lock, a task) gets the full budget, not what earlier waits left over.

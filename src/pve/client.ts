@@ -237,6 +237,11 @@ export class PveClient {
     return this.#write('POST', `${guestPath(node, type, vmid)}/template`, Upid.nullable(), {});
   }
 
+  /** `PUT …/qemu/{vmid}/cloudinit`: the cloud-init drive generated again; answers null. */
+  async regenerateCloudinit(node: string, vmid: number): Promise<void> {
+    await this.#write('PUT', `${guestPath(node, 'qemu', vmid)}/cloudinit`, Upid.nullable(), {});
+  }
+
   /** `POST …/status/start`; returns the UPID. */
   async start(node: string, type: GuestType, vmid: number, options: PveParams = {}): Promise<string> {
     return this.#write('POST', `${guestPath(node, type, vmid)}/status/start`, Upid, options);

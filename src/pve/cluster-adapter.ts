@@ -184,6 +184,13 @@ export class PveClusterAdapter implements ClusterWriter {
     });
   }
 
+  regenerateCloudinit(ref: GuestRef): Promise<WriteResult> {
+    return mapped(async () => {
+      await this.#client.regenerateCloudinit(ref.node, ref.vmid);
+      return {};
+    });
+  }
+
   async #task(node: string, upid: string | null, context: WriteContext): Promise<WriteResult> {
     if (!upid) return {};
     const status = await this.#client.waitForTask(node, upid, this.#waitOptions(context));

@@ -5,6 +5,7 @@ import { planErrorLines, planHasChanges } from '../../src/core/plan/plan-specs.j
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
 import { runDrift, runPlan } from '../../src/engine/run-plan.js';
+import { api } from '../sim/helpers.js';
 import { rawValue, startEstate, type Estate } from './helpers.js';
 
 let estate: Estate;
@@ -158,6 +159,33 @@ describe('creating guests by cloning a template', () => {
     expect(rawValue(sim, 100400, 'rootfs')).toBe('local-lvm:vm-100400-disk-0,size=8G');
     expect(rawValue(sim, 9100, 'lock')).toBeUndefined();
     expect(planHasChanges(await runPlan({ head: set, readers: estate.readers }))).toBe(false);
+  });
+
+  it('cloud-init on a running VM waits for a regeneration, unless the spec asks for it with cloudinit: regenerate', async () => {
+    const first = specs(`${clone('web-03', 100103, 'pve-01')}power: running\n`);
+    await executePlan(await runPlan({ head: first, readers: estate.readers }), estate.writers, fast);
+    const sim = estate.sims.lab;
+    const cloudinit = async (): Promise<unknown> => (await api(sim, 'GET', '/nodes/pve-01/qemu/100103/cloudinit')).body?.data;
+    const waiting = specs(`${clone('web-03', 100103, 'pve-01', '  ciuser: admin\n').replace('  ciuser: debian\n', '')}power: running\n`);
+    const plan = await runPlan({ head: waiting, base: first, readers: estate.readers });
+    const web = guestOf(plan, 'web-03');
+    expect(web?.changes.find((c) => c.key === 'ciuser')).toMatchObject({ from: 'debian', to: 'admin', impact: 'pending-restart' });
+    expect(web?.warnings.some((w) => w.startsWith('cloud-init (ciuser): written to the config at once'))).toBe(true);
+    await executePlan(plan, estate.writers, fast);
+    expect(await cloudinit()).toEqual([
+      { key: 'ciuser', value: 'debian', pending: 'admin' },
+      expect.objectContaining({ key: 'ipconfig0' }),
+    ]);
+
+    const regenerate = specs(
+      `${clone('web-03', 100103, 'pve-01').replace('  ciuser: debian\n', '  ciuser: root\n')}power: running\ncloudinit: regenerate\n`,
+    );
+    const second = await runPlan({ head: regenerate, base: waiting, readers: estate.readers });
+    expect(guestOf(second, 'web-03')?.operations.map((o) => o.op)).toEqual(['config', 'cloudinit']);
+    const result = await executePlan(second, estate.writers, fast);
+    expect(result.guests[0]?.steps.map((s) => s.op)).toEqual(['config', 'cloudinit']);
+    expect(await cloudinit()).toEqual([{ key: 'ciuser', value: 'root' }, expect.objectContaining({ key: 'ipconfig0' })]);
+    expect(planHasChanges(await runPlan({ head: regenerate, readers: estate.readers }))).toBe(false);
   });
 
   it('a template built in git is created from a cloud image, converted, and never started', async () => {

@@ -353,8 +353,8 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest, prev
   }
 
   if (refusals.length > 0) return fail(draft, refusals.join('; '));
-  noteCloudinitChanges(plan, type, ctx.running);
   if (Object.keys(config.set).length > 0 || config.delete.length > 0) plan.operations.push(config);
+  noteCloudinitChanges(plan, type, ctx.running, spec.regenerateCloudinit === true);
   plan.operations.push(...resizes, ...moves);
   if (template && resizes.length + moves.length > 0) {
     return fail(draft, 'the guest is a template: its disks cannot be resized or moved');

@@ -76,6 +76,7 @@ const OperationSchema = z.discriminatedUnion('op', [
     params: StringRecordSchema,
   }),
   z.strictObject({ op: z.literal('template') }),
+  z.strictObject({ op: z.literal('cloudinit') }),
 ]);
 
 export const ClusterSpecSchema = z.strictObject({
@@ -112,6 +113,7 @@ export const GuestSpecSchema = z.strictObject({
     })
     .optional(),
   template: z.boolean().optional(),
+  regenerateCloudinit: z.boolean().optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),

@@ -546,6 +546,7 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
     ...cloneOf(doc),
     ...(doc.template === true ? { template: true } : {}),
+    ...('cloudinit' in doc && doc.cloudinit === 'regenerate' ? { regenerateCloudinit: true } : {}),
     source: at.start,
     keySources,
   };

@@ -128,6 +128,12 @@ const guestFields = {
 export const VmDocument = z.strictObject({
   kind: z.literal('VM'),
   ...guestFields,
+  /**
+   * `regenerate`: when an apply changes cloud-init options of a running VM, its cloud-init drive
+   * is generated again right after the config write (`PUT …/cloudinit`), so the guest's next
+   * cloud-init run sees them (docs/design.md#cloud-init-on-a-running-vm).
+   */
+  cloudinit: z.literal('regenerate').optional(),
   create: VmCreateOptions.default({}),
 });
 export type VmDocument = z.infer<typeof VmDocument>;

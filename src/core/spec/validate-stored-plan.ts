@@ -138,6 +138,7 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     config: spec.config,
     create: { ...(spec.createOptions ?? {}), ...(spec.clone ? { clone: spec.clone } : {}) },
     ...(spec.template ? { template: true } : {}),
+    ...(spec.regenerateCloudinit ? { cloudinit: 'regenerate' } : {}),
   };
 }
 
@@ -149,7 +150,7 @@ function differingField(again: GuestSpec, stored: GuestSpec): string | undefined
     if (!sameValue(again[field], stored[field]))
       return `${field} ${JSON.stringify(stored[field])} would be ${JSON.stringify(again[field])}`;
   }
-  for (const field of ['clone', 'template'] as const) {
+  for (const field of ['clone', 'template', 'regenerateCloudinit'] as const) {
     if (!sameValue(again[field], stored[field]))
       return `${field} ${JSON.stringify(stored[field])} would be ${JSON.stringify(again[field])}`;
   }

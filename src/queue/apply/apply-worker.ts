@@ -222,12 +222,13 @@ function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<voi
 function cloneWrites(
   writer: ClusterWriter,
   write: <A extends unknown[]>(op: string, send: (...args: A) => Promise<WriteResult>) => (...args: A) => Promise<WriteResult>,
-): Pick<ClusterWriter, 'clone' | 'activeCloneTo' | 'convertToTemplate'> {
-  const { clone, activeCloneTo, convertToTemplate } = writer;
+): Pick<ClusterWriter, 'clone' | 'activeCloneTo' | 'convertToTemplate' | 'regenerateCloudinit'> {
+  const { clone, activeCloneTo, convertToTemplate, regenerateCloudinit } = writer;
   return {
     ...(clone ? { clone: write('clone', clone.bind(writer)) } : {}),
     ...(activeCloneTo ? { activeCloneTo: activeCloneTo.bind(writer) } : {}),
     ...(convertToTemplate ? { convertToTemplate: write('template', convertToTemplate.bind(writer)) } : {}),
+    ...(regenerateCloudinit ? { regenerateCloudinit: write('cloudinit', regenerateCloudinit.bind(writer)) } : {}),
   };
 }
 
