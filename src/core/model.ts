@@ -60,6 +60,18 @@ export interface RestartPolicy {
  * A `kind: VM` or `kind: Container` document after parsing. `config` holds Proxmox option names
  * with values already in Proxmox's wire syntax (strings), e.g. `{ memory: '8192', tags: 'a;b' }`.
  */
+/** Where a guest is cloned from (`create.clone`): a template's name or VMID on the guest's cluster, and how. */
+export interface CloneSource {
+  /** The template's name, or its VMID written as digits. */
+  template: string;
+  /** A full copy; Proxmox's default for a template is a linked clone. */
+  full?: boolean;
+  /** Target storage of a full clone. */
+  storage?: string;
+  /** Disk format of a full clone of a VM. */
+  format?: string;
+}
+
 export interface GuestSpec {
   kind: GuestKind;
   type: GuestType;
@@ -89,6 +101,12 @@ export interface GuestSpec {
   restart?: RestartPolicy;
   /** Names of guests of the same cluster that apply before this one. */
   dependsOn?: string[];
+  /** `create.clone`: the guest is created as a clone of a template on its cluster, not from scratch. */
+  clone?: CloneSource;
+  /** `template: true`: converted to a template once created, never started. */
+  template?: boolean;
+  /** `cloudinit: regenerate`: a running VM's cloud-init drive is generated again after a cloud-init change. */
+  regenerateCloudinit?: boolean;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -237,7 +255,24 @@ export type Operation =
   | { op: 'start' }
   | { op: 'shutdown' }
   | { op: 'stop' }
-  | { op: 'destroy' };
+  | { op: 'destroy' }
+  | {
+      /**
+       * Creates the guest as a clone of a template (`POST …/clone` on the template's node):
+       * `source` is the template as the plan saw it, `config` its config then, `params` what the
+       * clone call takes besides (`name`/`hostname`, `pool`, `target`, `full`, `storage`, `format`).
+       */
+      op: 'clone';
+      node: string;
+      source: { vmid: number; node: string; name: string };
+      full: boolean;
+      config: Record<string, string>;
+      params: Record<string, string>;
+    }
+  /** Converts the guest to a template (`POST …/template`); it is never started afterwards. */
+  | { op: 'template' }
+  /** Generates a running VM's cloud-init drive again (`PUT …/cloudinit`), with the config write before it. */
+  | { op: 'cloudinit' };
 
 /** A key where the cluster differs from the base branch's spec: changed outside git. */
 export interface DriftItem {

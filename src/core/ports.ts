@@ -78,4 +78,18 @@ export interface ClusterWriter extends ClusterReader {
   shutdown(ref: GuestRef, context?: WriteContext, options?: ShutdownOptions): Promise<WriteResult>;
   stop(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
   destroy(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /**
+   * Clones `source` (a template) to the VMID `newid` (`POST …/clone` on the source's node); the
+   * task carries the SOURCE's VMID. Optional: a writer without it cannot apply clones.
+   */
+  clone?(source: GuestRef, newid: number, params: Record<string, string>, context?: WriteContext): Promise<WriteResult>;
+  /**
+   * A clone task of `source` still running that makes `newid` (its UPID), found by the source's
+   * tasks and their logs, since the new VMID has no task of its own.
+   */
+  activeCloneTo?(source: GuestRef, newid: number): Promise<string | undefined>;
+  /** Converts the guest to a template (`POST …/template`). */
+  convertToTemplate?(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /** Generates a VM's cloud-init drive again (`PUT …/cloudinit`). */
+  regenerateCloudinit?(ref: GuestRef): Promise<WriteResult>;
 }

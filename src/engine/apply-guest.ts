@@ -13,6 +13,7 @@
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation, PlannedRestart } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
+import { cloneSourceOf, inflightClone, recomputedSpec, regeneratesCloudinit } from './clone-apply.js';
 import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
 import { hostAccessRefusals } from '../core/plan/plan-specs.js';
@@ -298,6 +299,9 @@ class GuestJob {
       }
       case 'config':
         return this.writer.updateConfig(ref, op.set, op.delete, digest, context);
+      case 'cloudinit':
+        await this.#regenerateCloudinit(ref);
+        return {};
       case 'resize':
         return this.writer.resize(ref, op.disk, op.size, digest, context);
       case 'move-disk':
@@ -308,6 +312,20 @@ class GuestJob {
         return this.writer.shutdown(ref, context);
       case 'stop':
         return this.writer.stop(ref, context);
+      case 'clone': {
+        if (!this.writer.clone) throw new Error('this cluster writer cannot clone guests');
+        this.#createSent = true;
+        const source = { vmid: op.source.vmid, type: ref.type, node: op.source.node };
+        const result = await this.writer.clone(source, ref.vmid, op.params, context);
+        this.#where = { vmid: ref.vmid, type: ref.type, node: op.node };
+        this.#located = true;
+        this.#existed = true;
+        this.result.node = op.node;
+        return result;
+      }
+      case 'template':
+        if (!this.writer.convertToTemplate) throw new Error('this cluster writer cannot convert guests to templates');
+        return this.writer.convertToTemplate(ref, context);
       case 'destroy': {
         const result = await this.writer.destroy(ref, context);
         this.#destroyedByUs = true;
@@ -315,6 +333,13 @@ class GuestJob {
         return result;
       }
     }
+  }
+
+  async #regenerateCloudinit(ref: GuestRef): Promise<void> {
+    if (!this.writer.regenerateCloudinit) throw new Error('this cluster writer cannot regenerate cloud-init drives');
+    const started = this.#clock.now();
+    await this.writer.regenerateCloudinit(ref);
+    this.#emit({ op: 'cloudinit', detail: 'regenerate cloud-init drive', ms: this.#clock.now() - started });
   }
 
   /** What the job decides when the guest is not there (any more). */
@@ -379,11 +404,12 @@ class GuestJob {
       const now = planGuest({
         cluster: plan.cluster,
         vmid: plan.vmid,
-        spec: plan.target.spec,
+        spec: recomputedSpec(plan, observed),
         ownerTag: plan.target.ownerTag,
         prune: plan.target.prune,
         listed: observed ? this.#where : undefined,
         observed,
+        ...cloneSourceOf(plan),
       });
       const conflicts = compareWithReviewed(plan, now);
       if (conflicts.length > 0) {
@@ -413,7 +439,16 @@ class GuestJob {
         this.#confirming = false;
         continue;
       }
-      if (op.op === 'create' && this.#createSent) {
+      if (op.op === 'clone' && !this.#createSent) {
+        // An earlier, interrupted run's clone may still be copying: its task carries the
+        // template's VMID, and the new VMID has no config yet (engine/clone-apply.ts).
+        const inflight = await inflightClone(this.writer, op, plan.type, plan.vmid);
+        if (inflight) {
+          if (await this.#waitBusy('wait-task', `clone task still running (${inflight})`)) continue;
+          return new Finish('failed', `the clone task ${inflight} is still running after ${Math.round(this.#lockWaitMs / 1000)} s`);
+        }
+      }
+      if ((op.op === 'create' || op.op === 'clone') && this.#createSent) {
         // Never a second create in one apply: the guest this run created is gone again.
         return new Finish('conflict', `guest ${plan.vmid} disappeared during apply after it was created; it is not created again`);
       }
@@ -521,6 +556,8 @@ class GuestJob {
       if (result.upid) step.upid = result.upid;
       if (result.exitStatus) step.exitStatus = result.exitStatus;
       this.#emit(step);
+      // With the config write, never a step of its own: the recompute after it sees nothing left.
+      if (op.op === 'config' && regeneratesCloudinit(this.plan, op)) await this.#regenerateCloudinit(this.#ref());
       if ((op.op === 'start' || op.op === 'shutdown' || op.op === 'stop') && isHaRequestTask(result.upid)) {
         const finish = await this.#awaitHa(op.op === 'start' ? 'running' : 'stopped');
         if (finish) return finish;
@@ -544,7 +581,7 @@ class GuestJob {
         }
         return undefined;
       }
-      if (op.op !== 'create' && portFailure(err, GuestNotFoundError)) {
+      if (op.op !== 'create' && op.op !== 'clone' && portFailure(err, GuestNotFoundError)) {
         // Migrated (or removed) between the read and the write: the next read finds it again.
         this.#emit({ op: 'relocated', detail: `not on ${this.#where?.node ?? '?'} any more; looking it up again` });
         this.#located = false;

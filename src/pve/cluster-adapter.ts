@@ -159,6 +159,42 @@ export class PveClusterAdapter implements ClusterWriter {
     );
   }
 
+  clone(source: GuestRef, newid: number, params: Record<string, string>, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () =>
+      this.#task(source.node, await this.#client.cloneGuest(source.node, source.type, source.vmid, newid, params), context),
+    );
+  }
+
+  /** The source's running clone tasks, each asked by its log's first line which VMID it makes (docs/proxmox-behaviour.md, QCL-8). */
+  activeCloneTo(source: GuestRef, newid: number): Promise<string | undefined> {
+    return mapped(async () => {
+      const type = source.type === 'qemu' ? 'qmclone' : 'vzclone';
+      const running = (await this.#client.activeTasks(source.node, source.vmid)).filter((t) => t.type === type);
+      for (const task of running) {
+        const log = await this.#client.taskLog(source.node, task.upid);
+        if (log.some((line) => new RegExp(`with ID ${newid}$`).test(line.t))) return task.upid;
+      }
+      return undefined;
+    });
+  }
+
+  convertToTemplate(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () => {
+      const upid = await this.#client.convertToTemplate(ref.node, ref.type, ref.vmid);
+      if (upid) return this.#task(ref.node, upid, context);
+      // A container answers null: its `vztemplate` task is found among the guest's tasks.
+      const [task] = (await this.#client.activeTasks(ref.node, ref.vmid)).filter((t) => t.type === 'vztemplate');
+      return this.#task(ref.node, task?.upid ?? null, context);
+    });
+  }
+
+  regenerateCloudinit(ref: GuestRef): Promise<WriteResult> {
+    return mapped(async () => {
+      await this.#client.regenerateCloudinit(ref.node, ref.vmid);
+      return {};
+    });
+  }
+
   async #task(node: string, upid: string | null, context: WriteContext): Promise<WriteResult> {
     if (!upid) return {};
     const status = await this.#client.waitForTask(node, upid, this.#waitOptions(context));

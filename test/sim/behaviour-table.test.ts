@@ -5,6 +5,7 @@ import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import { haManager } from '../../src/pve/sim/kinds/ha/manager.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { api, type ApiAnswer, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
+import { cloneScenarios } from './clone-scenarios.js';
 
 /**
  * docs/proxmox-behaviour.md is the expectation: every row of its tables names a behaviour read
@@ -909,6 +910,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     const after = entries.find((e) => e.key === 'memory')?.value;
     return { data: { queued, after, pending: entries.filter((e) => e.pending !== undefined || e.delete !== undefined).map((e) => e.key) } };
   },
+  ...cloneScenarios({ sim: () => sim, call, http, task, file, data }),
 };
 
 /** VM 101's firewall, where the FW rows act. */

@@ -351,6 +351,8 @@ export function planSpecs(input: PlanInput): Plan {
         readError: seen.readErrors?.[vmid],
         existsUnlisted: seen.unlisted?.[vmid],
       });
+      // A clone to be created (or still being made) is planned against its template.
+      if (guestInputs.spec?.clone) guestInputs.cloneSource = { listing: seen.listing, guests: seen.guests };
       const guestPlan = input.prePlanned?.take(guestInputs) ?? planGuest(guestInputs);
       const clash = clashes.get(vmid);
       if (clash !== undefined) toError(guestPlan, clash);

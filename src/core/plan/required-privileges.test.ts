@@ -106,3 +106,11 @@ describe('restart: allowed', () => {
     ]);
   });
 });
+
+describe('what a clone needs', () => {
+  it('VM.Clone on a template named by VMID, and space on a full clone’s storage', () => {
+    const needed = requiredPrivileges([spec(100101, { config: {}, clone: { template: '9000', full: true, storage: 'ceph' } })], 'apply');
+    expect(needed).toContainEqual({ path: '/vms/9000', privilege: 'VM.Clone', why: 'to clone guests from templates' });
+    expect(needed).toContainEqual({ path: '/storage/ceph', privilege: 'Datastore.AllocateSpace', why: 'to allocate disks' });
+  });
+});

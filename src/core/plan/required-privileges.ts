@@ -85,6 +85,12 @@ export function requiredPrivileges(
     if (spec.power !== 'ignore') needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to start and stop guests' });
     if (effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy === 'allowed')
       needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to restart guests whose changes are pending (restart: allowed)' });
+    // `clone_vm`: VM.Clone on the template (named by VMID here; a name is resolved by the plan).
+    const template = spec.clone?.template;
+    if (template !== undefined && /^\d+$/.test(template)) {
+      needed.push({ path: `/vms/${template}`, privilege: 'VM.Clone', why: 'to clone guests from templates' });
+    }
+    if (spec.clone?.storage) storages.add(spec.clone.storage);
     if (spec.config.startup !== undefined)
       needed.push({ path: '/', privilege: 'Sys.Modify', why: 'to set a startup order, which changes host behaviour' });
     for (const [key, value] of Object.entries(spec.config)) {

@@ -72,6 +72,16 @@ const OperationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('shutdown') }),
   z.strictObject({ op: z.literal('stop') }),
   z.strictObject({ op: z.literal('destroy') }),
+  z.strictObject({
+    op: z.literal('clone'),
+    node: z.string().min(1),
+    source: z.strictObject({ vmid: z.number().int().positive(), node: z.string().min(1), name: z.string() }),
+    full: z.boolean(),
+    config: StringRecordSchema,
+    params: StringRecordSchema,
+  }),
+  z.strictObject({ op: z.literal('template') }),
+  z.strictObject({ op: z.literal('cloudinit') }),
 ]);
 
 export const ClusterSpecSchema = z.strictObject({
@@ -103,6 +113,16 @@ export const GuestSpecSchema = z.strictObject({
   createOptions: StringRecordSchema.optional(),
   restart: RestartPolicySchema.optional(),
   dependsOn: z.array(z.string().min(1)).optional(),
+  clone: z
+    .strictObject({
+      template: z.string().min(1),
+      full: z.boolean().optional(),
+      storage: z.string().optional(),
+      format: z.string().optional(),
+    })
+    .optional(),
+  template: z.boolean().optional(),
+  regenerateCloudinit: z.boolean().optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),

@@ -9,7 +9,7 @@
  */
 import { restartPolicy } from './restart-policy.js';
 import type { z } from 'zod';
-import type { ClusterSpec, GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
+import type { CloneSource, ClusterSpec, GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
 import type { KindDocument, ObjectKind } from '../kinds/kind.js';
 import { documentNameList, guestKeys, kindOfDocument, objectKind } from '../kinds/registry.js';
 import type { GuestType } from '../guest-flavours.js';
@@ -331,6 +331,7 @@ function copyGuest(guest: GuestSpec): GuestSpec {
     ignore: [...guest.ignore],
     config: { ...guest.config },
     ...(guest.createOptions ? { createOptions: { ...guest.createOptions } } : {}),
+    ...(guest.clone ? { clone: { ...guest.clone } } : {}),
     ...(guest.keySources ? { keySources: { ...guest.keySources } } : {}),
     ...(guest.refs ? { refs: { ...guest.refs } } : {}),
   };
@@ -496,6 +497,21 @@ function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
   };
 }
 
+/** `create.clone` as the spec keeps it: the template as a string, only the options written. */
+function cloneOf(doc: VmDocument | ContainerDocument): { clone?: CloneSource } {
+  const clone = doc.create.clone;
+  if (!clone) return {};
+  const format = 'format' in clone ? clone.format : undefined;
+  return {
+    clone: {
+      template: String(clone.template),
+      ...(clone.full !== undefined ? { full: clone.full } : {}),
+      ...(clone.storage !== undefined ? { storage: clone.storage } : {}),
+      ...(format !== undefined ? { format } : {}),
+    },
+  };
+}
+
 function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions, errors: SpecError[]): GuestSpec {
   const type: GuestType = doc.kind === 'VM' ? 'qemu' : 'lxc';
   const config: Record<string, string> = {};
@@ -514,7 +530,7 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
   }
   const createOptions: Record<string, string> = {};
   for (const [key, value] of Object.entries(doc.create)) {
-    if (value === undefined) continue;
+    if (value === undefined || (typeof value === 'object' && !Array.isArray(value))) continue;
     createOptions[key] = Array.isArray(value) ? value.join('\n') : value;
   }
   return {
@@ -533,6 +549,9 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
     ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
     ...(doc.dependsOn !== undefined ? { dependsOn: [...doc.dependsOn] } : {}),
+    ...cloneOf(doc),
+    ...(doc.template === true ? { template: true } : {}),
+    ...('cloudinit' in doc && doc.cloudinit === 'regenerate' ? { regenerateCloudinit: true } : {}),
     source: at.start,
     keySources,
   };

@@ -12,6 +12,7 @@ import type { ClusterSpec, GuestSpec, SourceRef, SpecSet, ObjectSpec } from '../
 import { flavourOf, type GuestType } from '../guest-flavours.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
 import { validateParams } from '../proxmox-params.js';
+import { validateCloneAndTemplate } from './validate-clone.js';
 import { classifyConfigKey, isRealConfigKey, type KeyVerdict, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
 import { MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
@@ -274,6 +275,7 @@ function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: D
   validateConfigValues(guest, cluster, at, report);
   validateIgnore(guest, at, report, suggest);
   validateCreateOptions(guest, cluster, at, report);
+  validateCloneAndTemplate(guest, at, report);
   validateWithProxmoxSchema(guest, at, reported, report);
   if (dropped > 0) errors.push(new SpecError(at.start, `${dropped} more errors in this document are not shown`));
 }
@@ -284,11 +286,11 @@ function validatePowerState(guest: GuestSpec, at: DocumentPositions, report: Rep
   if (guest.state === 'absent' && guest.power === 'running') {
     report(at.value(['power']), 'power: running contradicts state: absent (an absent guest is destroyed)');
   }
-  if (guest.power === 'running' && guest.config.template === '1') {
-    report(at.value(['power']), 'power: running is impossible for a template (config template is 1)');
-  }
-  if (guest.type === 'lxc' && guest.state === 'present' && !guest.adopt && !guest.createOptions?.ostemplate) {
-    report(at.start, 'a container needs create.ostemplate (the template it is created from), or adopt: true to take over an existing one');
+  if (guest.type === 'lxc' && guest.state === 'present' && !guest.adopt && !guest.clone && !guest.createOptions?.ostemplate) {
+    report(
+      at.start,
+      'a container needs create.ostemplate (the template it is created from), create.clone, or adopt: true to take over an existing one',
+    );
   }
 }
 

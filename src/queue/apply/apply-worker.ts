@@ -219,6 +219,21 @@ function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<voi
     shutdown: write('shutdown', (ref, context, options) => writer.shutdown(ref, context, options)),
     stop: write('stop', (ref, context) => writer.stop(ref, context)),
     destroy: write('destroy', (ref, context) => writer.destroy(ref, context)),
+    ...cloneWrites(writer, write),
+  };
+}
+
+/** The clone and template writes of the writer, fenced like the others, where it has them. */
+function cloneWrites(
+  writer: ClusterWriter,
+  write: <A extends unknown[]>(op: string, send: (...args: A) => Promise<WriteResult>) => (...args: A) => Promise<WriteResult>,
+): Pick<ClusterWriter, 'clone' | 'activeCloneTo' | 'convertToTemplate' | 'regenerateCloudinit'> {
+  const { clone, activeCloneTo, convertToTemplate, regenerateCloudinit } = writer;
+  return {
+    ...(clone ? { clone: write('clone', clone.bind(writer)) } : {}),
+    ...(activeCloneTo ? { activeCloneTo: activeCloneTo.bind(writer) } : {}),
+    ...(convertToTemplate ? { convertToTemplate: write('template', convertToTemplate.bind(writer)) } : {}),
+    ...(regenerateCloudinit ? { regenerateCloudinit: write('cloudinit', regenerateCloudinit.bind(writer)) } : {}),
   };
 }
 

@@ -4,6 +4,7 @@
  * `vzstart`…), which lock a start ignores, whether the node is asked before the task is forked,
  * and whether stopping applies pending values.
  */
+import { regenerateCloudinit } from './cloudinit.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../context.js';
 import { underConfigLock, whenElapsed } from '../config-lock.js';
 import { DieError, ParamError } from '../errors.js';
@@ -82,6 +83,8 @@ function powerWorker(
       if (guest.lock && guest.lock !== flavour.startExemptLock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
       if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
       applyAllPending(ctx.sim, guest);
+      // `vm_start` generates the cloud-init drive again (docs/proxmox-behaviour.md, CIN- rows).
+      if (type === 'qemu') regenerateCloudinit(guest);
       if (flavour.startWarnsIgnoredMtu) warnIgnoredMtu(guest, log);
       guest.setRunning(true);
       return;
