@@ -45,6 +45,8 @@ export interface GuestFlavour<T extends GuestType = GuestType> {
   noun: string;
   /** How Proxmox's own messages name one (`VM 100 is locked`, `CT 100 is locked`). */
   proxmoxLabel: string;
+  /** The type part of the IDs HA resources and firewall rule sets give a guest (`vm:100`, `ct:200`). */
+  resourcePrefix: 'vm' | 'ct';
   /** The config key that holds the guest's DNS name; it defaults to the spec's `name`. */
   nameKey: string;
   /** Config keys that hold a disk or mount point (`scsi0`, `rootfs`, `mp3`); `unusedN` is not one. */
@@ -118,6 +120,7 @@ export const GUEST_FLAVOURS: { readonly [T in GuestType]: GuestFlavour<T> } = {
     documentKind: 'VM',
     noun: 'VM',
     proxmoxLabel: 'VM',
+    resourcePrefix: 'vm',
     nameKey: 'name',
     diskKey: /^(ide[0-3]|sata[0-5]|scsi(?:[0-9]|[12][0-9]|30)|virtio(?:[0-9]|1[0-5])|efidisk0|tpmstate0)$/,
     volumeKey: 'file',
@@ -145,6 +148,7 @@ export const GUEST_FLAVOURS: { readonly [T in GuestType]: GuestFlavour<T> } = {
     documentKind: 'Container',
     noun: 'container',
     proxmoxLabel: 'CT',
+    resourcePrefix: 'ct',
     nameKey: 'hostname',
     diskKey: /^(rootfs|mp\d+)$/,
     volumeKey: 'volume',

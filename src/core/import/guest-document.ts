@@ -106,7 +106,7 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
   let name = liveName;
   if (name === undefined || name === '') {
     // No name on the guest: the spec needs one, and must not write it onto the guest.
-    name = `${type === 'qemu' ? 'vm' : 'ct'}-${observed.vmid}`;
+    name = `${flavour.resourcePrefix}-${observed.vmid}`;
     ignore.push(flavour.nameKey);
   } else if (!DNS_NAME_RE.test(name)) {
     return { ok: false, reason: `its name '${name}' is not a DNS name, which a spec's name must be; rename the guest first` };

@@ -14,6 +14,7 @@ import type { HaResource } from '../kinds/ha/port.js';
 import { importBackupJobs } from './backup-jobs.js';
 import { renderBackupJob } from './render-documents.js';
 import type { NotImported } from './select-guests.js';
+import { haSid } from '../kinds/ha/ha-kind.js';
 
 /** How guests are put into files. */
 export type ImportGrouping = 'guest' | 'cluster' | 'pool';
@@ -199,7 +200,7 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
       const path = guestPath(guest, grouping, pool);
       let document: GuestDocument = guest.document;
       const notes = [...guest.notes];
-      const resource = read.ha?.get(`${guest.type === 'qemu' ? 'vm' : 'ct'}:${guest.vmid}`);
+      const resource = read.ha?.get(haSid(guest.type, guest.vmid));
       if (pool !== undefined) {
         document = withParts(document, { pool });
         notes.push(`Member of pool ${pool}: pool: keeps it there (a guest without pool: leaves its membership alone).`);

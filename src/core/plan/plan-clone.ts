@@ -97,7 +97,7 @@ export function resolveCloneSource(spec: GuestSpec, seen: CloneSourceSeen | unde
   if (listed.node !== spec.node) {
     const local = volumes.find(([, volume]) => isLocalStorage(volume.split(':')[0] ?? ''));
     if (local) {
-      const label = spec.type === 'qemu' ? 'VM' : 'CT';
+      const label = flavourOf(spec.type).proxmoxLabel;
       return {
         error: `create.clone: the template '${wanted}' is on ${listed.node} and its ${local[0]} is on local storage; Proxmox refuses the clone ("can't clone ${label} to node '${spec.node}' (${label} uses local storage)"): set node: ${listed.node}, or keep the template on shared storage`,
       };
@@ -141,7 +141,7 @@ export function withoutMac(type: GuestType, value: string): string {
 export function cloneOperation(spec: GuestSpec, source: CloneSource): Extract<Operation, { op: 'clone' }> {
   const clone = spec.clone;
   const params: Record<string, string> = {
-    [spec.type === 'qemu' ? 'name' : 'hostname']: spec.config[flavourOf(spec.type).nameKey] ?? spec.name,
+    [flavourOf(spec.type).nameKey]: spec.config[flavourOf(spec.type).nameKey] ?? spec.name,
   };
   if (spec.createOptions?.pool) params.pool = spec.createOptions.pool;
   if (clone?.full !== undefined) params.full = clone.full ? '1' : '0';

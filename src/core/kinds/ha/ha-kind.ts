@@ -28,6 +28,7 @@ import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
 import { failedOutcome, item, storedString } from '../object-item.js';
 import type { HaFields, HaPort, HaResource } from './port.js';
+import { flavourOf } from '../../guest-flavours.js';
 
 /** The registry name, also the kind part of its keys (`lab/ha/100`). */
 export const HA_KIND = 'ha';
@@ -71,7 +72,7 @@ export function haKey(cluster: string, vmid: number): string {
 
 /** `vm:100` or `ct:100`, as Proxmox names a guest's resource. */
 export function haSid(type: 'qemu' | 'lxc', vmid: number): string {
-  return `${type === 'lxc' ? 'ct' : 'vm'}:${vmid}`;
+  return `${flavourOf(type).resourcePrefix}:${vmid}`;
 }
 
 const managed = declaresGuestKey('ha');

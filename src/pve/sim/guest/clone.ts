@@ -10,7 +10,7 @@ import { hasPrivilege, type Principal } from '../auth.js';
 import type { RequestContext } from '../context.js';
 import { DieError, ParamError, PermissionError } from '../errors.js';
 import { optionFormat, parseOption, parseVolumeId, printPropertyString, randomMac } from '../property-format.js';
-import type { GuestType } from '../../../core/guest-flavours.js';
+import { flavourOf, type GuestType } from '../../../core/guest-flavours.js';
 import type { Guest } from './guest.js';
 import { copyFirewall, dropFirewall } from '../kinds/firewall/state.js';
 
@@ -75,7 +75,7 @@ export function withNewMac(type: GuestType, key: string, value: string): string 
   const format = optionFormat(type, key);
   const net = parseOption(type, key, value);
   if (!format || !net) return value;
-  net[type === 'lxc' ? 'hwaddr' : 'macaddr'] = randomMac();
+  net[flavourOf(type).nic.macKey] = randomMac();
   return printPropertyString(format, net);
 }
 

@@ -16,7 +16,7 @@ import { type Guest, perlTrue } from './guest.js';
 /** `check_lock`, then snapshots, a template already, running: the refusals of both flavours. */
 export function checkTemplateConversion(guest: Guest): void {
   const flavour = flavourOf(guest.type);
-  const word = guest.type === 'qemu' ? 'VM' : 'CT';
+  const word = flavour.label;
   if (guest.lock) throw new DieError(`${flavour.label} is locked (${guest.lock})\n`);
   if (guest.config.snapshots.size > 0) throw new DieError(`unable to create template, because ${word} contains snapshots\n`);
   if (perlTrue(guest.main.get('template'))) throw new DieError("you can't convert a template to a template\n");

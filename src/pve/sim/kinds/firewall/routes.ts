@@ -8,6 +8,7 @@ import { hasPrivilege } from '../../auth.js';
 import { PermissionError } from '../../errors.js';
 import { guestAudit, route, type Route, type RouteModule } from '../../route.js';
 import * as h from './handlers.js';
+import { flavourOf } from '../../../../core/guest-flavours.js';
 
 /** `['perm', '/vms/{vmid}', ['VM.Config.Network']]`. */
 const network: Parameters<typeof route>[2] = (principal, params) => {
@@ -17,7 +18,7 @@ const network: Parameters<typeof route>[2] = (principal, params) => {
 
 function routesOf(kind: 'qemu' | 'lxc'): Route[] {
   const base = `/nodes/{node}/${kind}/{vmid}/firewall`;
-  const env = kind === 'qemu' ? 'vm' : 'ct';
+  const env = flavourOf(kind).resourcePrefix;
   return [
     route('GET', `${base}/options`, guestAudit, h.getOptions),
     route('PUT', `${base}/options`, network, h.setOptions, true),

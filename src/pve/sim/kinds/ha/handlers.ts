@@ -12,13 +12,14 @@ import { param, type HandlerResult, type RequestContext } from '../../context.js
 import { ApiError, DieError } from '../../errors.js';
 import { HA_OPTIONS, haConfig, type SimHaConfig } from './state.js';
 import { haManager, haSid } from './manager.js';
+import { flavourOf } from '../../../../core/guest-flavours.js';
 
 /** `parse_sid`: `100` → `vm:100` or `ct:100` by the guest's type; `type:name` as written. */
 function parseSid(ctx: RequestContext, raw: string): { sid: string; type: string; name: string } {
   if (/^\d+$/.test(raw)) {
     const guest = ctx.sim.guests.get(Number(raw));
     if (!guest) throw new DieError(`unable to detect SID from VMID - VM/CT ${raw} does not exist\n`);
-    const type = guest.type === 'lxc' ? 'ct' : 'vm';
+    const type = flavourOf(guest.type).resourcePrefix;
     return { sid: `${type}:${raw}`, type, name: raw };
   }
   const match = /^(\S+?):(\S+)$/.exec(raw);
@@ -156,7 +157,7 @@ export function deleteResource(ctx: RequestContext): HandlerResult {
  */
 export function haState(ctx: RequestContext, type: 'qemu' | 'lxc', vmid: number): string | undefined {
   const config = haConfig(ctx.sim);
-  const sid = `${type === 'lxc' ? 'ct' : 'vm'}:${vmid}`;
+  const sid = `${flavourOf(type).resourcePrefix}:${vmid}`;
   const resource = config.ids.get(sid);
   if (!resource) return undefined;
   if (config.errorState.has(sid)) return 'error';

@@ -9,6 +9,7 @@
  */
 import type { Simulator } from '../../simulator.js';
 import { applyAllPending } from '../../config-update/apply-all-pending.js';
+import { GUEST_FLAVOURS } from '../../../../core/guest-flavours.js';
 import { flavourOf } from '../../guest/flavours.js';
 import { haConfig } from './state.js';
 
@@ -126,7 +127,7 @@ export function haManager(sim: Simulator): SimHaManager {
 
 /** `vm_is_ha_managed` (`HA/Config.pm`): a resource exists for the guest and its state is not `ignored`. */
 export function haSid(sim: Simulator, type: 'qemu' | 'lxc', vmid: number): string | undefined {
-  const sid = `${type === 'lxc' ? 'ct' : 'vm'}:${vmid}`;
+  const sid = `${GUEST_FLAVOURS[type].resourcePrefix}:${vmid}`;
   const resource = haConfig(sim).ids.get(sid);
   if (!resource || resource.options.state === 'ignored') return undefined;
   return sid;
