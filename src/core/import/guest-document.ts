@@ -6,6 +6,7 @@
  */
 import { configOption, defaultSubKey, type OptionSchema, subOptions } from '../config-options.js';
 import { flavourOf, type GuestType } from '../guest-flavours.js';
+import type { FirewallDocumentValue } from '../kinds/firewall/document.js';
 import { hostAccessOf, isDiskKey, isNicKey, isOwnedOnlyWhenSet, isSensitiveKey } from '../key-rules.js';
 import type { ListedGuest, ObservedGuest } from '../model.js';
 import { effectiveConfig } from '../plan/desired-config.js';
@@ -28,6 +29,8 @@ export interface GuestDocument {
   pool?: string;
   /** Its HA resource's fields (the HA kind's guest key). */
   ha?: Record<string, string | number | boolean>;
+  /** Its firewall file's sections that hold something (the firewall kind's guest key). */
+  firewall?: Record<string, FirewallDocumentValue>;
   ignore?: string[];
   config: Record<string, DocumentValue>;
 }
