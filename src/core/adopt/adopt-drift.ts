@@ -6,18 +6,21 @@
  * fails or the edited specs no longer load.
  *
  * What is taken: a config key (its live value in the spec's canonical form, `adopt-values.ts`; a
- * key deleted live is removed), `power`, a guest's pool (`pool:`), its HA fields (`ha:`) and a
- * pool's comment. What is not: secrets (never written into git), missing guests, orphans and
+ * key deleted live is removed), `power`, a guest's pool (`pool:`), its HA fields (`ha:`), its
+ * firewall's options, aliases, IPsets and rules (`firewall:`, `adopt-firewall.ts`) and a pool's
+ * comment. What is not: secrets (never written into git), missing guests, orphans and
  * unowned guests (they need a spec of their own: `pve-gitops import`), and objects whose spec
  * side is not one key of one document (a backup job's selection).
  */
 import type { DriftFinding, DriftReport } from '../drift/drift-report.js';
-import type { GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
+import type { GuestSpec, ObjectPlan, ObjectSpec, SourceRef, SpecSet } from '../model.js';
 import { isSensitiveKey } from '../key-rules.js';
 import { parseKeyText } from '../kinds/resource-key.js';
 import { HA_KIND } from '../kinds/ha/ha-kind.js';
+import { FIREWALL_KIND } from '../kinds/firewall/firewall-kind.js';
 import { POOL_KIND, POOL_MEMBER_KIND } from '../kinds/pool/common.js';
 import { loadSpecs, type SpecFile } from '../spec/load-specs.js';
+import { firewallEdit, liveFirewall } from './adopt-firewall.js';
 import { specValueOf } from './adopt-values.js';
 import { type DocumentEdit, SpecEditError, SpecFileText, type SpecValue } from './yaml-edit.js';
 
@@ -76,6 +79,11 @@ interface AdoptInput {
   /** Every spec file, relative to the spec root (the same paths as the specs' sources). */
   files: readonly SpecFile[];
   select?: AdoptSelection;
+  /**
+   * The drift plan's items of other kinds, by key: the live values a finding's text does not
+   * carry (a guest's firewall). Without them such findings are not adopted.
+   */
+  items?: readonly ObjectPlan[];
 }
 
 /** One planned edit of one document. */
@@ -97,9 +105,9 @@ function namesSubject(selector: string, cluster: string, name: string, vmid?: nu
   return who === name || (vmid !== undefined && /^\d+$/.test(who) && Number(who) === vmid);
 }
 
-/** Whether a key selector names a finding's key (`ha` names every `ha.…` field). */
+/** Whether a key selector names a finding's key (`ha` names every `ha.…` field, `firewall.rules` every `firewall.rules #…`). */
 function namesKey(selector: string, key: string): boolean {
-  return selector === key || key.startsWith(`${selector}.`);
+  return selector === key || key.startsWith(`${selector}.`) || key.startsWith(`${selector} `);
 }
 
 /** The display of a value in what adopting reports: one line, secrets never. */
@@ -213,12 +221,27 @@ export function adoptDrift(input: AdoptInput): Adoption {
     }
   }
 
+  const items = new Map((input.items ?? []).map((item) => [item.key, item]));
+  // Removals from a firewall section after the values set in it: a section emptied on the way would go, and with it its comments.
+  const removals: Pending[] = [];
   for (const object of report.objects ?? []) {
     const subject = `${object.cluster}/${object.kind} ${object.name}`;
     const id = parseKeyText(object.key)?.id ?? '';
     const vmid = /^\d+$/.test(id) ? Number(id) : undefined;
     for (const finding of object.findings) {
       if (!wanted(object.cluster, object.name, vmid, finding.key)) continue;
+      if (object.kind === FIREWALL_KIND) {
+        const guest = vmid === undefined ? undefined : guestSpec(object.cluster, vmid);
+        const edit = guest ? firewallEdit(finding, guest, liveFirewall(items.get(object.key))) : { reason: 'no spec describes the guest' };
+        if ('reason' in edit) skip(subject, finding.key, edit.reason);
+        else if (guest)
+          (edit.value === undefined ? removals : pending).push({
+            at: guest.source,
+            edit,
+            adopted: describe(subject, guest.source.file, finding),
+          });
+        continue;
+      }
       const target = objectEdit(
         object.kind,
         finding,
@@ -233,6 +256,7 @@ export function adoptDrift(input: AdoptInput): Adoption {
     }
   }
 
+  pending.push(...removals);
   const unmatched = [...guestSelectors, ...keySelectors].filter((s) => !usedSelectors.has(s));
   const changed = applyEdits(texts, pending, parsedFile);
   const files = [...changed.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([path, text]) => ({ path, text }));

@@ -15,6 +15,7 @@ import { type ConnectOptions, clusterNames, connectReadable } from '../../connec
 import { adoptDrift, AdoptionError, type Adoption } from '../../core/adopt/adopt-drift.js';
 import { renderAdoptionMarkdown, renderAdoptionText } from '../../core/adopt/render-adoption.js';
 import { buildDriftReport } from '../../core/drift/drift-report.js';
+import type { Plan } from '../../core/model.js';
 import { DRIFT_MARKER_PREFIX } from '../../core/render/render-drift.js';
 import { formatSpecError } from '../../core/spec/errors.js';
 import { observeDrift } from '../../engine/run-plan.js';
@@ -130,6 +131,7 @@ async function runAdopt(deps: AdoptWorkerDeps, data: AdoptJobData, log: Logger):
   }
   const { open, refused } = connected;
   let report: ReturnType<typeof buildDriftReport>;
+  let items: Plan['objects'] = [];
   try {
     const { plan, observed } = await observeDrift({
       head: specs,
@@ -138,6 +140,7 @@ async function runAdopt(deps: AdoptWorkerDeps, data: AdoptJobData, log: Logger):
       ref: base.sha,
       unavailable: refused,
     });
+    items = plan.objects;
     report = buildDriftReport({
       plan,
       observed,
@@ -152,7 +155,7 @@ async function runAdopt(deps: AdoptWorkerDeps, data: AdoptJobData, log: Logger):
   const [guest, ...keys] = data.args;
   let adoption: Adoption;
   try {
-    adoption = adoptDrift({ report, specs, files: repoFiles.files, select: { guests: guest ? [guest] : [], keys } });
+    adoption = adoptDrift({ report, specs, files: repoFiles.files, items, select: { guests: guest ? [guest] : [], keys } });
   } catch (error) {
     if (!(error instanceof AdoptionError)) throw error;
     return refuse(`${error.message}${error.problems.length > 0 ? `\n\n${fenced(error.problems.join('\n'))}` : ''}`);
