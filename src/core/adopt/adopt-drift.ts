@@ -50,6 +50,22 @@ export interface NotAdopted {
   reason: string;
 }
 
+/** A guest without a spec that the report found in a cluster's range, to be imported (`adopt-unowned.ts`). */
+export interface ToImport {
+  cluster: string;
+  vmid: number;
+  name: string;
+}
+
+/** A guest imported into a new spec file. */
+export interface ImportedSpec {
+  /** `cluster/name`. */
+  subject: string;
+  file: string;
+  /** What the file's notes say, in a few words each (`3 keys left out`). */
+  remarks: string[];
+}
+
 /** What {@link adoptDrift} made of the report. */
 export interface Adoption {
   /** The spec files that changed, with their new texts, in path order. */
@@ -58,6 +74,10 @@ export interface Adoption {
   notAdopted: NotAdopted[];
   /** Selectors (guests, keys) that matched no finding. */
   unmatched: string[];
+  /** Unowned guests asked for, when the caller imports them (`importUnowned`). */
+  toImport?: ToImport[];
+  /** Guests imported into new spec files (those files are in `files`). */
+  imported?: ImportedSpec[];
 }
 
 /** The edited specs would not load: nothing is written. */
@@ -84,6 +104,8 @@ interface AdoptInput {
    * carry (a guest's firewall). Without them such findings are not adopted.
    */
   items?: readonly ObjectPlan[];
+  /** Unowned guests are listed in `toImport` instead of left (the caller imports them). */
+  importUnowned?: boolean;
 }
 
 /** One planned edit of one document. */
@@ -161,6 +183,7 @@ export function adoptDrift(input: AdoptInput): Adoption {
 
   const pending: Pending[] = [];
   const notAdopted: NotAdopted[] = [];
+  const toImport: ToImport[] = [];
   const skip = (subject: string, key: string, reason: string): void => {
     notAdopted.push({ subject, key, reason });
   };
@@ -170,6 +193,10 @@ export function adoptDrift(input: AdoptInput): Adoption {
     const spec = guestSpec(guest.cluster, guest.vmid);
     for (const finding of guest.findings) {
       if (!wanted(guest.cluster, guest.name, guest.vmid, finding.key)) continue;
+      if (finding.kind === 'unowned' && input.importUnowned) {
+        toImport.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.name });
+        continue;
+      }
       if (finding.kind === 'orphan' || finding.kind === 'unowned') {
         skip(subject, finding.key, 'the guest has no spec: `pve-gitops import` writes one');
         continue;
@@ -261,7 +288,13 @@ export function adoptDrift(input: AdoptInput): Adoption {
   const changed = applyEdits(texts, pending, parsedFile);
   const files = [...changed.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([path, text]) => ({ path, text }));
   if (files.length > 0) checkLoads(input.files, changed);
-  return { files, adopted: pending.map((p) => p.adopted), notAdopted, unmatched };
+  return {
+    files,
+    adopted: pending.map((p) => p.adopted),
+    notAdopted,
+    unmatched,
+    ...(input.importUnowned ? { toImport } : {}),
+  };
 }
 
 /** The document of another kind a drift object came from, by its source. */
@@ -327,9 +360,11 @@ function applyEdits(
   return changed;
 }
 
-/** Loads the specs with the edited files: adopting must leave a repository that loads. */
-function checkLoads(files: readonly SpecFile[], changed: ReadonlyMap<string, string>): void {
-  const loaded = loadSpecs(files.map((f) => ({ path: f.path, text: changed.get(f.path) ?? f.text })));
+/** Loads the specs with the edited (and any new) files: adopting must leave a repository that loads. */
+export function checkLoads(files: readonly SpecFile[], changed: ReadonlyMap<string, string>): void {
+  const given = new Set(files.map((f) => f.path));
+  const added = [...changed].filter(([path]) => !given.has(path)).map(([path, text]) => ({ path, text }));
+  const loaded = loadSpecs([...files.map((f) => ({ path: f.path, text: changed.get(f.path) ?? f.text })), ...added]);
   if (loaded.errors.length === 0) return;
   const problems = loaded.errors.map((e) => `${e.file}:${e.line}:${e.col}: ${e.message}`);
   throw new AdoptionError('nothing was adopted: the edited specs would not load', problems);
