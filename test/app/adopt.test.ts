@@ -84,6 +84,19 @@ function lowered(permissions: InstallationPermissions, name: string): Installati
   return { ...permissions, [name]: 'read' };
 }
 
+/** The writes of one pull request of `files` new blobs: blobs, tree, one commit, the branch, the pull request numbered `number`. */
+function expectPullRequest(files: number, number: number) {
+  const created = (path: string, json: unknown, times = 1) =>
+    github.expect({ method: 'POST', path: `/repos/acme/estate/${path}`, times, reply: { status: 201, json } });
+  return {
+    blobs: created('git/blobs', { sha: 'b'.repeat(40) }, files),
+    newTree: created('git/trees', { sha: 'c'.repeat(40) }),
+    commit: created('git/commits', { sha: 'd'.repeat(40) }),
+    ref: created('git/refs', { ref: 'x' }),
+    pull: created('pulls', { number, html_url: `https://github.example/acme/estate/pull/${number}` }),
+  };
+}
+
 describe('/pve adopt on the drift report issue', () => {
   it('from a writer, turned on: one commit on a branch named after the report, comments kept, and a pull request', async () => {
     const lab = clusters.sims.lab!;
@@ -107,27 +120,7 @@ describe('/pve adopt on the drift report issue', () => {
       },
     });
     github.expect({ method: 'GET', path: `/repos/acme/estate/git/commits/${sha}`, reply: { json: { sha, tree: { sha: tree } } } });
-    const blob = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/blobs',
-      reply: { status: 201, json: { sha: 'b'.repeat(40) } },
-    });
-    const newTree = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/trees',
-      reply: { status: 201, json: { sha: 'c'.repeat(40) } },
-    });
-    const commit = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/commits',
-      reply: { status: 201, json: { sha: 'd'.repeat(40) } },
-    });
-    const ref = github.expect({ method: 'POST', path: '/repos/acme/estate/git/refs', reply: { status: 201, json: { ref: 'x' } } });
-    const pull = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/pulls',
-      reply: { status: 201, json: { number: 77, html_url: 'https://github.example/acme/estate/pull/77' } },
-    });
+    const { blobs: blob, newTree, commit, ref, pull } = expectPullRequest(1, 77);
     const answer = expectReply(github, repo, 40, /^@alice opened #77: it takes 1 live value into 1 spec file\./);
 
     const asked = await app.deliver({
@@ -215,28 +208,7 @@ describe('/pve adopt on the drift report issue', () => {
       reply: { json: { number: 40, user: { type: 'Bot' }, body: '<!-- pve-gitops:drift-report content=ab12 -->' } },
     });
     github.expect({ method: 'GET', path: `/repos/acme/estate/git/commits/${sha}`, reply: { json: { sha, tree: { sha: tree } } } });
-    const blobs = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/blobs',
-      times: 2,
-      reply: { status: 201, json: { sha: 'b'.repeat(40) } },
-    });
-    const newTree = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/trees',
-      reply: { status: 201, json: { sha: 'c'.repeat(40) } },
-    });
-    const commit = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/commits',
-      reply: { status: 201, json: { sha: 'd'.repeat(40) } },
-    });
-    github.expect({ method: 'POST', path: '/repos/acme/estate/git/refs', reply: { status: 201, json: { ref: 'x' } } });
-    const pull = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/pulls',
-      reply: { status: 201, json: { number: 78, html_url: 'https://github.example/acme/estate/pull/78' } },
-    });
+    const { blobs, newTree, commit, pull } = expectPullRequest(2, 78);
     const answer = expectReply(
       github,
       repo,

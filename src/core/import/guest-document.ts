@@ -4,20 +4,18 @@
  * pending values and locks said in notes. Pure: it is given what one read returned
  * (docs/proxmox-behaviour.md, IMP- rows).
  */
-import { configOption, defaultSubKey, type OptionSchema, subOptions } from '../config-options.js';
 import { flavourOf, type GuestType } from '../guest-flavours.js';
 import type { FirewallDocumentValue } from '../kinds/firewall/document.js';
 import { hostAccessOf, isDiskKey, isNicKey, isOwnedOnlyWhenSet, isSensitiveKey } from '../key-rules.js';
 import type { ListedGuest, ObservedGuest } from '../model.js';
 import { effectiveConfig } from '../plan/desired-config.js';
-import { DNS_NAME_RE, normaliseTags, parsePropertyString, propertyValue } from '../property-string.js';
+import { DNS_NAME_RE, parsePropertyString, propertyValue } from '../property-string.js';
+import { type DocumentValue, documentValue, specTags } from '../spec/live-forms.js';
 import { classifyConfigKey } from '../spec/config-keys.js';
 import { diskStorage } from '../spec/validate-specs.js';
 
-/** A `config:` value as the document holds it: what YAML writes, converted back by `wire-values.ts`. */
-export type DocumentValue = string | number | boolean | string[];
+export type { DocumentValue } from '../spec/live-forms.js';
 
-/** The document of one imported guest, in the order its fields are written. */
 export interface GuestDocument {
   kind: 'VM' | 'Container';
   name: string;
@@ -59,38 +57,6 @@ const GENERATED: Readonly<Record<GuestType, ReadonlySet<string>>> = {
   lxc: new Set(),
 };
 
-/** Options Proxmox and the spec both take as a list. */
-const LIST_KEYS = new Set(['nameserver', 'searchdomain']);
-
-const NUMBER_TEXT = /^-?(0|[1-9]\d*)(\.\d+)?$/;
-
-/** A wire value in the form a person writes it, which `toWireValue` turns back into the same wire string. */
-export function documentValue(type: GuestType, key: string, wire: string): DocumentValue {
-  if (key === 'sshkeys') {
-    let plain = wire;
-    try {
-      plain = decodeURIComponent(wire);
-    } catch {
-      // Not encoded: kept as read.
-    }
-    return plain
-      .split(/\r?\n/)
-      .map((line) => line.trim())
-      .filter((line) => line !== '');
-  }
-  if (LIST_KEYS.has(key) && /\s/.test(wire.trim())) return wire.trim().split(/[\s,;]+/);
-  if (isDiskKey(type, key) || isNicKey(key)) return wire;
-  const schema = configOption(type, key);
-  if (schema?.type === 'boolean' && (wire === '0' || wire === '1')) return wire === '1';
-  // A property string whose lead value is a number (`memory` is `[current=]<integer>`) is written as the number too.
-  const numeric = (s: OptionSchema | undefined): boolean => s?.type === 'integer' || s?.type === 'number';
-  const lead = subOptions(schema)?.[defaultSubKey(schema) ?? ''];
-  if ((numeric(schema) || numeric(lead)) && NUMBER_TEXT.test(wire) && String(Number(wire)) === wire) {
-    return Number(wire);
-  }
-  return wire;
-}
-
 /** What one guest read becomes: its document, or why it cannot be imported. */
 export type GuestImport = { ok: true; guest: ImportedGuest } | { ok: false; reason: string };
 
@@ -124,9 +90,7 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
     const value = effective[key] ?? '';
     if (key === 'digest' || key === flavour.nameKey) continue;
     if (key === 'tags') {
-      const tags = normaliseTags(value)
-        .split(';')
-        .filter((tag) => tag !== '' && tag !== ownerTag.toLowerCase());
+      const tags = specTags(value, ownerTag);
       if (tags.length > 0) config.tags = tags;
       continue;
     }
