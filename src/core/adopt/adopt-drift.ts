@@ -8,9 +8,10 @@
  * What is taken: a config key (its live value in the spec's canonical form, `adopt-values.ts`; a
  * key deleted live is removed), `power`, a guest's pool (`pool:`), its HA fields (`ha:`), its
  * firewall's options, aliases, IPsets and rules (`firewall:`, `adopt-firewall.ts`) and a pool's
- * comment. What is not: secrets (never written into git), missing guests, orphans and
- * unowned guests (they need a spec of their own: `pve-gitops import`), and objects whose spec
- * side is not one key of one document (a backup job's selection).
+ * comment. Unowned guests are listed for the caller to import when it asks (`importUnowned`,
+ * `adopt-unowned.ts`). What is not: secrets (never written into git), missing guests, orphans and
+ * otherwise unowned guests (they need a spec of their own: `pve-gitops import`), and objects whose
+ * spec side is not one key of one document (a backup job's selection).
  */
 import type { DriftFinding, DriftReport } from '../drift/drift-report.js';
 import type { GuestSpec, ObjectPlan, ObjectSpec, SourceRef, SpecSet } from '../model.js';
