@@ -54,13 +54,20 @@ async function clustersToRead(io: CommandIO, file: string | undefined, wanted: s
 }
 
 /** The report on stdout: what was written, skipped and refused, with counts. */
+/** What a file without guests holds, by the name `importFiles` gives it. */
+function otherDocuments(path: string): string {
+  if (path.startsWith('backup-jobs-')) return 'the backup jobs (kind: BackupJob)';
+  if (path.startsWith('pools-')) return 'the pools (kind: Pool)';
+  return 'the Cluster document';
+}
+
 function report(io: CommandIO, result: ImportResult, out: string): void {
   const lines: string[] = [];
   for (const file of result.files) {
     const guests = result.imported.filter((g) => g.path === file.path);
     const what =
       guests.length === 0
-        ? 'the Cluster document'
+        ? otherDocuments(file.path)
         : guests.length === 1
           ? `${guests[0]?.name} (VMID ${guests[0]?.vmid})${guests[0]?.remarks.length ? ` — ${guests[0].remarks.join(', ')}` : ''}`
           : plural(guests.length, 'guest');

@@ -382,9 +382,17 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     const withFirewall = indexes.filter(hasFirewall);
     for (const call of withFirewall.flatMap(estateFirewallCalls))
       expect((await api(sim, call.method, call.path, { form: call.form })).status, `${call.method} ${call.path}`).toBe(200);
+    // Some VMs are HA-managed, and one backup job selects three guests.
+    const withHa = indexes.filter((i) => i % 100 === 8);
+    for (const i of withHa)
+      expect((await api(sim, 'POST', '/cluster/ha/resources', { form: { sid: `vm:${vmidOf(i)}`, max_restart: '2' } })).status).toBe(200);
+    const job = { id: 'estate-nightly', schedule: '02:00', storage: 'local', vmid: [21, 22, 23].map(vmidOf).join(',') };
+    expect((await api(sim, 'POST', '/cluster/backup', { form: job })).status).toBe(200);
     const run = await cli(['import', '--out', 'specs'], env);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`${GUESTS - 1} guests imported into ${GUESTS + 1} files, 0 skipped (already in the specs), 0 refused`);
+    expect(run.stdout).toContain(`${GUESTS - 1} guests imported into ${GUESTS + 2} files, 0 skipped (already in the specs), 0 refused`);
+    expect(run.stdout).toMatch(/^wrote specs\/backup-jobs-estate\.yaml: the backup jobs \(kind: BackupJob\)$/m);
+    expect(run.stdout).toMatch(/^wrote specs\/pools-estate\.yaml: the pools \(kind: Pool\)$/m);
     const files = await tree(join(dir, 'specs'));
     expect(files[`estate/vm-${SPECIAL.hidden}.yaml`]).toBeUndefined();
     expect(files['pools-estate.yaml']).toBe(
@@ -427,6 +435,10 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     const before = await planJson(join(dir, 'specs'), env);
     expect(before.code).toBe(2);
     expectOnlyAdoptions(before.plan, GUESTS - 1);
+    const itemsOf = (kind: string) => before.plan.objects.filter((o) => o.kind === kind).map((o) => [o.key, o.action]);
+    expect(itemsOf('ha').sort()).toEqual(withHa.map((i) => [`estate/ha/${vmidOf(i)}`, 'noop']).sort());
+    expect(itemsOf('backup-job')).toEqual([['estate/backup-job/estate-nightly', 'noop']]);
+    expect(files['backup-jobs-estate.yaml']).toMatch(/^guests: \[vm-21, vm-22, vm-23\]$/m);
     const firewallItems = before.plan.objects.filter((o) => o.kind === 'firewall');
     expect(firewallItems.map((o) => [o.key, o.action]).sort()).toEqual(
       withFirewall.map((i) => [`estate/firewall/${vmidOf(i)}`, 'noop']).sort(),
@@ -439,7 +451,7 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     expect(apply.code).toBe(0);
     const after = await planJson(join(dir, 'specs'), env);
     expect(after.code).toBe(0);
-    expect(after.plan.objects.length).toBe(indexes.filter(inWebPool).length + 1 + withFirewall.length);
+    expect(after.plan.objects.length).toBe(indexes.filter(inWebPool).length + 1 + withFirewall.length + withHa.length + 1);
     expect(after.plan.summary).toMatchObject({ create: 0, update: 0, destroy: 0, error: 0, noop: GUESTS - 1 + after.plan.objects.length });
     expect(sim.sim.getGuest(vmidOf(SPECIAL.hidden))?.rawConfig).not.toMatch(/pve-gitops/);
   }, 240_000);
