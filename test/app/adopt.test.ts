@@ -236,6 +236,7 @@ describe('/pve adopt on the drift report issue', () => {
     expect(imported).toMatch(/^kind: VM\nname: app-07\ncluster: lab\nnode: pve-02\nvmid: 100150\nadopt: true\nfirewall:\n/m);
     expect(imported).toContain('  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 8080, comment: the app}\n');
     expect(imported).toContain('  tags: [team-a]');
+    expect(imported).toMatch(/^# Imported by `\/pve adopt` \(as `pve-gitops import` writes it\) from cluster lab, VM 100150 on pve-02\.$/m);
     const merged = Object.entries({ ...files, ...byPath }).filter(([path]) => path.endsWith('.yaml'));
     expect(loadSpecs(merged.map(([path, text]) => ({ path, text }))).errors).toEqual([]);
     expect(String(((await first(commit)).body as { message: string }).message)).toMatch(

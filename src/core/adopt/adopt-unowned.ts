@@ -15,7 +15,7 @@ import { type Adoption, checkLoads, type NotAdopted } from './adopt-drift.js';
 export function withImported(adoption: Adoption, reads: readonly ImportRead[], specs: SpecSet, files: readonly SpecFile[]): Adoption {
   const asked = adoption.toImport ?? [];
   if (asked.length === 0) return adoption;
-  const result = importFiles(reads, specs, 'guest');
+  const result = importFiles(reads, specs, 'guest', '`/pve adopt` (as `pve-gitops import` writes it)');
   const existing = new Set([...files.map((f) => f.path), ...adoption.files.map((f) => f.path)]);
   const subject = (cluster: string, vmid: number): string =>
     `${cluster}/${asked.find((g) => g.cluster === cluster && g.vmid === vmid)?.name ?? vmid}`;

@@ -65,7 +65,14 @@ export type GuestImport = { ok: true; guest: ImportedGuest } | { ok: false; reas
  * pending values on top and pending deletions removed — because that is what the planner compares
  * (`effectiveConfig`), so the plan shows no change; the notes say which values are still pending.
  */
-export function importGuest(cluster: string, listed: ListedGuest, observed: ObservedGuest, ownerTag: string): GuestImport {
+export function importGuest(
+  cluster: string,
+  listed: ListedGuest,
+  observed: ObservedGuest,
+  ownerTag: string,
+  /** Who imports it, for the file's first note. */
+  by = '`pve-gitops import`',
+): GuestImport {
   const type = observed.type;
   const flavour = flavourOf(type);
   const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
@@ -127,7 +134,7 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
     if (finding) host.push(`unprivileged is not set: ${finding.reason}`);
   }
 
-  const notes = [`Imported by \`pve-gitops import\` from cluster ${cluster}, ${flavour.proxmoxLabel} ${observed.vmid} on ${listed.node}.`];
+  const notes = [`Imported by ${by} from cluster ${cluster}, ${flavour.proxmoxLabel} ${observed.vmid} on ${listed.node}.`];
   if (ignore.includes(flavour.nameKey))
     notes.push(`The guest has no ${flavour.nameKey}: this spec names it ${name} and leaves ${flavour.nameKey} alone (ignore).`);
   if (leftOut.length > 0) {

@@ -104,7 +104,13 @@ function guestPath(guest: ImportedGuest, grouping: ImportGrouping, pool: string 
 }
 
 /** The files of an import of `reads` into a repository whose specs are `specs`. */
-export function importFiles(reads: readonly ImportRead[], specs: SpecSet, grouping: ImportGrouping): ImportResult {
+export function importFiles(
+  reads: readonly ImportRead[],
+  specs: SpecSet,
+  grouping: ImportGrouping,
+  /** Who imports, for each guest file's first note (`importGuest`). */
+  by?: string,
+): ImportResult {
   const result: ImportResult = { files: [], imported: [], skipped: [], refused: [], clusterErrors: [], clusterNotes: [] };
   const taken = specs.clusters.map((c) => c.vmids);
   const byPath = new Map<string, { texts: string[]; guests: string[] }>();
@@ -153,7 +159,7 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
         refuse(`could not be read, so nothing is guessed: ${read.readErrors.get(listed.vmid) ?? 'not read'}`);
         continue;
       }
-      const made = importGuest(read.cluster, listed, observed, ownerTag);
+      const made = importGuest(read.cluster, listed, observed, ownerTag, by);
       if (!made.ok) {
         refuse(made.reason);
         continue;
