@@ -176,6 +176,12 @@ describe('pve-gitops adopt', () => {
     ];
     for (const [method, at, form] of edits) expect((await api(lab, method as 'PUT', at, { form })).status, `${method} ${at}`).toBe(200);
     const before = await readFile(path, 'utf8');
+    // `firewall.rules` names the rule findings (`firewall.rules (was #1)`: the rule the plan would remove), `firewall.options` each option's.
+    const rules = await cli(['adopt', '--specs', specs, '--key', 'firewall.rules', '--dry-run'], env);
+    expect(rules.stdout).toContain('  firewall.rules (was #1): (not set) → IN ACCEPT -p icmp');
+    expect(rules.stdout).toMatch(/Adopt would take 1 value into 1 spec file\./);
+    const options = await cli(['adopt', '--specs', specs, '--key', 'firewall.options', '--dry-run'], env);
+    expect(options.stdout).toMatch(/Adopt would take 2 values into 1 spec file\./);
 
     const run = await cli(['adopt', '--specs', specs], env);
     expect(run.code).toBe(0);
