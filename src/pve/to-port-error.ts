@@ -60,3 +60,12 @@ export function toPortError(err: unknown): unknown {
   if (UNAVAILABLE_STATUSES.has(err.status)) return new UnavailableError(err.message, init);
   return new PortError(err.message, init);
 }
+
+/** Runs one request of an adapter, its error (if any) in the port's vocabulary. */
+export async function portCall<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw toPortError(err);
+  }
+}

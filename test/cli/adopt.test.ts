@@ -1,32 +1,12 @@
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli.js';
-import type { CommandIO } from '../../src/commands/types.js';
+import { cli } from './run-cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { SPECS_EXAMPLE } from '../engine/helpers.js';
 import { api } from '../sim/helpers.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CommandIO = { stdout, stderr, stdin: Readable.from(['']), env: { NO_COLOR: '1', ...env }, cwd: process.cwd() };
-  const code = await main(args, io);
-  return { code, stdout: out, stderr: err };
-}
 
 let dir: string;
 let specs: string;

@@ -1,36 +1,13 @@
 import { mkdtemp, readFile, rm, writeFile, cp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { COMMANDS, main } from '../../src/cli.js';
-import type { CommandIO } from '../../src/commands/types.js';
+import { COMMANDS } from '../../src/cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { startTinyServer } from '../client/helpers/tiny-server.js';
 import { SPECS_EXAMPLE } from '../engine/helpers.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function collect(stream: PassThrough): () => string {
-  let text = '';
-  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  return () => text;
-}
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = process.cwd(), stdin = ''): Promise<Run> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out = collect(stdout);
-  const err = collect(stderr);
-  const io: CommandIO = { stdout, stderr, stdin: Readable.from([stdin]), env: { NO_COLOR: '1', ...env }, cwd };
-  const code = await main(args, io);
-  return { code, stdout: out(), stderr: err() };
-}
+import { cli } from './run-cli.js';
 
 let dir: string;
 let lab: RunningSimulator;

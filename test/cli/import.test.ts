@@ -7,10 +7,8 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli.js';
-import type { CommandIO } from '../../src/commands/types.js';
+import { type Run, cli as runCli } from './run-cli.js';
 import type { Plan } from '../../src/core/model.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import labFixture from '../../src/demo/lab-fixture.json' with { type: 'json' };
@@ -31,22 +29,8 @@ import {
   vmidOf,
 } from '../bench/unmanaged-estate.js';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CommandIO = { stdout, stderr, stdin: Readable.from(['']), env: { NO_COLOR: '1', ...env }, cwd: dir };
-  const code = await main(args, io);
-  return { code, stdout: out, stderr: err };
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
+  return runCli(args, env, dir);
 }
 
 /** Every file under `root`, relative path → text. */

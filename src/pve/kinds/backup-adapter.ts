@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { BackupJobPort, NamedGuest, RawBackupJob } from '../../core/kinds/backup/port.js';
 import type { PveClient } from '../client.js';
 import { PveParameterError } from '../errors.js';
-import { toPortError } from '../to-port-error.js';
+import { portCall } from '../to-port-error.js';
 
 const Job = z.looseObject({ id: z.string() });
 const Resource = z.looseObject({ type: z.string(), vmid: z.coerce.number().int().optional(), name: z.string().optional() });
@@ -25,20 +25,12 @@ export class BackupJobAdapter implements BackupJobPort {
     this.#client = client;
   }
 
-  async #call<T>(run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      throw toPortError(err);
-    }
-  }
-
   listJobs(): Promise<RawBackupJob[]> {
-    return this.#call(async () => z.array(Job).parse(await this.#client.request('GET', '/cluster/backup')) as RawBackupJob[]);
+    return portCall(async () => z.array(Job).parse(await this.#client.request('GET', '/cluster/backup')) as RawBackupJob[]);
   }
 
   readJob(id: string): Promise<RawBackupJob | undefined> {
-    return this.#call(async () => {
+    return portCall(async () => {
       try {
         return { ...(Job.parse(await this.#client.request('GET', path(id))) as RawBackupJob), id };
       } catch (err) {
@@ -49,7 +41,7 @@ export class BackupJobAdapter implements BackupJobPort {
   }
 
   guests(): Promise<NamedGuest[]> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const entries = z.array(Resource).parse(await this.#client.request('GET', '/cluster/resources', { type: 'vm' }));
       return entries.flatMap((e) =>
         (e.type === 'qemu' || e.type === 'lxc') && e.vmid !== undefined
@@ -60,19 +52,19 @@ export class BackupJobAdapter implements BackupJobPort {
   }
 
   createJob(id: string, params: Readonly<Record<string, string>>): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', '/cluster/backup', { ...params, id });
     });
   }
 
   updateJob(id: string, set: Readonly<Record<string, string>>, remove: readonly string[]): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('PUT', path(id), { ...set, ...(remove.length > 0 ? { delete: remove.join(',') } : {}) });
     });
   }
 
   deleteJob(id: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', path(id));
     });
   }

@@ -18,7 +18,7 @@ import {
   RULE_FIELDS,
 } from '../../core/kinds/firewall/port.js';
 import type { PveClient } from '../client.js';
-import { toPortError } from '../to-port-error.js';
+import { portCall } from '../to-port-error.js';
 
 const Text = z.union([z.string(), z.number()]).transform(String);
 const Flag = z.union([z.boolean(), z.coerce.number()]).transform((v) => v === true || v === 1);
@@ -71,24 +71,16 @@ export class FirewallAdapter implements FirewallPort {
     this.#client = client;
   }
 
-  async #call<T>(run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      throw toPortError(err);
-    }
-  }
-
   #base(target: FirewallTarget): string {
     return `/nodes/${encodeURIComponent(target.node)}/${target.type}/${target.vmid}/firewall`;
   }
 
   guestLocations(): Promise<Map<number, { node: string; type: 'qemu' | 'lxc' }>> {
-    return this.#call(async () => new Map((await this.#client.clusterResources()).map((g) => [g.vmid, { node: g.node, type: g.type }])));
+    return portCall(async () => new Map((await this.#client.clusterResources()).map((g) => [g.vmid, { node: g.node, type: g.type }])));
   }
 
   readOptions(target: FirewallTarget): Promise<Digested<FirewallOptions>> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const raw = z.record(z.string(), z.unknown()).parse(await this.#client.request('GET', `${this.#base(target)}/options`));
       const value: FirewallOptions = {};
       for (const [key, v] of Object.entries(raw)) {
@@ -100,7 +92,7 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   setOptions(target: FirewallTarget, set: FirewallOptions, remove: readonly string[], digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const params: Record<string, string | number | undefined> = {};
       for (const [key, value] of Object.entries(set)) params[key] = typeof value === 'boolean' ? (value ? 1 : 0) : value;
       await this.#client.request('PUT', `${this.#base(target)}/options`, {
@@ -112,20 +104,20 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   readRules(target: FirewallTarget): Promise<Digested<FirewallRule[]>> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const raw = z.array(Rule).parse(await this.#client.request('GET', `${this.#base(target)}/rules`));
       return { value: raw.map(toRule), digest: raw[0]?.digest ?? EMPTY_LIST_DIGEST };
     });
   }
 
   createRule(target: FirewallTarget, rule: FirewallRule): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', `${this.#base(target)}/rules`, ruleParams(rule));
     });
   }
 
   updateRule(target: FirewallTarget, pos: number, rule: FirewallRule, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const params = ruleParams(rule);
       const remove = RULE_FIELDS.filter((f) => rule[f] === undefined);
       await this.#client.request('PUT', `${this.#base(target)}/rules/${pos}`, {
@@ -137,19 +129,19 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   moveRule(target: FirewallTarget, pos: number, moveto: number, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('PUT', `${this.#base(target)}/rules/${pos}`, { moveto, digest });
     });
   }
 
   deleteRule(target: FirewallTarget, pos: number, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', `${this.#base(target)}/rules/${pos}`, { digest });
     });
   }
 
   readIpsets(target: FirewallTarget): Promise<Record<string, Digested<FirewallIpset>>> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const list = z.array(IpsetItem).parse(await this.#client.request('GET', `${this.#base(target)}/ipset`));
       const out: Record<string, Digested<FirewallIpset>> = {};
       for (const item of list) {
@@ -169,25 +161,25 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   createIpset(target: FirewallTarget, name: string, comment: string | undefined): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', `${this.#base(target)}/ipset`, { name, comment });
     });
   }
 
   setIpsetComment(target: FirewallTarget, name: string, comment: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', `${this.#base(target)}/ipset`, { name, rename: name, comment });
     });
   }
 
   deleteIpset(target: FirewallTarget, name: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', `${this.#base(target)}/ipset/${encodeURIComponent(name)}`, { force: 1 });
     });
   }
 
   addIp(target: FirewallTarget, name: string, entry: FirewallIpEntry): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', `${this.#base(target)}/ipset/${encodeURIComponent(name)}`, {
         cidr: entry.cidr,
         ...entryParams(entry),
@@ -196,14 +188,14 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   updateIp(target: FirewallTarget, name: string, entry: FirewallIpEntry, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const path = `${this.#base(target)}/ipset/${encodeURIComponent(name)}/${encodeURIComponent(entry.cidr)}`;
       await this.#client.request('PUT', path, { ...entryParams(entry), digest });
     });
   }
 
   removeIp(target: FirewallTarget, name: string, cidr: string, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', `${this.#base(target)}/ipset/${encodeURIComponent(name)}/${encodeURIComponent(cidr)}`, {
         digest,
       });
@@ -211,7 +203,7 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   readAliases(target: FirewallTarget): Promise<Digested<Record<string, FirewallAlias>>> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const raw = z.array(Alias).parse(await this.#client.request('GET', `${this.#base(target)}/aliases`));
       const value: Record<string, FirewallAlias> = {};
       for (const a of raw) value[a.name.toLowerCase()] = { name: a.name, cidr: a.cidr, ...(a.comment ? { comment: a.comment } : {}) };
@@ -220,13 +212,13 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   createAlias(target: FirewallTarget, alias: FirewallAlias): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', `${this.#base(target)}/aliases`, { name: alias.name, cidr: alias.cidr, comment: alias.comment });
     });
   }
 
   updateAlias(target: FirewallTarget, alias: FirewallAlias, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('PUT', `${this.#base(target)}/aliases/${encodeURIComponent(alias.name)}`, {
         cidr: alias.cidr,
         comment: alias.comment,
@@ -236,7 +228,7 @@ export class FirewallAdapter implements FirewallPort {
   }
 
   removeAlias(target: FirewallTarget, name: string, digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', `${this.#base(target)}/aliases/${encodeURIComponent(name)}`, { digest });
     });
   }

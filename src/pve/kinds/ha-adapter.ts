@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { HaFields, HaPort, HaRead, HaResource } from '../../core/kinds/ha/port.js';
 import type { PveClient } from '../client.js';
 import { PveError } from '../errors.js';
-import { toPortError } from '../to-port-error.js';
+import { portCall } from '../to-port-error.js';
 
 const Resource = z.looseObject({
   sid: z.string(),
@@ -52,16 +52,8 @@ export class HaAdapter implements HaPort {
     this.#client = client;
   }
 
-  async #call<T>(run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      throw toPortError(err);
-    }
-  }
-
   listResources(): Promise<HaResource[]> {
-    return this.#call(async () =>
+    return portCall(async () =>
       z
         .array(Resource)
         .parse(await this.#client.request('GET', '/cluster/ha/resources'))
@@ -70,7 +62,7 @@ export class HaAdapter implements HaPort {
   }
 
   readResource(sid: string): Promise<HaRead | undefined> {
-    return this.#call(async () => {
+    return portCall(async () => {
       let raw: unknown;
       try {
         raw = await this.#client.request('GET', `/cluster/ha/resources/${encodeURIComponent(sid)}`);
@@ -84,13 +76,13 @@ export class HaAdapter implements HaPort {
   }
 
   createResource(sid: string, fields: HaFields): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', '/cluster/ha/resources', { sid, ...params(fields) });
     });
   }
 
   updateResource(sid: string, fields: HaFields, remove: readonly string[], digest: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('PUT', `/cluster/ha/resources/${encodeURIComponent(sid)}`, {
         ...params(fields),
         delete: remove.length > 0 ? remove.join(',') : undefined,
@@ -100,7 +92,7 @@ export class HaAdapter implements HaPort {
   }
 
   deleteResource(sid: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', `/cluster/ha/resources/${encodeURIComponent(sid)}`);
     });
   }

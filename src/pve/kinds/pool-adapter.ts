@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { ListedMembership, ListedPool, PoolDetail, PoolPort, PoolUpdate } from '../../core/kinds/pool/port.js';
 import type { PveClient } from '../client.js';
 import { PveError, PveParameterError } from '../errors.js';
-import { toPortError } from '../to-port-error.js';
+import { portCall } from '../to-port-error.js';
 
 const PoolEntry = z.looseObject({ poolid: z.string(), comment: z.string().optional() });
 const Member = z.looseObject({ type: z.string(), vmid: z.coerce.number().int().optional(), storage: z.string().optional() });
@@ -31,23 +31,15 @@ export class PoolAdapter implements PoolPort {
     this.#client = client;
   }
 
-  async #call<T>(run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (err) {
-      throw toPortError(err);
-    }
-  }
-
   listPools(): Promise<ListedPool[]> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const entries = z.array(PoolEntry).parse(await this.#client.request('GET', '/pools'));
       return entries.map((e) => ({ poolid: e.poolid, ...(e.comment !== undefined ? { comment: e.comment } : {}) }));
     });
   }
 
   readPool(poolid: string): Promise<PoolDetail | undefined> {
-    return this.#call(async () => {
+    return portCall(async () => {
       let raw: unknown;
       try {
         const list = z.array(z.unknown()).parse(await this.#client.request('GET', '/pools', { poolid }));
@@ -72,7 +64,7 @@ export class PoolAdapter implements PoolPort {
   }
 
   memberships(): Promise<ListedMembership[]> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const entries = z.array(Resource).parse(await this.#client.request('GET', '/cluster/resources', { type: 'vm' }));
       return entries.flatMap((e) =>
         (e.type === 'qemu' || e.type === 'lxc') && e.vmid !== undefined
@@ -83,7 +75,7 @@ export class PoolAdapter implements PoolPort {
   }
 
   auditsEveryPool(): Promise<boolean> {
-    return this.#call(async () => {
+    return portCall(async () => {
       const tree = z
         .record(z.string(), z.record(z.string(), z.coerce.number()))
         .parse(await this.#client.request('GET', '/access/permissions', { path: '/pool' }));
@@ -92,13 +84,13 @@ export class PoolAdapter implements PoolPort {
   }
 
   createPool(poolid: string, comment?: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('POST', '/pools', { poolid, comment });
     });
   }
 
   updatePool(poolid: string, update: PoolUpdate): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('PUT', '/pools', {
         poolid,
         comment: update.comment,
@@ -110,7 +102,7 @@ export class PoolAdapter implements PoolPort {
   }
 
   deletePool(poolid: string): Promise<void> {
-    return this.#call(async () => {
+    return portCall(async () => {
       await this.#client.request('DELETE', '/pools', { poolid });
     });
   }

@@ -102,6 +102,8 @@ export class Simulator {
   readonly strictPools: boolean;
   /** Backup jobs (`jobs.cfg` entries of type `vzdump`) by id: each option as Proxmox stores it. */
   readonly backupJobs = new Map<string, Record<string, string>>();
+  /** Guests that do not answer a clean shutdown (`guest/shutdown-timeout.ts`); tests add them. */
+  readonly ignoresShutdown = new Set<number>();
   latencyMs: number;
   /**
    * pvestatd's publishing interval for `/cluster/resources` name/status (Proxmox: 10 s); 0 shows

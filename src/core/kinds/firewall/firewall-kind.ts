@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { GuestPlan, GuestSpec, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
 import { PermissionDeniedError } from '../../port-errors.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectKind } from '../kind.js';
+import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { item } from '../object-item.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
 import { executeFirewall, readManaged } from './execute.js';
@@ -60,9 +61,7 @@ export function firewallKey(cluster: string, vmid: number): string {
   return keyText(resourceKey(cluster, FIREWALL_KIND, vmid));
 }
 
-function managed(guest: GuestSpec): boolean {
-  return guest.refs !== undefined && Object.hasOwn(guest.refs, 'firewall');
-}
+const managed = declaresGuestKey('firewall');
 
 function onCluster(guests: readonly GuestSpec[], cluster: string): GuestSpec[] {
   return guests.filter((g) => g.cluster === cluster && managed(g) && g.state === 'present');
@@ -109,22 +108,12 @@ async function observe(port: FirewallPort, input: KindObserveInput): Promise<Fir
   return { guests };
 }
 
-function sameWanted(a: GuestSpec | undefined, b: GuestSpec): boolean {
-  return a !== undefined && managed(a) && JSON.stringify(wantedState(a.refs?.firewall)) === JSON.stringify(wantedState(b.refs?.firewall));
-}
-
 function plan(input: KindPlanInput<FirewallObserved>): ObjectPlan[] {
-  const items: ObjectPlan[] = [];
-  const scoped = input.base === undefined || input.full;
-  for (const guest of onCluster(input.headGuests, input.cluster)) {
-    const before = input.baseGuests.find((g) => g.cluster === guest.cluster && g.vmid === guest.vmid && g.state === 'present');
-    const unchanged = sameWanted(before, guest);
-    if (!scoped && unchanged) continue;
-    const guestPlan = input.guestPlans.find((p) => p.cluster === guest.cluster && p.vmid === guest.vmid);
-    if (guestPlan?.action === 'destroy') continue;
-    items.push(planGuest(guest, guestPlan, input.observed, unchanged));
-  }
-  return items;
+  const same = (before: GuestSpec, head: GuestSpec): boolean =>
+    JSON.stringify(wantedState(before.refs?.firewall)) === JSON.stringify(wantedState(head.refs?.firewall));
+  return planGuestParts(input, { declares: managed, same }, (guest, guestPlan, unchanged) =>
+    planGuest(guest, guestPlan, input.observed, unchanged),
+  );
 }
 
 function planGuest(guest: GuestSpec, guestPlan: GuestPlan | undefined, observed: FirewallObserved, unchanged: boolean): ObjectPlan {

@@ -17,6 +17,7 @@ import { z } from 'zod';
 import type { DriftItem, GuestPlan, GuestSpec, KeyChange, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
 import { DigestConflictError, PermissionDeniedError } from '../../port-errors.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
+import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
 import { failedOutcome, item, storedString } from '../object-item.js';
 import type { HaFields, HaPort, HaResource } from './port.js';
@@ -66,9 +67,7 @@ export function haSid(type: 'qemu' | 'lxc', vmid: number): string {
   return `${type === 'lxc' ? 'ct' : 'vm'}:${vmid}`;
 }
 
-function managed(guest: GuestSpec): boolean {
-  return guest.refs !== undefined && Object.hasOwn(guest.refs, 'ha');
-}
+const managed = declaresGuestKey('ha');
 
 /** The fields the guest asks for, or null for not HA-managed. */
 function wanted(guest: GuestSpec): HaFields | null {
@@ -123,18 +122,11 @@ function liveResource(observed: HaObserved, vmid: number): HaResource | undefine
 }
 
 function plan(input: KindPlanInput<HaObserved>): ObjectPlan[] {
-  const items: ObjectPlan[] = [];
-  const scoped = input.base === undefined || input.full;
-  for (const guest of onCluster(input.headGuests, input.cluster)) {
-    if (guest.state !== 'present') continue;
-    const before = input.baseGuests.find((g) => g.cluster === guest.cluster && g.vmid === guest.vmid && g.state === 'present');
-    const unchanged = before !== undefined && managed(before) && sameWanted(wanted(before), wanted(guest));
-    if (!scoped && unchanged) continue;
-    const guestPlan = input.guestPlans.find((p) => p.cluster === guest.cluster && p.vmid === guest.vmid);
-    if (guestPlan?.action === 'destroy') continue;
-    items.push(planHa(guest, guestPlan, input.observed, unchanged));
-  }
-  return items;
+  return planGuestParts(
+    input,
+    { declares: managed, same: (before, head) => sameWanted(wanted(before), wanted(head)) },
+    (guest, guestPlan, unchanged) => planHa(guest, guestPlan, input.observed, unchanged),
+  );
 }
 
 function sameWanted(a: HaFields | null, b: HaFields | null): boolean {

@@ -14,6 +14,7 @@
 import { z } from 'zod';
 import type { GuestPlan, GuestSpec, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
 import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
+import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText } from '../resource-key.js';
 import { memberKey, POOL_MEMBER_KIND, poolKey, quoted } from './common.js';
 import { failedOutcome, type ItemParts, item, storedString } from '../object-item.js';
@@ -39,9 +40,7 @@ export const MEMBER_OPERATIONS = ['join-pool', 'leave-pool'] as const;
 const PoolKey = z.union([PoolId, z.null()]);
 
 /** Whether the guest's document manages its pool (`pool:` written, null included). */
-function managed(guest: GuestSpec): boolean {
-  return guest.refs !== undefined && Object.hasOwn(guest.refs, 'pool');
-}
+const managed = declaresGuestKey('pool');
 
 function wanted(guest: GuestSpec): string | null {
   const pool = guest.refs?.pool;
@@ -119,18 +118,11 @@ function currentPool(observed: MemberObserved, vmid: number): Current {
 }
 
 function plan(input: KindPlanInput<MemberObserved>): ObjectPlan[] {
-  const items: ObjectPlan[] = [];
-  const scoped = input.base === undefined || input.full;
-  for (const guest of onCluster(input.headGuests, input.cluster)) {
-    if (guest.state !== 'present') continue;
-    const before = input.baseGuests.find((g) => g.cluster === guest.cluster && g.vmid === guest.vmid && g.state === 'present');
-    const unchanged = before !== undefined && managed(before) && wanted(before) === wanted(guest);
-    if (!scoped && unchanged) continue;
-    const guestPlan = input.guestPlans.find((p) => p.cluster === guest.cluster && p.vmid === guest.vmid);
-    if (guestPlan?.action === 'destroy') continue;
-    items.push(planMember(guest, guestPlan, input.observed, unchanged));
-  }
-  return items;
+  return planGuestParts(
+    input,
+    { declares: managed, same: (before, head) => wanted(before) === wanted(head) },
+    (guest, guestPlan, unchanged) => planMember(guest, guestPlan, input.observed, unchanged),
+  );
 }
 
 function planMember(guest: GuestSpec, guestPlan: GuestPlan | undefined, observed: MemberObserved, unchanged: boolean): ObjectPlan {
