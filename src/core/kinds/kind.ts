@@ -59,6 +59,15 @@ export interface KindSample {
   yaml: string;
 }
 
+/** The Cluster document a kind's sample starts with (the lines, ending with the document break). */
+export const SAMPLE_CLUSTER: readonly string[] = [
+  'kind: Cluster',
+  'name: lab',
+  'vmids: { lower: 100000, upper: 200000 }',
+  'nodes: [pve-01]',
+  '---',
+];
+
 /** Facts every kind declares, the guest kind included; the conformance test checks each. */
 export interface KindFacts {
   /** The registry name (`pool`); also the kind part of its items' keys. */

@@ -18,7 +18,15 @@
 import { failedOutcome, type ItemParts, item } from '../object-item.js';
 import type { GuestPlan, GuestSpec, KeyChange, ObjectOperation, ObjectPlan, ObjectSpec, SpecSet } from '../../model.js';
 import { PermissionDeniedError } from '../../port-errors.js';
-import type { KindError, KindObserveInput, KindPlanInput, KindPrivilege, ObjectApplyOutcome, ObjectKind } from '../kind.js';
+import {
+  type KindError,
+  type KindObserveInput,
+  type KindPlanInput,
+  type KindPrivilege,
+  type ObjectApplyOutcome,
+  type ObjectKind,
+  SAMPLE_CLUSTER,
+} from '../kind.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
 import {
   BackupJobDocument,
@@ -406,11 +414,7 @@ export const backupJobKind: ObjectKind<BackupJobPort, BackupJobObserved> = {
   simRoutes: ['backup'],
   testFactory: () => ({
     yaml: [
-      'kind: Cluster',
-      'name: lab',
-      'vmids: { lower: 100000, upper: 200000 }',
-      'nodes: [pve-01]',
-      '---',
+      ...SAMPLE_CLUSTER,
       'kind: VM',
       'name: app-01',
       'cluster: lab',

@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import type { GuestPlan, GuestSpec, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
 import { PermissionDeniedError } from '../../port-errors.js';
-import type { KindError, KindObserveInput, KindPlanInput, ObjectKind } from '../kind.js';
+import { type KindError, type KindObserveInput, type KindPlanInput, type ObjectKind, SAMPLE_CLUSTER } from '../kind.js';
 import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { item } from '../object-item.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
@@ -265,11 +265,7 @@ export const firewallKind: ObjectKind<FirewallPort, FirewallObserved> = {
   simRoutes: ['firewall'],
   testFactory: () => ({
     yaml: [
-      'kind: Cluster',
-      'name: lab',
-      'vmids: { lower: 100000, upper: 200000 }',
-      'nodes: [pve-01]',
-      '---',
+      ...SAMPLE_CLUSTER,
       'kind: VM',
       'name: web-fw',
       'cluster: lab',

@@ -6,7 +6,7 @@
  */
 import { OPERATIONS } from '../../operations.js';
 import { ContainerDocument, VmDocument } from '../../spec/schema.js';
-import type { KindFacts } from '../kind.js';
+import { type KindFacts, SAMPLE_CLUSTER } from '../kind.js';
 import { GUEST_KIND } from '../resource-key.js';
 
 export const guestKind: KindFacts = {
@@ -21,11 +21,7 @@ export const guestKind: KindFacts = {
   simRoutes: ['vm', 'container'],
   testFactory: () => ({
     yaml: [
-      'kind: Cluster',
-      'name: lab',
-      'vmids: { lower: 100000, upper: 200000 }',
-      'nodes: [pve-01]',
-      '---',
+      ...SAMPLE_CLUSTER,
       'kind: VM',
       'name: app-01',
       'cluster: lab',

@@ -16,7 +16,14 @@
 import { z } from 'zod';
 import type { DriftItem, GuestPlan, GuestSpec, KeyChange, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
 import { DigestConflictError, PermissionDeniedError } from '../../port-errors.js';
-import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
+import {
+  type KindError,
+  type KindObserveInput,
+  type KindPlanInput,
+  type ObjectApplyOutcome,
+  type ObjectKind,
+  SAMPLE_CLUSTER,
+} from '../kind.js';
 import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
 import { failedOutcome, item, storedString } from '../object-item.js';
@@ -374,11 +381,7 @@ export const haKind: ObjectKind<HaPort, HaObserved> = {
   simRoutes: ['ha'],
   testFactory: () => ({
     yaml: [
-      'kind: Cluster',
-      'name: lab',
-      'vmids: { lower: 100000, upper: 200000 }',
-      'nodes: [pve-01]',
-      '---',
+      ...SAMPLE_CLUSTER,
       'kind: VM',
       'name: db-01',
       'cluster: lab',

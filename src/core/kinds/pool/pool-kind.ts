@@ -7,7 +7,14 @@
  */
 import { z } from 'zod';
 import type { GuestSpec, ObjectOperation, ObjectPlan, ObjectSpec, SpecSet } from '../../model.js';
-import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
+import {
+  type KindError,
+  type KindObserveInput,
+  type KindPlanInput,
+  type ObjectApplyOutcome,
+  type ObjectKind,
+  SAMPLE_CLUSTER,
+} from '../kind.js';
 import { POOL_KIND, poolKey, quoted } from './common.js';
 import { failedOutcome, item, storedString } from '../object-item.js';
 import { NewPoolId } from './pool-id.js';
@@ -263,18 +270,7 @@ export const poolKind: ObjectKind<PoolPort, PoolObserved> = {
   operations: POOL_OPERATIONS,
   simRoutes: ['pool'],
   testFactory: () => ({
-    yaml: [
-      'kind: Cluster',
-      'name: lab',
-      'vmids: { lower: 100000, upper: 200000 }',
-      'nodes: [pve-01]',
-      '---',
-      'kind: Pool',
-      'name: web',
-      'cluster: lab',
-      'comment: Web servers',
-      '',
-    ].join('\n'),
+    yaml: [...SAMPLE_CLUSTER, 'kind: Pool', 'name: web', 'cluster: lab', 'comment: Web servers', ''].join('\n'),
   }),
   load(document, source) {
     const doc = PoolDocument.parse(document);

@@ -13,7 +13,14 @@
  */
 import { z } from 'zod';
 import type { GuestPlan, GuestSpec, ObjectOperation, ObjectPlan, SpecSet } from '../../model.js';
-import type { KindError, KindObserveInput, KindPlanInput, ObjectApplyOutcome, ObjectKind } from '../kind.js';
+import {
+  type KindError,
+  type KindObserveInput,
+  type KindPlanInput,
+  type ObjectApplyOutcome,
+  type ObjectKind,
+  SAMPLE_CLUSTER,
+} from '../kind.js';
 import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText } from '../resource-key.js';
 import { memberKey, POOL_MEMBER_KIND, poolKey, quoted } from './common.js';
@@ -270,11 +277,7 @@ export const poolMemberKind: ObjectKind<PoolPort, MemberObserved> = {
   simRoutes: ['pool'],
   testFactory: () => ({
     yaml: [
-      'kind: Cluster',
-      'name: lab',
-      'vmids: { lower: 100000, upper: 200000 }',
-      'nodes: [pve-01]',
-      '---',
+      ...SAMPLE_CLUSTER,
       'kind: Pool',
       'name: web',
       'cluster: lab',
