@@ -11,6 +11,7 @@ import { clusterNames } from '../connections/connect.js';
 import { adoptDrift, AdoptionError } from '../core/adopt/adopt-drift.js';
 import { renderAdoptionText } from '../core/adopt/render-adoption.js';
 import { buildDriftReport } from '../core/drift/drift-report.js';
+import type { Plan } from '../core/model.js';
 import type { SpecFile } from '../core/spec/load-specs.js';
 import { observeDrift } from '../engine/run-plan.js';
 import { collectSpecDir } from '../spec-files/read-spec-dir.js';
@@ -48,6 +49,7 @@ export const adoptCommand: Command = {
     const files = contents.files.flatMap((f) => ('text' in f ? [{ path: f.path, text: f.text }] : []));
     const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
     let report: ReturnType<typeof buildDriftReport>;
+    let items: Plan['objects'] = [];
     try {
       const { plan, observed } = await observeDrift({
         head: specs,
@@ -56,6 +58,7 @@ export const adoptCommand: Command = {
         ref: flags.specs,
         onProgress: progress(io),
       });
+      items = plan.objects;
       report = buildDriftReport({ plan, observed, specs, now: new Date(), ref: flags.specs });
     } finally {
       await open.close();
@@ -70,6 +73,7 @@ export const adoptCommand: Command = {
         report,
         specs,
         files,
+        items,
         select: { guests: flags.guest ?? [], keys: flags.key ?? [] },
       });
     } catch (error) {

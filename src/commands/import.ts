@@ -54,13 +54,20 @@ async function clustersToRead(io: CommandIO, file: string | undefined, wanted: s
 }
 
 /** The report on stdout: what was written, skipped and refused, with counts. */
+/** What a file without guests holds, by the name `importFiles` gives it. */
+function otherDocuments(path: string): string {
+  if (path.startsWith('backup-jobs-')) return 'the backup jobs (kind: BackupJob)';
+  if (path.startsWith('pools-')) return 'the pools (kind: Pool)';
+  return 'the Cluster document';
+}
+
 function report(io: CommandIO, result: ImportResult, out: string): void {
   const lines: string[] = [];
   for (const file of result.files) {
     const guests = result.imported.filter((g) => g.path === file.path);
     const what =
       guests.length === 0
-        ? 'the Cluster document'
+        ? otherDocuments(file.path)
         : guests.length === 1
           ? `${guests[0]?.name} (VMID ${guests[0]?.vmid})${guests[0]?.remarks.length ? ` — ${guests[0].remarks.join(', ')}` : ''}`
           : plural(guests.length, 'guest');
@@ -81,7 +88,7 @@ export const importCommand: Command = {
   name: 'import',
   summary: 'write spec files adopting the live guests the specs do not describe yet; exit 0 done, 2 some refused, 1 error',
   usage:
-    'pve-gitops import --out DIR [--specs DIR] [--cluster NAME[,NAME]] [--vmid N|LOW-HIGH] [--pool POOL] [--tag TAG] [--node NODE] [--group guest|cluster|pool] [--force] [--clusters FILE]',
+    'pve-gitops import --out DIR [--specs DIR] [--cluster NAME[,NAME]] [--vmid N|LOW-HIGH] [--pool POOL] [--tag TAG] [--node NODE] [--group guest|cluster|pool] [--no-firewall] [--force] [--clusters FILE]',
   async run(args, io) {
     const flags = parseFlags(args, {
       out: { type: 'string' },
@@ -93,6 +100,7 @@ export const importCommand: Command = {
       node: { type: 'string' },
       group: { type: 'string', default: 'guest' },
       force: { type: 'boolean', default: false },
+      'no-firewall': { type: 'boolean', default: false },
       clusters: { type: 'string' },
     });
     if (flags.out === undefined) throw new UsageError('--out DIR is required: the folder the spec files are written to');
@@ -119,8 +127,10 @@ export const importCommand: Command = {
       const pools = filterNeedsPools(filter) || grouping === 'pool';
       // Backup jobs belong to the cluster, not to the guests a filter picks: only a whole import takes them.
       const backupJobs = Object.keys(filter).length === 0;
+      // Each guest's firewall file costs four reads more (five with IPsets): --no-firewall leaves them out.
+      const firewalls = flags['no-firewall'] !== true;
       const reads = await Promise.all(
-        names.map((name) => readForImport(open.clusters[name]!, filter, specs, { pools, backupJobs, onProgress: progress(io) })),
+        names.map((name) => readForImport(open.clusters[name]!, filter, specs, { pools, backupJobs, firewalls, onProgress: progress(io) })),
       );
       result = importFiles(reads, specs, grouping);
     } finally {

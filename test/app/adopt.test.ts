@@ -14,6 +14,8 @@ import { GitHubDouble, grants, type InstallationPermissions, manifestPermissions
 import { startTestApp, type TestApp } from './harness.js';
 import { expectAcceptedCommand, expectArchive, expectReply } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { api } from '../sim/helpers.js';
+import { loadSpecs } from '../../src/core/spec/load-specs.js';
 
 let github: GitHubDouble;
 let clusters: TestClusters;
@@ -82,6 +84,19 @@ function lowered(permissions: InstallationPermissions, name: string): Installati
   return { ...permissions, [name]: 'read' };
 }
 
+/** The writes of one pull request of `files` new blobs: blobs, tree, one commit, the branch, the pull request numbered `number`. */
+function expectPullRequest(files: number, number: number) {
+  const created = (path: string, json: unknown, times = 1) =>
+    github.expect({ method: 'POST', path: `/repos/acme/estate/${path}`, times, reply: { status: 201, json } });
+  return {
+    blobs: created('git/blobs', { sha: 'b'.repeat(40) }, files),
+    newTree: created('git/trees', { sha: 'c'.repeat(40) }),
+    commit: created('git/commits', { sha: 'd'.repeat(40) }),
+    ref: created('git/refs', { ref: 'x' }),
+    pull: created('pulls', { number, html_url: `https://github.example/acme/estate/pull/${number}` }),
+  };
+}
+
 describe('/pve adopt on the drift report issue', () => {
   it('from a writer, turned on: one commit on a branch named after the report, comments kept, and a pull request', async () => {
     const lab = clusters.sims.lab!;
@@ -105,27 +120,7 @@ describe('/pve adopt on the drift report issue', () => {
       },
     });
     github.expect({ method: 'GET', path: `/repos/acme/estate/git/commits/${sha}`, reply: { json: { sha, tree: { sha: tree } } } });
-    const blob = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/blobs',
-      reply: { status: 201, json: { sha: 'b'.repeat(40) } },
-    });
-    const newTree = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/trees',
-      reply: { status: 201, json: { sha: 'c'.repeat(40) } },
-    });
-    const commit = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/git/commits',
-      reply: { status: 201, json: { sha: 'd'.repeat(40) } },
-    });
-    const ref = github.expect({ method: 'POST', path: '/repos/acme/estate/git/refs', reply: { status: 201, json: { ref: 'x' } } });
-    const pull = github.expect({
-      method: 'POST',
-      path: '/repos/acme/estate/pulls',
-      reply: { status: 201, json: { number: 77, html_url: 'https://github.example/acme/estate/pull/77' } },
-    });
+    const { blobs: blob, newTree, commit, ref, pull } = expectPullRequest(1, 77);
     const answer = expectReply(github, repo, 40, /^@alice opened #77: it takes 1 live value into 1 spec file\./);
 
     const asked = await app.deliver({
@@ -182,6 +177,75 @@ describe('/pve adopt on the drift report issue', () => {
       'POST /repos/acme/estate/git/refs',
     ]);
     expect(refusedWith('pull_requests')).toEqual(['POST /repos/acme/estate/pulls']);
+  });
+
+  it('imports an unowned guest in range into a new spec file and takes firewall drift, in the same one-commit pull request', async () => {
+    const lab = clusters.sims.lab!;
+    seedGuests(lab);
+    // Made by hand in the Proxmox UI: no owner tag, no spec, a firewall rule of its own.
+    lab.sim.addGuest({
+      vmid: 100150,
+      type: 'qemu',
+      node: 'pve-02',
+      config: { name: 'app-07', memory: 1024, cores: 1, net0: 'virtio=BC:24:11:00:50:0A,bridge=vmbr0,firewall=1', tags: 'team-a' },
+    });
+    const rule = { type: 'in', action: 'ACCEPT', enable: '1', proto: 'tcp', dport: '8080', comment: 'the app' };
+    expect((await api(lab, 'POST', '/nodes/pve-02/qemu/100150/firewall/rules', { form: rule })).status).toBe(200);
+    // web-01's spec manages its firewall options; someone closed its inbound policy by hand.
+    expect((await api(lab, 'PUT', '/nodes/pve-01/qemu/100101/firewall/options', { form: { enable: '1', policy_in: 'DROP' } })).status).toBe(
+      200,
+    );
+    const web = WEB.replace('config:\n', 'firewall:\n  options: { enable: true }   # on since the audit\nconfig:\n');
+    const files = { ...specs('adopt: on\n'), 'vms/web.yaml': web };
+    const sha = newSha();
+    const tree = newSha();
+    expectAcceptedCommand(github, repo, 'alice', 7105);
+    expectDefaultBranch(sha);
+    await expectArchive(github, repo, sha, files);
+    github.expect({
+      method: 'GET',
+      path: '/repos/acme/estate/issues/40',
+      reply: { json: { number: 40, user: { type: 'Bot' }, body: '<!-- pve-gitops:drift-report content=ab12 -->' } },
+    });
+    github.expect({ method: 'GET', path: `/repos/acme/estate/git/commits/${sha}`, reply: { json: { sha, tree: { sha: tree } } } });
+    const { blobs, newTree, commit, pull } = expectPullRequest(2, 78);
+    const answer = expectReply(
+      github,
+      repo,
+      40,
+      /^@alice opened #78: it takes 1 live value into 1 spec file and imports 1 unowned guest into new spec files\./,
+    );
+
+    const asked = await app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({ installationId, repo, number: 40, onIssue: true, body: '/pve adopt', author: 'alice', commentId: 7105 }),
+    });
+    expect(asked.status).toBe(200);
+    await app.jobDone('command', asked.deliveryId);
+    await answer.created.done;
+    github.verify();
+
+    const written = (await blobs.done).map((r) => (r.body as { content: string }).content);
+    const paths = ((await first(newTree)).body as { tree: { path: string }[] }).tree.map((t) => t.path);
+    expect(paths).toEqual(['lab/app-07.yaml', 'vms/web.yaml']);
+    const byPath = Object.fromEntries(paths.map((path, i) => [path, written[i] ?? '']));
+    // web-01: the option taken in place, the comment kept.
+    expect(byPath['vms/web.yaml']).toBe(web.replace('{ enable: true }   #', '{ enable: true, policy_in: DROP }   #'));
+    // app-07: the import's own document, its firewall rule and all.
+    const imported = byPath['lab/app-07.yaml'] ?? '';
+    expect(imported).toMatch(/^kind: VM\nname: app-07\ncluster: lab\nnode: pve-02\nvmid: 100150\nadopt: true\nfirewall:\n/m);
+    expect(imported).toContain('  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 8080, comment: the app}\n');
+    expect(imported).toContain('  tags: [team-a]');
+    expect(imported).toMatch(/^# Imported by `\/pve adopt` \(as `pve-gitops import` writes it\) from cluster lab, VM 100150 on pve-02\.$/m);
+    const merged = Object.entries({ ...files, ...byPath }).filter(([path]) => path.endsWith('.yaml'));
+    expect(loadSpecs(merged.map(([path, text]) => ({ path, text }))).errors).toEqual([]);
+    expect(String(((await first(commit)).body as { message: string }).message)).toMatch(
+      /\nNew spec files \(imported, as `pve-gitops import` writes them\):\n {2}lab\/app-07 \(lab\/app-07\.yaml\)/,
+    );
+    const pr = (await first(pull)).body as { title: string; body: string };
+    expect(pr.title).toBe('Adopt drift from the drift report (#40): 2 guests and objects');
+    expect(pr.body).toContain('- `lab/app-07` in `lab/app-07.yaml`');
+    expect(pr.body).toContain('**lab/firewall web-01 (vms/web.yaml)**\n\n- `firewall.options.policy_in`: (not set) → `DROP`');
   });
 
   it('after an attempt that made the branch and the pull request: moves its own branch and answers with that pull request', async () => {

@@ -145,3 +145,39 @@ export function unmanagedEstateFixture(guests: number): SimFixture {
     })),
   };
 }
+
+/** Whether guest `i` has a firewall file (made through the API once the simulator runs: `estateFirewallCalls`). */
+export const hasFirewall = (i: number): boolean => i % 50 === 6 && i !== SPECIAL.hidden;
+
+/** One Proxmox API call. */
+export interface EstateCall {
+  method: 'PUT' | 'POST';
+  path: string;
+  form: Record<string, string>;
+}
+
+/**
+ * The API calls that give guest `i` its firewall file, as an operator would have made it: options,
+ * two rules (`POST rules` inserts at the top, so the last posted is the first rule), and on some an
+ * alias and an IPset.
+ */
+export function estateFirewallCalls(i: number): EstateCall[] {
+  const base = `/nodes/${NODES[i % NODES.length]}/${isContainer(i) ? 'lxc' : 'qemu'}/${vmidOf(i)}/firewall`;
+  const calls: EstateCall[] = [
+    { method: 'PUT', path: `${base}/options`, form: { enable: '1', policy_in: i % 100 === 6 ? 'DROP' : 'REJECT' } },
+    { method: 'POST', path: `${base}/rules`, form: { type: 'in', action: 'ACCEPT', enable: '1', macro: 'HTTPS' } },
+    {
+      method: 'POST',
+      path: `${base}/rules`,
+      form: { type: 'in', action: 'ACCEPT', enable: '1', proto: 'tcp', dport: '22', comment: 'ssh' },
+    },
+  ];
+  if (i % 100 === 56) {
+    calls.push(
+      { method: 'POST', path: `${base}/aliases`, form: { name: 'monitor', cidr: '10.20.0.9/32' } },
+      { method: 'POST', path: `${base}/ipset`, form: { name: 'office', comment: 'the office' } },
+      { method: 'POST', path: `${base}/ipset/office`, form: { cidr: '192.0.2.0/24' } },
+    );
+  }
+  return calls;
+}

@@ -1,4 +1,4 @@
-import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { cli } from './run-cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { SPECS_EXAMPLE } from '../engine/helpers.js';
+import { api } from '../sim/helpers.js';
 
 let dir: string;
 let specs: string;
@@ -124,5 +125,67 @@ describe('pve-gitops adopt', () => {
     expect(after).not.toMatch(/Hunter2|intruder/);
     expect(after).toMatch(/name: web-02\ncluster: lab\nnode: pve-02\nvmid: 100102\npower: stopped\n/);
     expect(Object.keys(await planned())).not.toContain('web-02');
+  });
+
+  it('takes firewall drift into firewall: in place — options, aliases, IPsets, rules — and the plan then shows no firewall change', async () => {
+    const firewall = [
+      'firewall:',
+      "  # the web tier's own rules",
+      '  options: { enable: true, policy_in: DROP }   # closed by default',
+      '  aliases:',
+      '    Bastion: 10.1.0.5   # the jump host',
+      '    old: 10.9.0.1',
+      '  ipsets:',
+      '    admins: [10.0.0.0/24]   # the admins',
+      '  rules:',
+      '    - { type: in, action: ACCEPT, proto: tcp, dport: 22, source: +admins }',
+      '    - { type: in, macro: HTTPS, action: ACCEPT }',
+    ].join('\n');
+    const path = join(specs, 'lab/web.yaml');
+    const original = await readFile(path, 'utf8');
+    await writeFile(path, original.replace('power: running           #', `${firewall}\npower: running           #`));
+    expect((await cli(['apply', '--specs', specs, '--yes'], env)).code).toBe(0);
+    // Someone edits web-01's firewall in the Proxmox UI.
+    const fw = '/nodes/pve-01/qemu/100101/firewall';
+    const edits: [string, string, Record<string, string>][] = [
+      ['PUT', `${fw}/options`, { policy_in: 'REJECT', log_level_in: 'info' }],
+      ['PUT', `${fw}/aliases/bastion`, { cidr: '10.1.0.6', comment: 'new jump host' }],
+      ['DELETE', `${fw}/aliases/old`, {}],
+      ['POST', `${fw}/ipset/admins`, { cidr: '10.0.1.0/24' }],
+      ['POST', `${fw}/rules`, { type: 'in', action: 'ACCEPT', enable: '1', proto: 'icmp' }],
+    ];
+    for (const [method, at, form] of edits) expect((await api(lab, method as 'PUT', at, { form })).status, `${method} ${at}`).toBe(200);
+    const before = await readFile(path, 'utf8');
+    // `firewall.rules` names the rule findings (`firewall.rules (was #1)`: the rule the plan would remove), `firewall.options` each option's.
+    const rules = await cli(['adopt', '--specs', specs, '--key', 'firewall.rules', '--dry-run'], env);
+    expect(rules.stdout).toContain('  firewall.rules (was #1): (not set) → IN ACCEPT -p icmp');
+    expect(rules.stdout).toMatch(/Adopt would take 1 value into 1 spec file\./);
+    const options = await cli(['adopt', '--specs', specs, '--key', 'firewall.options', '--dry-run'], env);
+    expect(options.stdout).toMatch(/Adopt would take 2 values into 1 spec file\./);
+
+    const run = await cli(['adopt', '--specs', specs], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/Adopt took 6 values into 1 spec file\./);
+    const after = await readFile(path, 'utf8');
+    expect(after).toContain(
+      [
+        'firewall:',
+        "  # the web tier's own rules",
+        '  options: { enable: true, policy_in: REJECT, log_level_in: info }   # closed by default',
+        '  aliases:',
+        '    Bastion: { cidr: 10.1.0.6, comment: new jump host }   # the jump host',
+        '  ipsets:',
+        '    admins: [10.0.0.0/24, 10.0.1.0/24]   # the admins',
+        '  rules:',
+        '    - { type: in, action: ACCEPT, proto: icmp }',
+        '    - { type: in, action: ACCEPT, source: +admins, proto: tcp, dport: 22 }',
+        '    - { type: in, action: ACCEPT, macro: HTTPS }',
+        'power: running',
+      ].join('\n'),
+    );
+    expect(after.replace(/^firewall:\n(?: .*\n)*/m, '')).toBe(before.replace(/^firewall:\n(?: .*\n)*/m, ''));
+    const plan = parsePlanJson((await cli(['plan', '--specs', specs, '--format', 'json'], env)).stdout);
+    expect(plan.objects.filter((o) => o.kind === 'firewall').map((o) => [o.key, o.action])).toEqual([['lab/firewall/100101', 'noop']]);
+    expect(await planned()).toEqual({});
   });
 });

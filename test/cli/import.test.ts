@@ -17,7 +17,17 @@ import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.j
 import type { SimFixture } from '../../src/pve/sim/schema.js';
 import { startTinyServer } from '../client/helpers/tiny-server.js';
 import { api } from '../sim/helpers.js';
-import { estateReadToken, hasPending, inWebPool, isContainer, SPECIAL, unmanagedEstateFixture, vmidOf } from '../bench/unmanaged-estate.js';
+import {
+  estateFirewallCalls,
+  estateReadToken,
+  hasFirewall,
+  hasPending,
+  inWebPool,
+  isContainer,
+  SPECIAL,
+  unmanagedEstateFixture,
+  vmidOf,
+} from '../bench/unmanaged-estate.js';
 
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return runCli(args, env, dir);
@@ -208,6 +218,62 @@ describe('pve-gitops import on the demo clusters', () => {
     expectOnlyAdoptions(plan, labFixture.guests.length - 1, 1);
   });
 
+  it("writes a guest's firewall file as firewall: in the form the firewall kind compares; the plan leaves it as it is", async () => {
+    const { env, lab } = await demo();
+    const fw = '/nodes/pve-01/qemu/100/firewall';
+    const ct = '/nodes/pve-02/lxc/101/firewall';
+    const calls: [string, Record<string, string>][] = [
+      [`PUT ${fw}/options`, { enable: '1', policy_in: 'DROP', log_level_in: 'info' }],
+      [`POST ${fw}/aliases`, { name: 'Bastion', cidr: '10.1.0.5/32', comment: 'jump host' }],
+      [`POST ${fw}/ipset`, { name: 'admins', comment: 'the admins' }],
+      [`POST ${fw}/ipset/admins`, { cidr: '10.0.0.0/24' }],
+      [`POST ${fw}/ipset/admins`, { cidr: '10.0.9.9', nomatch: '1', comment: 'not this one' }],
+      // POST rules inserts at position 0: the last posted is the first rule.
+      [`POST ${fw}/rules`, { type: 'out', action: 'DROP', enable: '0', proto: 'udp', dport: '5000:5100' }],
+      [`POST ${fw}/rules`, { type: 'in', action: 'ACCEPT', enable: '1', macro: 'HTTPS', iface: 'net0' }],
+      [`POST ${fw}/rules`, { type: 'in', action: 'ACCEPT', enable: '1', proto: 'tcp', dport: '22', source: '+admins', comment: 'ssh' }],
+      [`POST ${ct}/rules`, { type: 'in', action: 'ACCEPT', enable: '1', proto: 'udp', dport: '53' }],
+    ];
+    for (const [call, form] of calls) {
+      const [method, path] = call.split(' ') as ['PUT' | 'POST', string];
+      expect((await api(lab, method, path, { form })).status, call).toBe(200);
+    }
+    expect((await cli(['import', '--out', 'specs', '--cluster', 'lab'], env)).code).toBe(0);
+    const text = await readFile(join(dir, 'specs', 'lab', 'ops-jumphost.yaml'), 'utf8');
+    expect(text).toMatch(/^# Firewall: firewall: keeps its options, aliases, ipsets, rules as they are/m);
+    expect(text).toContain(
+      [
+        'adopt: true',
+        'firewall:',
+        '  options: {enable: true, policy_in: DROP, log_level_in: info}',
+        '  aliases:',
+        '    Bastion: {cidr: 10.1.0.5, comment: jump host}',
+        '  ipsets:',
+        '    admins: {comment: the admins, entries: [10.0.0.0/24, {cidr: 10.0.9.9, nomatch: true, comment: not this one}]}',
+        '  rules:',
+        '    - {type: in, action: ACCEPT, source: +admins, proto: tcp, dport: 22, comment: ssh}',
+        '    - {type: in, action: ACCEPT, macro: HTTPS, iface: net0}',
+        '    - {type: out, action: DROP, enable: false, proto: udp, dport: 5000:5100}',
+        'config:',
+      ].join('\n'),
+    );
+    expect(await readFile(join(dir, 'specs', 'lab', 'pihole.yaml'), 'utf8')).toMatch(
+      /^firewall:\n {2}rules:\n {4}- \{type: in, action: ACCEPT, proto: udp, dport: 53\}\nconfig:$/m,
+    );
+    // A guest without a firewall file gets no firewall: at all.
+    expect(await readFile(join(dir, 'specs', 'lab', 'web-01.yaml'), 'utf8')).not.toMatch(/^firewall:/m);
+    expect((await cli(['validate', '--specs', 'specs'], env)).code).toBe(0);
+    const { plan } = await planJson(join(dir, 'specs'), env);
+    expect(plan.objects.map((o) => [o.key, o.action])).toEqual([
+      ['lab/firewall/100', 'noop'],
+      ['lab/firewall/101', 'noop'],
+    ]);
+    expectOnlyAdoptions(plan, labFixture.guests.length - 1, 1);
+    // --no-firewall spares the reads: no guest says firewall:, so the firewall is left alone.
+    expect((await cli(['import', '--out', 'plain', '--cluster', 'lab', '--no-firewall'], env)).code).toBe(0);
+    expect(await readFile(join(dir, 'plain', 'lab', 'ops-jumphost.yaml'), 'utf8')).not.toMatch(/^firewall:/m);
+  });
+
   it('writes the backup jobs it can describe as kind: BackupJob documents, and says why not the others', async () => {
     const { env, lab } = await demo();
     const job = (form: Record<string, string>) => api(lab, 'POST', '/cluster/backup', { form });
@@ -296,9 +362,21 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
   it('imports every guest the token sees, with notes; plan shows 999 adoptions and nothing after the apply', async () => {
     const sim = await simulate({ nodes: undefined, fixture: unmanagedEstateFixture(GUESTS), clusterName: 'estate' });
     const env = connection('estate', sim, estateReadToken(GUESTS).token);
+    const indexes = Array.from({ length: GUESTS }, (_, i) => i);
+    const withFirewall = indexes.filter(hasFirewall);
+    for (const call of withFirewall.flatMap(estateFirewallCalls))
+      expect((await api(sim, call.method, call.path, { form: call.form })).status, `${call.method} ${call.path}`).toBe(200);
+    // Some VMs are HA-managed, and one backup job selects three guests.
+    const withHa = indexes.filter((i) => i % 100 === 8);
+    for (const i of withHa)
+      expect((await api(sim, 'POST', '/cluster/ha/resources', { form: { sid: `vm:${vmidOf(i)}`, max_restart: '2' } })).status).toBe(200);
+    const job = { id: 'estate-nightly', schedule: '02:00', storage: 'local', vmid: [21, 22, 23].map(vmidOf).join(',') };
+    expect((await api(sim, 'POST', '/cluster/backup', { form: job })).status).toBe(200);
     const run = await cli(['import', '--out', 'specs'], env);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`${GUESTS - 1} guests imported into ${GUESTS + 1} files, 0 skipped (already in the specs), 0 refused`);
+    expect(run.stdout).toContain(`${GUESTS - 1} guests imported into ${GUESTS + 2} files, 0 skipped (already in the specs), 0 refused`);
+    expect(run.stdout).toMatch(/^wrote specs\/backup-jobs-estate\.yaml: the backup jobs \(kind: BackupJob\)$/m);
+    expect(run.stdout).toMatch(/^wrote specs\/pools-estate\.yaml: the pools \(kind: Pool\)$/m);
     const files = await tree(join(dir, 'specs'));
     expect(files[`estate/vm-${SPECIAL.hidden}.yaml`]).toBeUndefined();
     expect(files['pools-estate.yaml']).toBe(
@@ -312,6 +390,22 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     expect(withPassword).toMatch(/^# {3}cipassword: a secret/m);
     expect(withPassword).not.toMatch(/cipassword:.*\*|\$5\$/);
     expect(withPassword).toContain(`  sshkeys:\n    - ssh-ed25519 AAAAC3`);
+    expect(withFirewall.length).toBeGreaterThan(10);
+    for (const i of indexes) {
+      const text = files[`estate/${isContainer(i) ? 'ct' : 'vm'}-${i}.yaml`];
+      if (text === undefined) continue;
+      if (!hasFirewall(i)) {
+        expect(text, `guest ${i}`).not.toMatch(/^firewall:/m);
+        continue;
+      }
+      expect(text, `guest ${i}`).toContain(
+        `firewall:\n  options: {enable: true, policy_in: ${i % 100 === 6 ? 'DROP' : 'REJECT'}}\n` +
+          (i % 100 === 56
+            ? '  aliases:\n    monitor: 10.20.0.9\n  ipsets:\n    office: {comment: the office, entries: [192.0.2.0/24]}\n'
+            : '') +
+          '  rules:\n    - {type: in, action: ACCEPT, proto: tcp, dport: 22, comment: ssh}\n    - {type: in, action: ACCEPT, macro: HTTPS}\n',
+      );
+    }
     const pending = Array.from({ length: GUESTS }, (_, i) => i).filter((i) => hasPending(i) && i !== SPECIAL.hidden);
     for (const i of pending) {
       const text = files[`estate/${isContainer(i) ? 'ct' : 'vm'}-${i}.yaml`] ?? '';
@@ -325,6 +419,14 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     const before = await planJson(join(dir, 'specs'), env);
     expect(before.code).toBe(2);
     expectOnlyAdoptions(before.plan, GUESTS - 1);
+    const itemsOf = (kind: string) => before.plan.objects.filter((o) => o.kind === kind).map((o) => [o.key, o.action]);
+    expect(itemsOf('ha').sort()).toEqual(withHa.map((i) => [`estate/ha/${vmidOf(i)}`, 'noop']).sort());
+    expect(itemsOf('backup-job')).toEqual([['estate/backup-job/estate-nightly', 'noop']]);
+    expect(files['backup-jobs-estate.yaml']).toMatch(/^guests: \[vm-21, vm-22, vm-23\]$/m);
+    const firewallItems = before.plan.objects.filter((o) => o.kind === 'firewall');
+    expect(firewallItems.map((o) => [o.key, o.action]).sort()).toEqual(
+      withFirewall.map((i) => [`estate/firewall/${vmidOf(i)}`, 'noop']).sort(),
+    );
     expect(before.plan.guests.find((g) => g.vmid === vmidOf(SPECIAL.locked))?.warnings.join('\n')).toMatch(/locked \(backup\)/);
 
     // The backup ends; the apply adopts every guest.
@@ -333,7 +435,7 @@ describe('pve-gitops import of a generated estate of 1,000 guests', () => {
     expect(apply.code).toBe(0);
     const after = await planJson(join(dir, 'specs'), env);
     expect(after.code).toBe(0);
-    expect(after.plan.objects.length).toBe(Array.from({ length: GUESTS }, (_, i) => i).filter(inWebPool).length + 1);
+    expect(after.plan.objects.length).toBe(indexes.filter(inWebPool).length + 1 + withFirewall.length + withHa.length + 1);
     expect(after.plan.summary).toMatchObject({ create: 0, update: 0, destroy: 0, error: 0, noop: GUESTS - 1 + after.plan.objects.length });
     expect(sim.sim.getGuest(vmidOf(SPECIAL.hidden))?.rawConfig).not.toMatch(/pve-gitops/);
   }, 240_000);

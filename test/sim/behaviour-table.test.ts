@@ -340,6 +340,10 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     await call('PUT', '/nodes/pve-01/qemu/101/config', { cipassword: 's3cret-pw' });
     return { data: byKey(await data('/nodes/pve-01/qemu/101/pending')).cipassword };
   },
+  'ONB-1': async () => {
+    const [options, rules, ipset, aliases] = await Promise.all(['options', 'rules', 'ipset', 'aliases'].map((s) => data(`${FW}/${s}`)));
+    return { data: { options: Object.keys(options as object), rules, ipset, aliases } };
+  },
   'IMP-2': async () => {
     sim.sim.addGuest({
       vmid: 202,

@@ -6,18 +6,22 @@
  * fails or the edited specs no longer load.
  *
  * What is taken: a config key (its live value in the spec's canonical form, `adopt-values.ts`; a
- * key deleted live is removed), `power`, a guest's pool (`pool:`), its HA fields (`ha:`) and a
- * pool's comment. What is not: secrets (never written into git), missing guests, orphans and
- * unowned guests (they need a spec of their own: `pve-gitops import`), and objects whose spec
- * side is not one key of one document (a backup job's selection).
+ * key deleted live is removed), `power`, a guest's pool (`pool:`), its HA fields (`ha:`), its
+ * firewall's options, aliases, IPsets and rules (`firewall:`, `adopt-firewall.ts`) and a pool's
+ * comment. Unowned guests are listed for the caller to import when it asks (`importUnowned`,
+ * `adopt-unowned.ts`). What is not: secrets (never written into git), missing guests, orphans and
+ * otherwise unowned guests (they need a spec of their own: `pve-gitops import`), and objects whose
+ * spec side is not one key of one document (a backup job's selection).
  */
 import type { DriftFinding, DriftReport } from '../drift/drift-report.js';
-import type { GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
+import type { GuestSpec, ObjectPlan, ObjectSpec, SourceRef, SpecSet } from '../model.js';
 import { isSensitiveKey } from '../key-rules.js';
 import { parseKeyText } from '../kinds/resource-key.js';
 import { HA_KIND } from '../kinds/ha/ha-kind.js';
+import { FIREWALL_KIND } from '../kinds/firewall/firewall-kind.js';
 import { POOL_KIND, POOL_MEMBER_KIND } from '../kinds/pool/common.js';
 import { loadSpecs, type SpecFile } from '../spec/load-specs.js';
+import { firewallEdit, liveFirewall } from './adopt-firewall.js';
 import { specValueOf } from './adopt-values.js';
 import { type DocumentEdit, SpecEditError, SpecFileText, type SpecValue } from './yaml-edit.js';
 
@@ -47,6 +51,22 @@ export interface NotAdopted {
   reason: string;
 }
 
+/** A guest without a spec that the report found in a cluster's range, to be imported (`adopt-unowned.ts`). */
+export interface ToImport {
+  cluster: string;
+  vmid: number;
+  name: string;
+}
+
+/** A guest imported into a new spec file. */
+export interface ImportedSpec {
+  /** `cluster/name`. */
+  subject: string;
+  file: string;
+  /** What the file's notes say, in a few words each (`3 keys left out`). */
+  remarks: string[];
+}
+
 /** What {@link adoptDrift} made of the report. */
 export interface Adoption {
   /** The spec files that changed, with their new texts, in path order. */
@@ -55,6 +75,10 @@ export interface Adoption {
   notAdopted: NotAdopted[];
   /** Selectors (guests, keys) that matched no finding. */
   unmatched: string[];
+  /** Unowned guests asked for, when the caller imports them (`importUnowned`). */
+  toImport?: ToImport[];
+  /** Guests imported into new spec files (those files are in `files`). */
+  imported?: ImportedSpec[];
 }
 
 /** The edited specs would not load: nothing is written. */
@@ -76,6 +100,13 @@ interface AdoptInput {
   /** Every spec file, relative to the spec root (the same paths as the specs' sources). */
   files: readonly SpecFile[];
   select?: AdoptSelection;
+  /**
+   * The drift plan's items of other kinds, by key: the live values a finding's text does not
+   * carry (a guest's firewall). Without them such findings are not adopted.
+   */
+  items?: readonly ObjectPlan[];
+  /** Unowned guests are listed in `toImport` instead of left (the caller imports them). */
+  importUnowned?: boolean;
 }
 
 /** One planned edit of one document. */
@@ -97,9 +128,9 @@ function namesSubject(selector: string, cluster: string, name: string, vmid?: nu
   return who === name || (vmid !== undefined && /^\d+$/.test(who) && Number(who) === vmid);
 }
 
-/** Whether a key selector names a finding's key (`ha` names every `ha.…` field). */
+/** Whether a key selector names a finding's key (`ha` names every `ha.…` field, `firewall.rules` every `firewall.rules #…`). */
 function namesKey(selector: string, key: string): boolean {
-  return selector === key || key.startsWith(`${selector}.`);
+  return selector === key || key.startsWith(`${selector}.`) || key.startsWith(`${selector} `);
 }
 
 /** The display of a value in what adopting reports: one line, secrets never. */
@@ -153,6 +184,7 @@ export function adoptDrift(input: AdoptInput): Adoption {
 
   const pending: Pending[] = [];
   const notAdopted: NotAdopted[] = [];
+  const toImport: ToImport[] = [];
   const skip = (subject: string, key: string, reason: string): void => {
     notAdopted.push({ subject, key, reason });
   };
@@ -162,6 +194,10 @@ export function adoptDrift(input: AdoptInput): Adoption {
     const spec = guestSpec(guest.cluster, guest.vmid);
     for (const finding of guest.findings) {
       if (!wanted(guest.cluster, guest.name, guest.vmid, finding.key)) continue;
+      if (finding.kind === 'unowned' && input.importUnowned) {
+        toImport.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.name });
+        continue;
+      }
       if (finding.kind === 'orphan' || finding.kind === 'unowned') {
         skip(subject, finding.key, 'the guest has no spec: `pve-gitops import` writes one');
         continue;
@@ -213,12 +249,27 @@ export function adoptDrift(input: AdoptInput): Adoption {
     }
   }
 
+  const items = new Map((input.items ?? []).map((item) => [item.key, item]));
+  // Removals from a firewall section after the values set in it: a section emptied on the way would go, and with it its comments.
+  const removals: Pending[] = [];
   for (const object of report.objects ?? []) {
     const subject = `${object.cluster}/${object.kind} ${object.name}`;
     const id = parseKeyText(object.key)?.id ?? '';
     const vmid = /^\d+$/.test(id) ? Number(id) : undefined;
     for (const finding of object.findings) {
       if (!wanted(object.cluster, object.name, vmid, finding.key)) continue;
+      if (object.kind === FIREWALL_KIND) {
+        const guest = vmid === undefined ? undefined : guestSpec(object.cluster, vmid);
+        const edit = guest ? firewallEdit(finding, guest, liveFirewall(items.get(object.key))) : { reason: 'no spec describes the guest' };
+        if ('reason' in edit) skip(subject, finding.key, edit.reason);
+        else if (guest)
+          (edit.value === undefined ? removals : pending).push({
+            at: guest.source,
+            edit,
+            adopted: describe(subject, guest.source.file, finding),
+          });
+        continue;
+      }
       const target = objectEdit(
         object.kind,
         finding,
@@ -233,11 +284,18 @@ export function adoptDrift(input: AdoptInput): Adoption {
     }
   }
 
+  pending.push(...removals);
   const unmatched = [...guestSelectors, ...keySelectors].filter((s) => !usedSelectors.has(s));
   const changed = applyEdits(texts, pending, parsedFile);
   const files = [...changed.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([path, text]) => ({ path, text }));
   if (files.length > 0) checkLoads(input.files, changed);
-  return { files, adopted: pending.map((p) => p.adopted), notAdopted, unmatched };
+  return {
+    files,
+    adopted: pending.map((p) => p.adopted),
+    notAdopted,
+    unmatched,
+    ...(input.importUnowned ? { toImport } : {}),
+  };
 }
 
 /** The document of another kind a drift object came from, by its source. */
@@ -303,9 +361,11 @@ function applyEdits(
   return changed;
 }
 
-/** Loads the specs with the edited files: adopting must leave a repository that loads. */
-function checkLoads(files: readonly SpecFile[], changed: ReadonlyMap<string, string>): void {
-  const loaded = loadSpecs(files.map((f) => ({ path: f.path, text: changed.get(f.path) ?? f.text })));
+/** Loads the specs with the edited (and any new) files: adopting must leave a repository that loads. */
+export function checkLoads(files: readonly SpecFile[], changed: ReadonlyMap<string, string>): void {
+  const given = new Set(files.map((f) => f.path));
+  const added = [...changed].filter(([path]) => !given.has(path)).map(([path, text]) => ({ path, text }));
+  const loaded = loadSpecs([...files.map((f) => ({ path: f.path, text: changed.get(f.path) ?? f.text })), ...added]);
   if (loaded.errors.length === 0) return;
   const problems = loaded.errors.map((e) => `${e.file}:${e.line}:${e.col}: ${e.message}`);
   throw new AdoptionError('nothing was adopted: the edited specs would not load', problems);

@@ -1,5 +1,6 @@
 /**
- * A live config value, as Proxmox stores it, turned into what a person writes in a spec: numbers
+ * A live config value, as Proxmox stores it, turned into what a person writes in a spec where the
+ * spec already writes the key in a shape of its own (the shared forms: `../spec/live-forms.ts`): numbers
  * as YAML numbers, a list where the spec writes a list (`tags`, DNS
  * lists), a mapping where the spec writes a property string as one — each form the loader turns
  * back into the wire string the planner compares (`../spec/wire-values.ts`,
@@ -9,6 +10,7 @@
 import { configOption, defaultSubKey, subOptions } from '../config-options.js';
 import type { GuestType } from '../guest-flavours.js';
 import { normaliseTags, parsePropertyString } from '../property-string.js';
+import { DNS_LIST_KEYS, isBooleanWire, specTags } from '../spec/live-forms.js';
 import { sameValue } from '../plan/values.js';
 import { toWireValue } from '../spec/wire-values.js';
 import type { SpecValue } from './yaml-edit.js';
@@ -31,14 +33,11 @@ function subValue(schemaType: string | undefined, value: string): string | numbe
 function preferredForm(type: GuestType, key: string, live: string, shape: WrittenShape, ownerTag: string): SpecValue | undefined {
   const schema = configOption(type, key);
   if (key === 'tags') {
-    // The owner tag is the planner's to add (desiredConfig): the spec does not repeat it.
-    const tags = normaliseTags(live)
-      .split(';')
-      .filter((t) => t !== '' && t !== ownerTag.toLowerCase());
+    const tags = specTags(live, ownerTag);
     if (tags.length === 0) return undefined;
     return shape === 'scalar' ? tags.join(';') : tags;
   }
-  if ((key === 'nameserver' || key === 'searchdomain') && shape === 'seq') return live.split(/\s+/).filter(Boolean);
+  if (DNS_LIST_KEYS.has(key) && shape === 'seq') return live.split(/\s+/).filter(Boolean);
   if (shape === 'map') {
     const subs = subOptions(schema);
     const head = defaultSubKey(schema);
@@ -50,7 +49,7 @@ function preferredForm(type: GuestType, key: string, live: string, shape: Writte
       return mapping;
     }
   }
-  if (schema?.type === 'boolean' && (live === '1' || live === '0')) return shape === 'bool' ? live === '1' : Number(live);
+  if (isBooleanWire(type, key, live)) return shape === 'bool' ? live === '1' : Number(live);
   // A number as a YAML number, whatever the option's type (`memory` is a property string whose
   // head is a number): the check below falls back to the text where the number would differ.
   if (NUMERIC.test(live) && Number.isFinite(Number(live))) return Number(live);

@@ -38,17 +38,24 @@ export function renderAdoptionText(adoption: Adoption, dryRun: boolean): string 
     lines.push(label);
     for (const value of values) lines.push(`  ${change(value, (s) => s.replace(/\r?\n/g, ' ⏎ '))}`);
   }
+  const imported = adoption.imported ?? [];
+  if (imported.length > 0) {
+    lines.push('', `New spec files (${dryRun ? 'would be ' : ''}imported, as \`pve-gitops import\` writes them):`);
+    for (const g of imported) lines.push(`  ${g.subject} (${g.file})${g.remarks.length > 0 ? `: ${g.remarks.join(', ')}` : ''}`);
+  }
   if (adoption.notAdopted.length > 0) {
     lines.push('', 'Not adopted:');
     for (const left of adoption.notAdopted) lines.push(`  ${left.subject} ${left.key}: ${left.reason}`);
   }
   if (adoption.unmatched.length > 0) lines.push('', `No finding matched: ${adoption.unmatched.join(', ')}`);
-  const files = adoption.files.length;
+  const files = adoption.files.length - imported.length;
+  const values = `${adoption.adopted.length} value${adoption.adopted.length === 1 ? '' : 's'} into ${files} spec file${files === 1 ? '' : 's'}`;
+  const guests = `${imported.length} unowned guest${imported.length === 1 ? '' : 's'} into new spec files`;
   lines.push(
     '',
-    adoption.adopted.length === 0
+    adoption.adopted.length === 0 && imported.length === 0
       ? 'Nothing to adopt.'
-      : `Adopt ${verb} ${adoption.adopted.length} value${adoption.adopted.length === 1 ? '' : 's'} into ${files} spec file${files === 1 ? '' : 's'}.`,
+      : `Adopt ${verb} ${[...(adoption.adopted.length > 0 ? [values] : []), ...(imported.length > 0 ? [guests] : [])].join(' and ')}.`,
   );
   return `${lines.join('\n')}\n`;
 }
@@ -66,11 +73,23 @@ export function renderAdoptionMarkdown(adoption: Adoption, report: { ref: string
     for (const value of values) lines.push(`- ${change(value, inlineCode)}`);
     lines.push('');
   }
+  const imported = adoption.imported ?? [];
+  if (imported.length > 0) {
+    lines.push(
+      'New spec files, for guests in range that no spec described (written as `pve-gitops import` writes them, `adopt: true`):',
+      '',
+    );
+    for (const g of imported)
+      lines.push(`- ${inlineCode(g.subject)} in ${inlineCode(g.file)}${g.remarks.length > 0 ? `: ${g.remarks.join(', ')}` : ''}`);
+    lines.push('');
+  }
   if (adoption.notAdopted.length > 0) {
     lines.push('Not taken:', '');
     for (const left of adoption.notAdopted) lines.push(`- ${inlineCode(left.subject)} ${inlineCode(left.key)}: ${left.reason}`);
     lines.push('');
   }
-  lines.push('It is planned like any other pull request: the plan should show no change for these keys.');
+  lines.push(
+    `It is planned like any other pull request: the plan should show no change for these keys${imported.length > 0 ? ', and only the adoption (the owner tag) of each new guest' : ''}.`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -9,8 +9,12 @@
 import { type Document, isMap, isScalar, isSeq, LineCounter, type Node, parseAllDocuments, stringify, type YAMLMap } from 'yaml';
 import type { SourceRef } from '../model.js';
 
-/** A value a spec holds: what adopting writes. `null` is YAML's null (`ha: ~`, `pool: ~`). */
-export type SpecValue = string | number | boolean | null | readonly string[] | Readonly<Record<string, string | number | boolean>>;
+/**
+ * A value a spec holds: what adopting writes. `null` is YAML's null (`ha: ~`, `pool: ~`). Lists
+ * and mappings may nest (a firewall's rules are a list of mappings); what is inside a list item
+ * or a mapping's value is written in flow style.
+ */
+export type SpecValue = string | number | boolean | null | readonly SpecValue[] | { readonly [key: string]: SpecValue };
 
 /** One edit of a document: set `value` at `path`, or remove the key there (`value` undefined). */
 export interface DocumentEdit {
@@ -49,12 +53,13 @@ function scalarText(value: string | number | boolean | null): string {
 function valueText(value: SpecValue, shape: Shape, indent: number): string {
   const inner = ' '.repeat(indent + 2);
   if (Array.isArray(value)) {
-    const items = (value as readonly string[]).map(scalarText);
-    if (shape === 'block-seq') return `\n${items.map((item) => `${inner}- ${item}`).join('\n')}`;
+    const items = (value as readonly SpecValue[]).map(flowText);
+    if (shape === 'block-seq' && items.length > 0) return `\n${items.map((item) => `${inner}- ${item}`).join('\n')}`;
     return `[${items.join(', ')}]`;
   }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).map(([k, v]) => `${scalarText(k)}: ${scalarText(v)}`);
+    const entries = Object.entries(value).map(([k, v]) => `${scalarText(k)}: ${flowText(v)}`);
+    if (entries.length === 0) return '{}';
     if (shape === 'block-map') return `\n${entries.map((entry) => `${inner}${entry}`).join('\n')}`;
     return `{ ${entries.join(', ')} }`;
   }
@@ -203,11 +208,6 @@ function endOfPair(text: string, key: Node, value: Node | null): number {
 }
 
 function flowText(value: unknown): string {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    return `{ ${Object.entries(value)
-      .map(([k, v]) => `${scalarText(k)}: ${flowText(v)}`)
-      .join(', ')} }`;
-  }
   return valueText(value as SpecValue, 'flow-map', 0);
 }
 

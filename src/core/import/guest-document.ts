@@ -4,19 +4,18 @@
  * pending values and locks said in notes. Pure: it is given what one read returned
  * (docs/proxmox-behaviour.md, IMP- rows).
  */
-import { configOption, defaultSubKey, type OptionSchema, subOptions } from '../config-options.js';
 import { flavourOf, type GuestType } from '../guest-flavours.js';
+import type { FirewallDocumentValue } from '../kinds/firewall/document.js';
 import { hostAccessOf, isDiskKey, isNicKey, isOwnedOnlyWhenSet, isSensitiveKey } from '../key-rules.js';
 import type { ListedGuest, ObservedGuest } from '../model.js';
 import { effectiveConfig } from '../plan/desired-config.js';
-import { DNS_NAME_RE, normaliseTags, parsePropertyString, propertyValue } from '../property-string.js';
+import { DNS_NAME_RE, parsePropertyString, propertyValue } from '../property-string.js';
+import { type DocumentValue, documentValue, specTags } from '../spec/live-forms.js';
 import { classifyConfigKey } from '../spec/config-keys.js';
 import { diskStorage } from '../spec/validate-specs.js';
 
-/** A `config:` value as the document holds it: what YAML writes, converted back by `wire-values.ts`. */
-export type DocumentValue = string | number | boolean | string[];
+export type { DocumentValue } from '../spec/live-forms.js';
 
-/** The document of one imported guest, in the order its fields are written. */
 export interface GuestDocument {
   kind: 'VM' | 'Container';
   name: string;
@@ -28,6 +27,8 @@ export interface GuestDocument {
   pool?: string;
   /** Its HA resource's fields (the HA kind's guest key). */
   ha?: Record<string, string | number | boolean>;
+  /** Its firewall file's sections that hold something (the firewall kind's guest key). */
+  firewall?: Record<string, FirewallDocumentValue>;
   ignore?: string[];
   config: Record<string, DocumentValue>;
 }
@@ -56,38 +57,6 @@ const GENERATED: Readonly<Record<GuestType, ReadonlySet<string>>> = {
   lxc: new Set(),
 };
 
-/** Options Proxmox and the spec both take as a list. */
-const LIST_KEYS = new Set(['nameserver', 'searchdomain']);
-
-const NUMBER_TEXT = /^-?(0|[1-9]\d*)(\.\d+)?$/;
-
-/** A wire value in the form a person writes it, which `toWireValue` turns back into the same wire string. */
-export function documentValue(type: GuestType, key: string, wire: string): DocumentValue {
-  if (key === 'sshkeys') {
-    let plain = wire;
-    try {
-      plain = decodeURIComponent(wire);
-    } catch {
-      // Not encoded: kept as read.
-    }
-    return plain
-      .split(/\r?\n/)
-      .map((line) => line.trim())
-      .filter((line) => line !== '');
-  }
-  if (LIST_KEYS.has(key) && /\s/.test(wire.trim())) return wire.trim().split(/[\s,;]+/);
-  if (isDiskKey(type, key) || isNicKey(key)) return wire;
-  const schema = configOption(type, key);
-  if (schema?.type === 'boolean' && (wire === '0' || wire === '1')) return wire === '1';
-  // A property string whose lead value is a number (`memory` is `[current=]<integer>`) is written as the number too.
-  const numeric = (s: OptionSchema | undefined): boolean => s?.type === 'integer' || s?.type === 'number';
-  const lead = subOptions(schema)?.[defaultSubKey(schema) ?? ''];
-  if ((numeric(schema) || numeric(lead)) && NUMBER_TEXT.test(wire) && String(Number(wire)) === wire) {
-    return Number(wire);
-  }
-  return wire;
-}
-
 /** What one guest read becomes: its document, or why it cannot be imported. */
 export type GuestImport = { ok: true; guest: ImportedGuest } | { ok: false; reason: string };
 
@@ -96,7 +65,14 @@ export type GuestImport = { ok: true; guest: ImportedGuest } | { ok: false; reas
  * pending values on top and pending deletions removed — because that is what the planner compares
  * (`effectiveConfig`), so the plan shows no change; the notes say which values are still pending.
  */
-export function importGuest(cluster: string, listed: ListedGuest, observed: ObservedGuest, ownerTag: string): GuestImport {
+export function importGuest(
+  cluster: string,
+  listed: ListedGuest,
+  observed: ObservedGuest,
+  ownerTag: string,
+  /** Who imports it, for the file's first note. */
+  by = '`pve-gitops import`',
+): GuestImport {
   const type = observed.type;
   const flavour = flavourOf(type);
   const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
@@ -121,9 +97,7 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
     const value = effective[key] ?? '';
     if (key === 'digest' || key === flavour.nameKey) continue;
     if (key === 'tags') {
-      const tags = normaliseTags(value)
-        .split(';')
-        .filter((tag) => tag !== '' && tag !== ownerTag.toLowerCase());
+      const tags = specTags(value, ownerTag);
       if (tags.length > 0) config.tags = tags;
       continue;
     }
@@ -160,7 +134,7 @@ export function importGuest(cluster: string, listed: ListedGuest, observed: Obse
     if (finding) host.push(`unprivileged is not set: ${finding.reason}`);
   }
 
-  const notes = [`Imported by \`pve-gitops import\` from cluster ${cluster}, ${flavour.proxmoxLabel} ${observed.vmid} on ${listed.node}.`];
+  const notes = [`Imported by ${by} from cluster ${cluster}, ${flavour.proxmoxLabel} ${observed.vmid} on ${listed.node}.`];
   if (ignore.includes(flavour.nameKey))
     notes.push(`The guest has no ${flavour.nameKey}: this spec names it ${name} and leaves ${flavour.nameKey} alone (ignore).`);
   if (leftOut.length > 0) {

@@ -6,6 +6,7 @@
  */
 import type { ClusterSpec, SpecSet } from '../model.js';
 import { type ImportedGuest, importGuest, naturalCompare } from './guest-document.js';
+import { firewallDocument } from '../kinds/firewall/document.js';
 import type { ImportRead } from './read-estate.js';
 import { type ClusterDocumentText, joinDocuments, renderCluster, renderGuest, renderPool } from './render-documents.js';
 import { POOL_KIND } from '../kinds/pool/common.js';
@@ -67,14 +68,15 @@ function misfit(guest: ImportedGuest, spec: ClusterSpec): string | undefined {
   return undefined;
 }
 
-/** The document with `pool:` and `ha:` after `adopt:`, where a person writes the guest's other parts. */
-function withParts(document: GuestDocument, parts: Pick<GuestDocument, 'pool' | 'ha'>): GuestDocument {
-  const { config, ignore, pool, ha, ...head } = document;
-  const merged = { pool, ha, ...parts };
+/** The document with `pool:`, `ha:` and `firewall:` after `adopt:`, where a person writes the guest's other parts. */
+function withParts(document: GuestDocument, parts: Pick<GuestDocument, 'pool' | 'ha' | 'firewall'>): GuestDocument {
+  const { config, ignore, pool, ha, firewall, ...head } = document;
+  const merged = { pool, ha, firewall, ...parts };
   return {
     ...head,
     ...(merged.pool !== undefined ? { pool: merged.pool } : {}),
     ...(merged.ha !== undefined ? { ha: merged.ha } : {}),
+    ...(merged.firewall !== undefined ? { firewall: merged.firewall } : {}),
     ...(ignore ? { ignore } : {}),
     config,
   };
@@ -103,7 +105,13 @@ function guestPath(guest: ImportedGuest, grouping: ImportGrouping, pool: string 
 }
 
 /** The files of an import of `reads` into a repository whose specs are `specs`. */
-export function importFiles(reads: readonly ImportRead[], specs: SpecSet, grouping: ImportGrouping): ImportResult {
+export function importFiles(
+  reads: readonly ImportRead[],
+  specs: SpecSet,
+  grouping: ImportGrouping,
+  /** Who imports, for each guest file's first note (`importGuest`). */
+  by?: string,
+): ImportResult {
   const result: ImportResult = { files: [], imported: [], skipped: [], refused: [], clusterErrors: [], clusterNotes: [] };
   const taken = specs.clusters.map((c) => c.vmids);
   const byPath = new Map<string, { texts: string[]; guests: string[] }>();
@@ -134,6 +142,11 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
     }
     if (read.haError !== undefined)
       result.clusterNotes.push({ cluster: read.cluster, message: `HA resources not read, so no guest says ha: (${read.haError})` });
+    if (read.firewallError !== undefined)
+      result.clusterNotes.push({
+        cluster: read.cluster,
+        message: `firewalls not read, so no guest says firewall: (${read.firewallError})`,
+      });
     const existing = specs.clusters.find((c) => c.name === read.cluster);
     const ownerTag = existing?.ownerTag ?? DEFAULT_OWNER_TAG;
     const names = new Map(specs.guests.filter((g) => g.cluster === read.cluster).map((g) => [g.name, g.vmid]));
@@ -147,7 +160,7 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
         refuse(`could not be read, so nothing is guessed: ${read.readErrors.get(listed.vmid) ?? 'not read'}`);
         continue;
       }
-      const made = importGuest(read.cluster, listed, observed, ownerTag);
+      const made = importGuest(read.cluster, listed, observed, ownerTag, by);
       if (!made.ok) {
         refuse(made.reason);
         continue;
@@ -209,6 +222,12 @@ export function importFiles(reads: readonly ImportRead[], specs: SpecSet, groupi
       if (resource) {
         document = withParts(document, { ha: haFields(resource) });
         notes.push('HA-managed: ha: keeps its resource as it is (a guest without ha: leaves HA alone).');
+      }
+      const live = read.firewalls?.get(guest.vmid);
+      const firewall = live ? firewallDocument(live) : undefined;
+      if (firewall) {
+        document = withParts(document, { firewall });
+        notes.push(`Firewall: firewall: keeps its ${Object.keys(firewall).join(', ')} as they are (a section left out is not managed).`);
       }
       add(path, renderGuest(document, notes), `${guest.cluster}/${guest.vmid}`);
       result.imported.push({ cluster: guest.cluster, vmid: guest.vmid, name: guest.document.name, path, remarks: guest.remarks });

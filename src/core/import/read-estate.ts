@@ -1,8 +1,9 @@
 /**
  * Reads what an import needs through the reader port, as the drift report reads: one listing per
  * cluster, one read per selected guest (in flight as far as the connection's concurrency lets),
- * the node list, the pools (each guest's, and their comments), the HA resources and, for an
- * unfiltered import, the backup jobs. A failed read is recorded for
+ * the node list, the pools (each guest's, and their comments), the HA resources, each read guest's
+ * firewall file (its four sections, beside the guest's own read) and, for an unfiltered import,
+ * the backup jobs. A failed read is recorded for
  * the report, never guessed around. Never writes.
  */
 import type { ListedGuest, ObservedGuest, SpecSet } from '../model.js';
@@ -13,6 +14,10 @@ import { HA_KIND } from '../kinds/ha/ha-kind.js';
 import type { HaPort, HaResource } from '../kinds/ha/port.js';
 import { BACKUP_JOB_KIND } from '../kinds/backup/backup-job-kind.js';
 import type { BackupJobPort, RawBackupJob } from '../kinds/backup/port.js';
+import { FIREWALL_KIND } from '../kinds/firewall/firewall-kind.js';
+import { readManaged } from '../kinds/firewall/execute.js';
+import type { FirewallPort } from '../kinds/firewall/port.js';
+import type { FirewallState } from '../kinds/firewall/state.js';
 import { type ImportFilter, type NotImported, selectGuests } from './select-guests.js';
 
 /** One cluster as an import read it. */
@@ -41,16 +46,34 @@ export interface ImportRead {
   /** The cluster's backup jobs, when asked for and readable. */
   backupJobs?: RawBackupJob[];
   backupJobsError?: string;
+  /** Each read guest's firewall (every section; all empty when it has no firewall file). */
+  firewalls?: Map<number, FirewallState>;
+  /** Why no firewall was read (the connection has no firewall adapter). */
+  firewallError?: string;
 }
 
+/** Every section of a guest's firewall file. */
+const WHOLE_FILE: FirewallState = { options: {}, aliases: {}, ipsets: {}, rules: [] };
+
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** A firewall read that failed, told apart from the guest's own read failing. */
+class FirewallReadError {
+  constructor(readonly cause: unknown) {}
+}
 
 /** Reads one cluster for an import. */
 export async function readForImport(
   reader: ClusterReader,
   filter: ImportFilter,
   specs: SpecSet,
-  options: { pools: boolean; backupJobs: boolean; onProgress?: (event: { cluster: string; read: number; total: number }) => void },
+  options: {
+    pools: boolean;
+    backupJobs: boolean;
+    /** Read each guest's firewall file (default true). */
+    firewalls?: boolean;
+    onProgress?: (event: { cluster: string; read: number; total: number }) => void;
+  },
 ): Promise<ImportRead> {
   const cluster = reader.cluster;
   const read: ImportRead = { cluster, nodes: [], wanted: [], guests: new Map(), readErrors: new Map(), skipped: [] };
@@ -82,11 +105,21 @@ export async function readForImport(
   const selected = selectGuests(cluster, listing, filter, specs, read.pools);
   read.wanted = selected.wanted;
   read.skipped = selected.skipped;
+  const firewall = options.firewalls === false ? undefined : (reader.kindPort?.(FIREWALL_KIND) as FirewallPort | undefined);
+  if (firewall) read.firewalls = new Map();
+  else if (options.firewalls !== false) read.firewallError = 'the connection has no firewall adapter';
   let done = 0;
   await Promise.all(
     selected.wanted.map(async (listed) => {
       try {
-        read.guests.set(listed.vmid, await reader.readGuest(listed));
+        const target = { node: listed.node, type: listed.type, vmid: listed.vmid };
+        const [observed, rules] = await Promise.all([
+          reader.readGuest(listed),
+          firewall ? readManaged(firewall, target, WHOLE_FILE).catch((err: unknown) => new FirewallReadError(err)) : undefined,
+        ]);
+        if (rules instanceof FirewallReadError) throw new Error(`its firewall could not be read: ${message(rules.cause)}`);
+        read.guests.set(listed.vmid, observed);
+        if (rules) read.firewalls?.set(listed.vmid, rules);
       } catch (err) {
         read.readErrors.set(listed.vmid, message(err));
       }

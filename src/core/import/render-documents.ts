@@ -3,7 +3,7 @@
  * the cluster's lists, block lists for SSH keys, the notes as comments above each document. The
  * same documents always give the same bytes. No I/O.
  */
-import { Document, isSeq, visit } from 'yaml';
+import { Document, isMap, isSeq, visit } from 'yaml';
 import type { GuestDocument } from './guest-document.js';
 
 /** A `kind: Cluster` document written for a cluster the specs do not describe yet. */
@@ -29,9 +29,10 @@ export interface PoolDocumentText {
 /** Keys whose lists a person writes on one line. */
 const FLOW_LISTS = new Set(['tags', 'ignore', 'nodes', 'storages', 'bridges', 'nameserver', 'searchdomain', 'guests']);
 
-/** One document with its notes as a comment above it. */
-function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySet<string>): string {
+/** One document with its notes as a comment above it; `style` sets the flow of nodes `flowMaps` does not reach. */
+function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySet<string>, style?: (doc: Document) => void): string {
   const doc = new Document(value);
+  style?.(doc);
   visit(doc, {
     Pair(_, pair) {
       const key = String((pair.key as { value?: unknown } | null)?.value ?? '');
@@ -43,9 +44,25 @@ function renderOne(value: object, notes: readonly string[], flowMaps: ReadonlySe
   return doc.toString({ lineWidth: 0, minContentWidth: 0, flowCollectionPadding: false });
 }
 
+/**
+ * `firewall:` the way the firewall's README example writes it: its options on one line, each
+ * rule, alias and IPset on a line of its own.
+ */
+function styleFirewall(doc: Document): void {
+  const flow = (node: unknown): void => {
+    if (isMap(node) || isSeq(node)) node.flow = true;
+  };
+  flow(doc.getIn(['firewall', 'options'], true));
+  for (const section of ['rules', 'aliases', 'ipsets']) {
+    const node = doc.getIn(['firewall', section], true);
+    if (isSeq(node)) for (const item of node.items) flow(item);
+    if (isMap(node)) for (const pair of node.items) flow(pair.value);
+  }
+}
+
 /** A guest's document as text. */
 export function renderGuest(document: GuestDocument, notes: readonly string[]): string {
-  return renderOne(document, notes, new Set(['ha']));
+  return renderOne(document, notes, new Set(['ha']), styleFirewall);
 }
 
 /** A Pool document as text. */

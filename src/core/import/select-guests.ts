@@ -9,6 +9,8 @@ import { normaliseTags } from '../property-string.js';
 export interface ImportFilter {
   /** VMIDs in [lower, upper]: both ends included, as `--vmid 100-199` reads. */
   vmids?: { lower: number; upper: number };
+  /** Only these VMIDs (`/pve adopt` of the drift report's unowned guests). */
+  only?: readonly number[];
   pool?: string;
   tag?: string;
   node?: string;
@@ -53,6 +55,7 @@ export function selectGuests(
   const skipped: NotImported[] = [];
   for (const listed of [...listing].sort((a, b) => a.vmid - b.vmid)) {
     if (filter.vmids && (listed.vmid < filter.vmids.lower || listed.vmid > filter.vmids.upper)) continue;
+    if (filter.only && !filter.only.includes(listed.vmid)) continue;
     if (filter.node !== undefined && listed.node !== filter.node) continue;
     if (
       tag !== undefined &&

@@ -12,9 +12,13 @@ import type { Logger } from 'pino';
 import type { ProbotOctokit } from 'probot';
 import { ClusterConfigError } from '../../connections/cluster-connections.js';
 import { type ConnectOptions, clusterNames, connectReadable } from '../../connections/connect.js';
-import { adoptDrift, AdoptionError, type Adoption } from '../../core/adopt/adopt-drift.js';
+import { adoptDrift, AdoptionError, type Adoption, type ToImport } from '../../core/adopt/adopt-drift.js';
+import { withImported } from '../../core/adopt/adopt-unowned.js';
+import { type ImportRead, readForImport } from '../../core/import/read-estate.js';
+import type { ClusterReader } from '../../core/ports.js';
 import { renderAdoptionMarkdown, renderAdoptionText } from '../../core/adopt/render-adoption.js';
 import { buildDriftReport } from '../../core/drift/drift-report.js';
+import type { SpecSet } from '../../core/model.js';
 import { DRIFT_MARKER_PREFIX } from '../../core/render/render-drift.js';
 import { formatSpecError } from '../../core/spec/errors.js';
 import { observeDrift } from '../../engine/run-plan.js';
@@ -50,7 +54,7 @@ function branchName(data: AdoptJobData): string {
 
 /** The pull request's title: what it takes, in a few words. */
 function title(adoption: Adoption, data: AdoptJobData): string {
-  const subjects = [...new Set(adoption.adopted.map((a) => a.subject))];
+  const subjects = [...new Set([...adoption.adopted, ...(adoption.imported ?? [])].map((a) => a.subject))];
   const what = subjects.length === 1 ? subjects[0] : `${subjects.length} guests and objects`;
   return `Adopt drift from the drift report (#${data.issue}): ${what}`;
 }
@@ -130,6 +134,8 @@ async function runAdopt(deps: AdoptWorkerDeps, data: AdoptJobData, log: Logger):
   }
   const { open, refused } = connected;
   let report: ReturnType<typeof buildDriftReport>;
+  const [guest, ...keys] = data.args;
+  let adoption: Adoption;
   try {
     const { plan, observed } = await observeDrift({
       head: specs,
@@ -146,18 +152,22 @@ async function runAdopt(deps: AdoptWorkerDeps, data: AdoptJobData, log: Logger):
       now: deps.now?.() ?? new Date(),
       ref: base.sha,
     });
+    const select = { guests: guest ? [guest] : [], keys };
+    try {
+      adoption = adoptDrift({ report, specs, files: repoFiles.files, items: plan.objects, select, importUnowned: true });
+      adoption = withImported(adoption, await readUnowned(open.clusters, adoption.toImport ?? [], specs), specs, repoFiles.files);
+    } catch (error) {
+      if (!(error instanceof AdoptionError)) throw error;
+      return refuse(`${error.message}${error.problems.length > 0 ? `\n\n${fenced(error.problems.join('\n'))}` : ''}`);
+    }
   } finally {
     await open.close();
   }
-  const [guest, ...keys] = data.args;
-  let adoption: Adoption;
-  try {
-    adoption = adoptDrift({ report, specs, files: repoFiles.files, select: { guests: guest ? [guest] : [], keys } });
-  } catch (error) {
-    if (!(error instanceof AdoptionError)) throw error;
-    return refuse(`${error.message}${error.problems.length > 0 ? `\n\n${fenced(error.problems.join('\n'))}` : ''}`);
-  }
-  const shown: Adoption = { ...adoption, adopted: adoption.adopted.map((a) => ({ ...a, file: repoFilePath(repoFiles.specRoot, a.file) })) };
+  const shown: Adoption = {
+    ...adoption,
+    adopted: adoption.adopted.map((a) => ({ ...a, file: repoFilePath(repoFiles.specRoot, a.file) })),
+    ...(adoption.imported ? { imported: adoption.imported.map((g) => ({ ...g, file: repoFilePath(repoFiles.specRoot, g.file) })) } : {}),
+  };
   const unread = report.clusters.filter((c) => c.unreadable !== undefined).map((c) => `\`${c.name}\``);
   const unreadNote = unread.length > 0 ? `\n\nNot read (nothing of them is taken): ${unread.join(', ')}.` : '';
   if (adoption.files.length === 0) {
@@ -182,11 +192,35 @@ async function runAdopt(deps: AdoptWorkerDeps, data: AdoptJobData, log: Logger):
     'adopt pull request opened',
   );
   const count = adoption.adopted.length;
+  const imported = adoption.imported?.length ?? 0;
+  const edited = adoption.files.length - imported;
+  const parts = [
+    ...(count > 0 || imported === 0
+      ? [`takes ${count} live value${count === 1 ? '' : 's'} into ${edited} spec file${edited === 1 ? '' : 's'}`]
+      : []),
+    ...(imported > 0 ? [`imports ${imported} unowned guest${imported === 1 ? '' : 's'} into new spec files`] : []),
+  ];
   await reply(
-    `@${data.author} opened #${opened.number}: it takes ${count} live value${count === 1 ? '' : 's'} into ${adoption.files.length} spec file${adoption.files.length === 1 ? '' : 's'}` +
+    `@${data.author} opened #${opened.number}: it ${parts.join(' and ')}` +
       `${adoption.notAdopted.length > 0 ? ` (${adoption.notAdopted.length} left as they are: the pull request says why)` : ''}.${unreadNote}`,
   );
   return 'opened';
+}
+
+/**
+ * The unowned guests asked for, read again as `pve-gitops import` reads them (the guest, its
+ * pool, its HA resource, its firewall), one listing per cluster that has any.
+ */
+async function readUnowned(readers: Record<string, ClusterReader>, asked: readonly ToImport[], specs: SpecSet): Promise<ImportRead[]> {
+  const clusters = [...new Set(asked.map((g) => g.cluster))];
+  return Promise.all(
+    clusters.flatMap((cluster) => {
+      const reader = readers[cluster];
+      if (!reader) return [];
+      const only = asked.filter((g) => g.cluster === cluster).map((g) => g.vmid);
+      return [readForImport(reader, { only }, specs, { pools: false, backupJobs: false })];
+    }),
+  );
 }
 
 /** The processor BullMQ calls for each adopt-queue job. */
