@@ -48,9 +48,11 @@ async function checkPrivileges(
   objects: readonly ObjectSpec[],
   mode: 'read' | 'apply',
   io: CommandIO,
+  cluster?: ClusterSpec,
 ): Promise<string[]> {
   const who = mode === 'read' ? 'plan token' : 'apply token';
-  const needed = [...requiredPrivileges(guests, mode), ...kindPrivileges({ objects, guests }, mode)];
+  const restartDefaults = new Map(cluster ? [[cluster.name, cluster.restart]] : []);
+  const needed = [...requiredPrivileges(guests, mode, restartDefaults), ...kindPrivileges({ objects, guests }, mode)];
   if (needed.length === 0) return [];
   let tree: PermissionTree;
   try {
@@ -106,7 +108,7 @@ async function checkCluster(
     const version = await writeClient.version();
     io.stdout.write(`  apply token: ok — authenticated (Proxmox VE ${version.version})\n`);
     // Authenticated is not enough: a token that may not write passes every read (issue: "all good").
-    problems.push(...(await checkPrivileges(writeClient, guests, objects, 'apply', io)));
+    problems.push(...(await checkPrivileges(writeClient, guests, objects, 'apply', io, spec)));
   } catch (err) {
     problems.push(`apply token: ${errorMessage(err)}`);
   }

@@ -9,7 +9,7 @@ import type { Command, CommandIO } from './types.js';
 
 const USAGE =
   'pve-gitops sim [--host 127.0.0.1] [--port 8006] [--nodes pve-01,pve-02] [--token USER@REALM!ID=SECRET] ' +
-  '[--audit-token USER@REALM!ID=SECRET] [--tls] [--latency-ms N] [--task-ms N] [--auth-delay-ms N] [--rrd-lag-ms N] [--fixture FILE]';
+  '[--audit-token USER@REALM!ID=SECRET] [--tls] [--latency-ms N] [--task-ms N] [--auth-delay-ms N] [--rrd-lag-ms N] [--ha-round-ms N] [--fixture FILE]';
 
 const FLAGS = {
   host: { type: 'string' },
@@ -20,6 +20,7 @@ const FLAGS = {
   tls: { type: 'boolean' },
   'latency-ms': { type: 'string' },
   'rrd-lag-ms': { type: 'string' },
+  'ha-round-ms': { type: 'string' },
   'task-ms': { type: 'string' },
   'auth-delay-ms': { type: 'string' },
   fixture: { type: 'string' },
@@ -51,6 +52,8 @@ function simOptions(args: string[]): SimulatorOptions | 'help' {
     tls: flags.tls === true,
     latencyMs: intFlag(flags['latency-ms'], 'latency-ms', 0),
     rrdLagMs: intFlag(flags['rrd-lag-ms'], 'rrd-lag-ms', 0),
+    // HA-managed guests change power state at the HA manager's next round, as on Proxmox.
+    haRoundMs: intFlag(flags['ha-round-ms'], 'ha-round-ms', 1000),
     taskMs: intFlag(flags['task-ms'], 'task-ms', 50),
     // Proxmox delays failed logins by 3 s; the CLI behaves the same unless told otherwise.
     authFailureDelayMs: intFlag(flags['auth-delay-ms'], 'auth-delay-ms', 3000),

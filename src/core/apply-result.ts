@@ -21,7 +21,16 @@ export interface ApplyStep {
 }
 
 /** Ops that record a wait or a re-read, not a change to the guest. */
-const NON_WRITING_OPS: ReadonlySet<string> = new Set(['wait-lock', 'wait-task', 'digest-conflict', 'relocated', 'vmid-taken', 'vanished']);
+const NON_WRITING_OPS: ReadonlySet<string> = new Set([
+  'wait-lock',
+  'wait-task',
+  'digest-conflict',
+  'relocated',
+  'vmid-taken',
+  'vanished',
+  'wait-ha',
+  'restarted',
+]);
 
 /**
  * Whether a step may have changed the guest: it started a task, or it is an op other than a wait

@@ -26,15 +26,52 @@ export interface ClusterSpec {
   storages?: string[];
   bridges?: string[];
   prune: boolean;
+  /** Default restart policy of its guests (`core/spec/restart-policy.ts`); absent: `never`. */
+  restart?: RestartPolicy;
+  /** Restarts in flight at once on the cluster (absent: 1). */
+  restartsInFlight?: number;
   source: SourceRef;
 }
 
 type PowerState = 'running' | 'stopped' | 'ignore';
 
+/** A restart the plan announces (`GuestPlan.restart`). */
+export interface PlannedRestart {
+  /** Why, for the reviewer: the keys left pending. */
+  reason: string;
+  /** A hard stop may follow a shutdown that did not finish within `timeout`. */
+  force: boolean;
+  /** Seconds the clean shutdown may take. */
+  timeout: number;
+  /** Restarts in flight at once on the guest's cluster, at most (its Cluster document's `restartsInFlight`). */
+  inFlight: number;
+}
+
+/** A restart policy (`restart:`, README "Restarts"), defaults filled in (`core/spec/restart-policy.ts`). */
+export interface RestartPolicy {
+  policy: 'never' | 'allowed' | 'in-window';
+  /** A hard stop may follow a clean shutdown that did not finish within `timeout`. */
+  force: boolean;
+  /** Seconds a clean shutdown may take. */
+  timeout: number;
+}
+
 /**
  * A `kind: VM` or `kind: Container` document after parsing. `config` holds Proxmox option names
  * with values already in Proxmox's wire syntax (strings), e.g. `{ memory: '8192', tags: 'a;b' }`.
  */
+/** Where a guest is cloned from (`create.clone`): a template's name or VMID on the guest's cluster, and how. */
+export interface CloneSource {
+  /** The template's name, or its VMID written as digits. */
+  template: string;
+  /** A full copy; Proxmox's default for a template is a linked clone. */
+  full?: boolean;
+  /** Target storage of a full clone. */
+  storage?: string;
+  /** Disk format of a full clone of a VM. */
+  format?: string;
+}
+
 export interface GuestSpec {
   kind: GuestKind;
   type: GuestType;
@@ -60,6 +97,16 @@ export interface GuestSpec {
    * with the create, never compared afterwards.
    */
   createOptions?: Record<string, string>;
+  /** The guest's own restart policy; absent: its cluster's. */
+  restart?: RestartPolicy;
+  /** Names of guests of the same cluster that apply before this one. */
+  dependsOn?: string[];
+  /** `create.clone`: the guest is created as a clone of a template on its cluster, not from scratch. */
+  clone?: CloneSource;
+  /** `template: true`: converted to a template once created, never started. */
+  template?: boolean;
+  /** `cloudinit: regenerate`: a running VM's cloud-init drive is generated again after a cloud-init change. */
+  regenerateCloudinit?: boolean;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -121,6 +168,11 @@ export interface ObservedGuest {
   pending: Record<string, string>;
   /** Keys queued for deletion at the next restart. */
   pendingDelete: string[];
+  /**
+   * Set when the guest is HA-managed (`status/current`'s `ha`): its power is the HA manager's,
+   * whose start and stop tasks end before the guest changes state (docs/proxmox-behaviour.md, HAP-…).
+   */
+  ha?: { state?: string };
 }
 
 /** What the planner knows about one cluster: its listing and the guests read in full. */
@@ -203,7 +255,24 @@ export type Operation =
   | { op: 'start' }
   | { op: 'shutdown' }
   | { op: 'stop' }
-  | { op: 'destroy' };
+  | { op: 'destroy' }
+  | {
+      /**
+       * Creates the guest as a clone of a template (`POST …/clone` on the template's node):
+       * `source` is the template as the plan saw it, `config` its config then, `params` what the
+       * clone call takes besides (`name`/`hostname`, `pool`, `target`, `full`, `storage`, `format`).
+       */
+      op: 'clone';
+      node: string;
+      source: { vmid: number; node: string; name: string };
+      full: boolean;
+      config: Record<string, string>;
+      params: Record<string, string>;
+    }
+  /** Converts the guest to a template (`POST …/template`); it is never started afterwards. */
+  | { op: 'template' }
+  /** Generates a running VM's cloud-init drive again (`PUT …/cloudinit`), with the config write before it. */
+  | { op: 'cloudinit' };
 
 /** A key where the cluster differs from the base branch's spec: changed outside git. */
 export interface DriftItem {
@@ -305,6 +374,13 @@ export interface GuestPlan extends ItemEnvelope<Operation> {
   severity: Severity;
   /** Spec file of the guest, when there is one. */
   source?: SourceRef;
+  /** Keys (`cluster/vmid`) of the guests its spec `dependsOn`: it applies after them, held if one did not apply. */
+  after?: string[];
+  /**
+   * Set when the apply will restart the guest (its policy is `allowed` and the change leaves
+   * values pending): why, and how it is shut down.
+   */
+  restart?: PlannedRestart;
   /**
    * What the executor needs to recompute this guest's change at apply time without the spec
    * files: the head spec (absent for orphans and removed specs) and the cluster's ownership policy.

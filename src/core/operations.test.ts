@@ -11,6 +11,16 @@ const EXAMPLES: { [K in Operation['op']]: Extract<Operation, { op: K }> } = {
   shutdown: { op: 'shutdown' },
   stop: { op: 'stop' },
   destroy: { op: 'destroy' },
+  clone: {
+    op: 'clone',
+    node: 'pve-02',
+    source: { vmid: 9000, node: 'pve-01', name: 'debian-12-cloud' },
+    full: false,
+    config: { name: 'debian-12-cloud', template: '1' },
+    params: { name: 'web-03' },
+  },
+  template: { op: 'template' },
+  cloudinit: { op: 'cloudinit' },
 };
 
 describe('the operation registry', () => {
@@ -25,6 +35,12 @@ describe('the operation registry', () => {
     ['move-disk', 'move `scsi0` from storage `local-lvm` to `ceph`', 'move scsi0 local-lvm → ceph'],
     ['shutdown', 'shut down (clean)', 'shutdown'],
     ['destroy', '**destroy the guest and its disks**', 'destroy'],
+    [
+      'clone',
+      'linked clone of template `debian-12-cloud` (VMID `9000`) on `pve-01` to node `pve-02`',
+      'linked clone of debian-12-cloud (9000) to pve-02',
+    ],
+    ['template', 'convert to a template (never started)', 'convert to template'],
   ] as const)('%s: a reviewer line and a result line', (name, review, result) => {
     const op = EXAMPLES[name];
     expect(describeOperation(op, { value: (v) => `\`${v}\``, emphasise: (t) => `**${t}**` })).toBe(review);

@@ -73,6 +73,19 @@ export const OPERATIONS: { readonly [K in OperationName]: OperationRules<K> } = 
     summary: () => 'destroy',
     same: () => true,
   },
+  clone: {
+    describe: (op, s) =>
+      `${op.full ? 'full' : 'linked'} clone of template ${s.value(op.source.name)} (VMID ${s.value(String(op.source.vmid))}) on ${s.value(op.source.node)} to node ${s.value(op.node)}${op.params.storage ? ` on storage ${s.value(op.params.storage)}` : ''}`,
+    summary: (op) => `${op.full ? 'full' : 'linked'} clone of ${op.source.name} (${op.source.vmid}) to ${op.node}`,
+    same: (a, b) =>
+      a.node === b.node && a.full === b.full && a.source.vmid === b.source.vmid && sortedEntries(a.params) === sortedEntries(b.params),
+  },
+  template: { describe: () => 'convert to a template (never started)', summary: () => 'convert to template', same: () => true },
+  cloudinit: {
+    describe: () => 'generate the cloud-init drive again (after the config write)',
+    summary: () => 'regenerate cloud-init drive',
+    same: () => true,
+  },
 };
 
 function rulesOf<K extends OperationName>(op: Of<K>): OperationRules<K> {

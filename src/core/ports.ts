@@ -62,6 +62,14 @@ export interface WriteResult {
   exitStatus?: string;
 }
 
+/** How a clean shutdown may end (`POST …/status/shutdown`'s `timeout` and `forceStop`). */
+export interface ShutdownOptions {
+  /** Seconds the guest gets to shut down. */
+  timeout?: number;
+  /** Stop it hard when it has not shut down within `timeout`. */
+  forceStop?: boolean;
+}
+
 /** Per call: aborting `signal` stops waiting for the task (the task itself runs on). */
 export interface WriteContext {
   signal?: AbortSignal;
@@ -81,7 +89,22 @@ export interface ClusterWriter extends ClusterReader {
   resize(ref: GuestRef, disk: string, size: string, digest: string, context?: WriteContext): Promise<WriteResult>;
   moveDisk(ref: GuestRef, disk: string, storage: string, digest: string, context?: WriteContext): Promise<WriteResult>;
   start(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
-  shutdown(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /** A clean shutdown; `options` as Proxmox takes them (`timeout` seconds, `forceStop` a hard stop after it). */
+  shutdown(ref: GuestRef, context?: WriteContext, options?: ShutdownOptions): Promise<WriteResult>;
   stop(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
   destroy(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /**
+   * Clones `source` (a template) to the VMID `newid` (`POST …/clone` on the source's node); the
+   * task carries the SOURCE's VMID. Optional: a writer without it cannot apply clones.
+   */
+  clone?(source: GuestRef, newid: number, params: Record<string, string>, context?: WriteContext): Promise<WriteResult>;
+  /**
+   * A clone task of `source` still running that makes `newid` (its UPID), found by the source's
+   * tasks and their logs, since the new VMID has no task of its own.
+   */
+  activeCloneTo?(source: GuestRef, newid: number): Promise<string | undefined>;
+  /** Converts the guest to a template (`POST …/template`). */
+  convertToTemplate?(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
+  /** Generates a VM's cloud-init drive again (`PUT …/cloudinit`). */
+  regenerateCloudinit?(ref: GuestRef): Promise<WriteResult>;
 }

@@ -11,8 +11,9 @@
  * and it does not talk HTTP (it writes through the {@link ClusterWriter} port).
  */
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
-import type { GuestPlan, ListedGuest, ObservedGuest, Operation } from '../core/model.js';
+import type { GuestPlan, ListedGuest, ObservedGuest, Operation, PlannedRestart } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
+import { cloneSourceOf, inflightClone, recomputedSpec, regeneratesCloudinit } from './clone-apply.js';
 import { summariseOperation } from '../core/operations.js';
 import { planGuest } from '../core/plan/plan-guest.js';
 import { hostAccessRefusals } from '../core/plan/plan-specs.js';
@@ -30,6 +31,8 @@ import {
 import type { ClusterWriter, GuestRef, WriteResult } from '../core/ports.js';
 import { type Clock, realClock } from '../util/sleep.js';
 import { errorMessage } from '../util/error-message.js';
+import { awaitHaPower, isHaRequestTask } from './ha-power.js';
+import { restartGuest } from './restart-guest.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -91,6 +94,16 @@ export interface ApplyGuestOptions {
    * whatever the stored plan says.
    */
   allowHostAccess?: readonly HostAccessRule[];
+  /**
+   * Takes one of the cluster's restarts in flight (`limit`: the plan's `restart.inFlight`) before
+   * a restart the plan announces. Default: no limit.
+   */
+  acquireRestart?: (cluster: string, limit: number) => Promise<ReleaseSlot>;
+  /**
+   * An earlier run of this guest's apply began the announced restart and stopped before it was
+   * confirmed (the guest may be down): the restart is carried out again even with nothing pending.
+   */
+  restartInterrupted?: boolean;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -286,6 +299,9 @@ class GuestJob {
       }
       case 'config':
         return this.writer.updateConfig(ref, op.set, op.delete, digest, context);
+      case 'cloudinit':
+        await this.#regenerateCloudinit(ref);
+        return {};
       case 'resize':
         return this.writer.resize(ref, op.disk, op.size, digest, context);
       case 'move-disk':
@@ -296,6 +312,20 @@ class GuestJob {
         return this.writer.shutdown(ref, context);
       case 'stop':
         return this.writer.stop(ref, context);
+      case 'clone': {
+        if (!this.writer.clone) throw new Error('this cluster writer cannot clone guests');
+        this.#createSent = true;
+        const source = { vmid: op.source.vmid, type: ref.type, node: op.source.node };
+        const result = await this.writer.clone(source, ref.vmid, op.params, context);
+        this.#where = { vmid: ref.vmid, type: ref.type, node: op.node };
+        this.#located = true;
+        this.#existed = true;
+        this.result.node = op.node;
+        return result;
+      }
+      case 'template':
+        if (!this.writer.convertToTemplate) throw new Error('this cluster writer cannot convert guests to templates');
+        return this.writer.convertToTemplate(ref, context);
       case 'destroy': {
         const result = await this.writer.destroy(ref, context);
         this.#destroyedByUs = true;
@@ -303,6 +333,13 @@ class GuestJob {
         return result;
       }
     }
+  }
+
+  async #regenerateCloudinit(ref: GuestRef): Promise<void> {
+    if (!this.writer.regenerateCloudinit) throw new Error('this cluster writer cannot regenerate cloud-init drives');
+    const started = this.#clock.now();
+    await this.writer.regenerateCloudinit(ref);
+    this.#emit({ op: 'cloudinit', detail: 'regenerate cloud-init drive', ms: this.#clock.now() - started });
   }
 
   /** What the job decides when the guest is not there (any more). */
@@ -367,11 +404,12 @@ class GuestJob {
       const now = planGuest({
         cluster: plan.cluster,
         vmid: plan.vmid,
-        spec: plan.target.spec,
+        spec: recomputedSpec(plan, observed),
         ownerTag: plan.target.ownerTag,
         prune: plan.target.prune,
         listed: observed ? this.#where : undefined,
         observed,
+        ...cloneSourceOf(plan),
       });
       const conflicts = compareWithReviewed(plan, now);
       if (conflicts.length > 0) {
@@ -401,7 +439,16 @@ class GuestJob {
         this.#confirming = false;
         continue;
       }
-      if (op.op === 'create' && this.#createSent) {
+      if (op.op === 'clone' && !this.#createSent) {
+        // An earlier, interrupted run's clone may still be copying: its task carries the
+        // template's VMID, and the new VMID has no config yet (engine/clone-apply.ts).
+        const inflight = await inflightClone(this.writer, op, plan.type, plan.vmid);
+        if (inflight) {
+          if (await this.#waitBusy('wait-task', `clone task still running (${inflight})`)) continue;
+          return new Finish('failed', `the clone task ${inflight} is still running after ${Math.round(this.#lockWaitMs / 1000)} s`);
+        }
+      }
+      if ((op.op === 'create' || op.op === 'clone') && this.#createSent) {
         // Never a second create in one apply: the guest this run created is gone again.
         return new Finish('conflict', `guest ${plan.vmid} disappeared during apply after it was created; it is not created again`);
       }
@@ -441,6 +488,65 @@ class GuestJob {
     return new Finish('failed', `gave up after ${MAX_ATTEMPTS_PER_GUEST} steps`);
   }
 
+  /**
+   * After a power request HA took over: waits on the guest's status (its task has already ended),
+   * holding no slot, and follows the guest if HA moved it. A Finish when it did not get there.
+   */
+  async #awaitHa(want: 'running' | 'stopped'): Promise<Finish | undefined> {
+    this.#releaseSlot();
+    const outcome = await awaitHaPower({
+      writer: this.writer,
+      ref: this.#ref(),
+      want,
+      clock: this.#clock,
+      timeoutMs: this.#lockWaitMs,
+      ...(this.options.lockPollMs !== undefined ? { pollMs: this.options.lockPollMs } : {}),
+      ...(this.options.signal ? { signal: this.options.signal } : {}),
+      locate: this.#locate,
+      onWait: (reason) => this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason }),
+    });
+    const seconds = Math.round(outcome.waitedMs / 1000);
+    if (!outcome.reached) {
+      return new Finish(
+        'failed',
+        `the HA manager was asked for ${want} but the guest is still ${outcome.status} after ${seconds} s (HA state ${outcome.haState ?? 'unknown'}); see ha-manager status`,
+      );
+    }
+    const node = outcome.observed.node;
+    if (node !== this.#where?.node) {
+      this.#where = { vmid: this.plan.vmid, type: this.plan.type, node };
+      this.result.node = node;
+      this.#emit({ op: 'relocated', detail: `HA runs it on ${node} now` });
+    }
+    this.#emit({ op: 'wait-ha', detail: `HA manager reported the guest ${want} after ${seconds} s`, ms: outcome.waitedMs });
+    return undefined;
+  }
+
+  /** The restart the plan announced, after an apply that left values pending (`restart-guest.ts`). */
+  async #restart(restart: PlannedRestart): Promise<Finish> {
+    this.#releaseSlot();
+    this.#releaseReadAhead();
+    const outcome = await restartGuest({
+      plan: this.plan,
+      restart,
+      writer: this.writer,
+      ref: this.#ref(),
+      pending: this.result.pending ?? [],
+      clock: this.#clock,
+      ...(this.options.signal ? { signal: this.options.signal } : {}),
+      haWaitMs: this.#lockWaitMs,
+      ...(this.options.lockPollMs !== undefined ? { pollMs: this.options.lockPollMs } : {}),
+      locate: this.#locate,
+      ...(this.options.acquireRestart ? { acquireRestart: this.options.acquireRestart } : {}),
+      emit: (step) => this.#emit(step),
+      onWait: (reason) => this.options.onEvent?.({ type: 'waiting', guest: this.plan, reason }),
+    });
+    this.result.node = outcome.node;
+    if (!outcome.ok) return new Finish('failed', outcome.error);
+    delete this.result.pending;
+    return new Finish('applied', undefined);
+  }
+
   /** Carries out one operation; a Finish when the job must stop, undefined to go on. */
   async #step(op: Operation, opKey: string, observed: ObservedGuest | undefined): Promise<Finish | undefined> {
     const started = this.#clock.now();
@@ -450,6 +556,12 @@ class GuestJob {
       if (result.upid) step.upid = result.upid;
       if (result.exitStatus) step.exitStatus = result.exitStatus;
       this.#emit(step);
+      // With the config write, never a step of its own: the recompute after it sees nothing left.
+      if (op.op === 'config' && regeneratesCloudinit(this.plan, op)) await this.#regenerateCloudinit(this.#ref());
+      if ((op.op === 'start' || op.op === 'shutdown' || op.op === 'stop') && isHaRequestTask(result.upid)) {
+        const finish = await this.#awaitHa(op.op === 'start' ? 'running' : 'stopped');
+        if (finish) return finish;
+      }
       this.#lastOp = opKey;
       this.#digestConflicts = 0;
       // Each wait (a lock, a task) gets the full budget, not what earlier waits left over.
@@ -469,7 +581,7 @@ class GuestJob {
         }
         return undefined;
       }
-      if (op.op !== 'create' && portFailure(err, GuestNotFoundError)) {
+      if (op.op !== 'create' && op.op !== 'clone' && portFailure(err, GuestNotFoundError)) {
         // Migrated (or removed) between the read and the write: the next read finds it again.
         this.#emit({ op: 'relocated', detail: `not on ${this.#where?.node ?? '?'} any more; looking it up again` });
         this.#located = false;
@@ -520,6 +632,12 @@ class GuestJob {
     let finish: Finish;
     try {
       finish = await this.#loop();
+      const restart = this.plan.restart;
+      // `unchanged` too: an earlier run wrote the values (or began the restart) and stopped before the end.
+      const done = finish.status === 'applied' || finish.status === 'unchanged';
+      if (restart && done && ((this.result.pending?.length ?? 0) > 0 || this.options.restartInterrupted === true)) {
+        finish = await this.#restart(restart);
+      }
     } catch (err) {
       if (this.options.signal?.aborted) {
         finish = new Finish(

@@ -14,6 +14,7 @@ import { Semaphore } from '../util/semaphore.js';
 import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutApply } from './apply-guest.js';
 import { errorMessage } from '../util/error-message.js';
 import { applyObject, heldResult, resultOf } from './apply-object.js';
+import { GuestOrder, heldGuestResult } from './guest-order.js';
 
 /** Options of {@link executePlan}. */
 export interface ExecuteOptions
@@ -86,6 +87,16 @@ function localSlots(clusterConcurrency: number, nodeConcurrency: number): (node:
   };
 }
 
+/** Per cluster, at most `limit` restarts in flight (the plan's `restart.inFlight`). */
+function restartSlots(): (cluster: string, limit: number) => Promise<ReleaseSlot> {
+  const perCluster = new Map<string, Semaphore>();
+  return (cluster, limit) => {
+    let slots = perCluster.get(cluster);
+    if (!slots) perCluster.set(cluster, (slots = new Semaphore(limit)));
+    return slots.acquire();
+  };
+}
+
 /** Statuses after which an item that follows may go ahead. */
 const DONE: ReadonlySet<ApplyStatus> = new Set(['applied', 'unchanged']);
 
@@ -145,12 +156,17 @@ export async function executePlan(
     options.signal,
   );
   const byCluster = new Map<string, GuestPlan[]>();
+  const order = new GuestOrder(plan.guests.map((g) => g.key));
+  const names = new Map(plan.guests.map((g) => [g.key, g.name]));
+  const restarts = restartSlots();
   for (const guest of plan.guests) {
     const untouched = resultWithoutApply(guest);
     if (untouched && options.unread?.has(guest.key)) {
       results.push({ ...untouched, status: 'failed', error: `not read at plan time: ${guest.errors.join('; ')}`, retryable: true });
+      order.settle(guest.key, 'failed');
     } else if (untouched) {
       results.push(untouched);
+      order.settle(guest.key, untouched.status);
     } else {
       byCluster.set(guest.cluster, [...(byCluster.get(guest.cluster) ?? []), guest]);
     }
@@ -162,6 +178,7 @@ export async function executePlan(
       const writer = writers[cluster];
       if (!writer) {
         for (const g of guests) {
+          order.settle(g.key, 'failed');
           results.push({
             cluster: g.cluster,
             name: g.name,
@@ -199,17 +216,23 @@ export async function executePlan(
             acquireSlot,
             acquireReadAhead,
             allowHostAccess: allowHostAccess?.[guest.cluster] ?? [],
+            acquireRestart: restarts,
           };
           if (listing) guestOptionsFor.listed = listing.get(guest.vmid) ?? null;
-          results.push(await applyGuest(guest, writer, guestOptionsFor));
+          const blocker = await order.blocker(guest);
+          const result = blocker
+            ? heldGuestResult(guest, blocker, names.get(blocker.key))
+            : await applyGuest(guest, writer, guestOptionsFor);
+          order.settle(guest.key, result.status);
+          results.push(result);
         }),
       );
     }),
   );
 
-  const order = new Map(plan.guests.map((g, i) => [g.key, i]));
+  const position = new Map(plan.guests.map((g, i) => [g.key, i]));
   const keyOf = (r: GuestApplyResult): string => guestKeyText(r.cluster, r.vmid);
-  results.sort((a, b) => (order.get(keyOf(a)) ?? 0) - (order.get(keyOf(b)) ?? 0));
+  results.sort((a, b) => (position.get(keyOf(a)) ?? 0) - (position.get(keyOf(b)) ?? 0));
   for (const r of results) outcomes.set(keyOf(r), r.status);
   objectResults.push(
     ...(await applyObjectPhase(

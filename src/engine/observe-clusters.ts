@@ -101,6 +101,16 @@ export async function observeClusters(
           scope.guests.has(guestKeyText(name, l.vmid)) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
+      // The templates that clones name (by VMID or name) are read too: their config is what a
+      // clone starts from (core/plan/plan-clone.ts).
+      const sources = new Set(
+        specs.head.guests
+          .filter((g) => g.cluster === name && g.clone && g.state === 'present' && scope.guests.has(guestKeyText(name, g.vmid)))
+          .map((g) => g.clone?.template),
+      );
+      for (const l of cluster.listing) {
+        if (!wanted.includes(l) && (sources.has(String(l.vmid)) || (l.name !== undefined && sources.has(l.name)))) wanted.push(l);
+      }
       const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
       const bounded = (fn: () => Promise<void>): Promise<void> => (limit ? limit.run(fn) : fn());
       // One fresh listing, shared, for guests that migrated between the listing and their read.

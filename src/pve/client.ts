@@ -192,7 +192,11 @@ export class PveClient {
       this.getPending(node, type, vmid),
       this.#get(`${guestPath(node, type, vmid)}/status/current`, GuestStatus),
     ]);
-    return observedFromPending(entries, { vmid, type, node }, status.status);
+    const observed = observedFromPending(entries, { vmid, type, node }, status.status);
+    if (status.ha?.managed === 1 || status.ha?.managed === true) {
+      observed.ha = status.ha.state !== undefined ? { state: status.ha.state } : {};
+    }
+    return observed;
   }
 
   /**
@@ -225,6 +229,21 @@ export class PveClient {
   /** `POST /nodes/{node}/{type}` with the given VMID; returns the create task's UPID. */
   async createGuest(node: string, type: GuestType, vmid: number, params: PveParams): Promise<string> {
     return this.#write('POST', `/nodes/${seg(node)}/${type}`, Upid, { ...params, vmid });
+  }
+
+  /** `POST …/clone` of `vmid` to `newid`; returns the UPID (whose id is `vmid`, the source). */
+  async cloneGuest(node: string, type: GuestType, vmid: number, newid: number, params: PveParams): Promise<string> {
+    return this.#write('POST', `${guestPath(node, type, vmid)}/clone`, Upid, { ...params, newid });
+  }
+
+  /** `POST …/template`: a VM answers the task's UPID, a container `null` (its task runs all the same). */
+  async convertToTemplate(node: string, type: GuestType, vmid: number): Promise<string | null> {
+    return this.#write('POST', `${guestPath(node, type, vmid)}/template`, Upid.nullable(), {});
+  }
+
+  /** `PUT …/qemu/{vmid}/cloudinit`: the cloud-init drive generated again; answers null. */
+  async regenerateCloudinit(node: string, vmid: number): Promise<void> {
+    await this.#write('PUT', `${guestPath(node, 'qemu', vmid)}/cloudinit`, Upid.nullable(), {});
   }
 
   /** `POST …/status/start`; returns the UPID. */

@@ -5,7 +5,7 @@
  */
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import { AlreadyInPowerStateError, PortError, TaskFailedError } from '../core/port-errors.js';
-import type { ClusterWriter, GuestRef, WriteContext, WriteResult } from '../core/ports.js';
+import type { ClusterWriter, GuestRef, ShutdownOptions, WriteContext, WriteResult } from '../core/ports.js';
 import type { PveClient } from './client.js';
 import type { WaitOptions } from './task.js';
 import { PveAlreadyExistsError } from './errors.js';
@@ -140,9 +140,13 @@ export class PveClusterAdapter implements ClusterWriter {
     }
   }
 
-  async shutdown(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+  async shutdown(ref: GuestRef, context: WriteContext = {}, options: ShutdownOptions = {}): Promise<WriteResult> {
+    const params = {
+      ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+      ...(options.forceStop ? { forceStop: 1 } : {}),
+    };
     try {
-      return await this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid), context);
+      return await this.#task(ref.node, await this.#client.shutdown(ref.node, ref.type, ref.vmid, params), context);
     } catch (err) {
       throw powerError(err, 'stopped');
     }
@@ -160,6 +164,42 @@ export class PveClusterAdapter implements ClusterWriter {
     return mapped(async () =>
       this.#task(ref.node, await this.#client.destroyGuest(ref.node, ref.type, ref.vmid, { purge: true }), context),
     );
+  }
+
+  clone(source: GuestRef, newid: number, params: Record<string, string>, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () =>
+      this.#task(source.node, await this.#client.cloneGuest(source.node, source.type, source.vmid, newid, params), context),
+    );
+  }
+
+  /** The source's running clone tasks, each asked by its log's first line which VMID it makes (docs/proxmox-behaviour.md, QCL-8). */
+  activeCloneTo(source: GuestRef, newid: number): Promise<string | undefined> {
+    return mapped(async () => {
+      const type = source.type === 'qemu' ? 'qmclone' : 'vzclone';
+      const running = (await this.#client.activeTasks(source.node, source.vmid)).filter((t) => t.type === type);
+      for (const task of running) {
+        const log = await this.#client.taskLog(source.node, task.upid);
+        if (log.some((line) => new RegExp(`with ID ${newid}$`).test(line.t))) return task.upid;
+      }
+      return undefined;
+    });
+  }
+
+  convertToTemplate(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () => {
+      const upid = await this.#client.convertToTemplate(ref.node, ref.type, ref.vmid);
+      if (upid) return this.#task(ref.node, upid, context);
+      // A container answers null: its `vztemplate` task is found among the guest's tasks.
+      const [task] = (await this.#client.activeTasks(ref.node, ref.vmid)).filter((t) => t.type === 'vztemplate');
+      return this.#task(ref.node, task?.upid ?? null, context);
+    });
+  }
+
+  regenerateCloudinit(ref: GuestRef): Promise<WriteResult> {
+    return mapped(async () => {
+      await this.#client.regenerateCloudinit(ref.node, ref.vmid);
+      return {};
+    });
   }
 
   async #task(node: string, upid: string | null, context: WriteContext): Promise<WriteResult> {

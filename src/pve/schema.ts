@@ -70,6 +70,8 @@ export const GuestStatus = z.looseObject({
   status: z.string(),
   qmpstatus: z.string().optional(),
   lock: z.string().optional(),
+  /** `get_service_status`: `managed` 1 with the HA manager's service state, or 0. */
+  ha: z.looseObject({ managed: z.union([z.number(), z.boolean()]).optional(), state: z.string().optional() }).optional(),
 });
 export type GuestStatus = z.infer<typeof GuestStatus>;
 

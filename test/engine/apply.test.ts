@@ -274,7 +274,8 @@ describe('apply against the simulator', () => {
       ['cores', 'pending-restart'],
       ['net0', 'live'],
       ['scsi0', 'live'],
-      ['searchdomain', 'live'],
+      // A cloud-init option reaches the VM only with its cloud-init drive generated again.
+      ['searchdomain', 'pending-restart'],
     ]);
     const result = await executePlan(plan, estate.writers, fast);
     const web01 = result.guests.find((g) => g.name === 'web-01' && g.cluster === 'lab');

@@ -115,3 +115,21 @@ export function makePlan(guests: GuestPlan[], overrides: Partial<Plan> = {}): Pl
     ...overrides,
   };
 }
+
+/**
+ * The plan item of the guest `spec` declares, as the planner hands it to a kind of guest part
+ * (pool membership, HA, firewall): nothing of its own to change unless `action` says so.
+ */
+export function makeSpecGuestPlan(spec: GuestSpec, action: GuestPlan['action'] = 'noop'): GuestPlan {
+  return makeGuestPlan({
+    key: guestKeyText(spec.cluster, spec.vmid),
+    cluster: spec.cluster,
+    name: spec.name,
+    vmid: spec.vmid,
+    type: spec.type,
+    node: spec.node,
+    action,
+    severity: 'read-only',
+    target: { spec, ownerTag: 'pve-gitops', prune: false },
+  });
+}

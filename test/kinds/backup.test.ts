@@ -3,53 +3,40 @@
  * kind's observe → plan → execute as the pipeline runs them, with real tokens. What a cluster
  * answers is the simulator's (docs/proxmox-behaviour.md, "Backup jobs"); nothing of our own is mocked.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type BackupJobObserved, backupJobKind } from '../../src/core/kinds/backup/backup-job-kind.js';
 import type { KindPlanInput } from '../../src/core/kinds/kind.js';
-import type { GuestPlan, GuestSpec, ObjectPlan, ObjectSpec } from '../../src/core/model.js';
+import type { GuestSpec, ObjectPlan, ObjectSpec } from '../../src/core/model.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
-import { PveClient } from '../../src/pve/client.js';
 import { BackupJobAdapter } from '../../src/pve/kinds/backup-adapter.js';
-import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { makeGuestSpec, makeSpecGuestPlan } from '../helpers/factories.js';
+import { useKindSimulator } from './kind-simulator.js';
 import { api, waitTask } from '../sim/helpers.js';
 
 const SOURCE = { file: 'specs/lab.yaml', line: 1, col: 1 };
 const LIMITED = 'ops@pve!limited=s3cret';
 
 let sim: RunningSimulator;
-let clients: PveClient[];
+let adapter: (token: string, readOnly?: boolean) => BackupJobAdapter;
 let writer: BackupJobAdapter;
 let reader: BackupJobAdapter;
 
-function adapter(token: string, readOnly = false): BackupJobAdapter {
-  const client = new PveClient({ cluster: 'lab', url: sim.url, token, readOnly, retries: 0 });
-  clients.push(client);
-  return new BackupJobAdapter(client);
-}
-
-beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 2,
-    clusterName: 'lab',
-    fixture: {
-      storages: ['local-lvm', { storage: 'backup-nfs', type: 'nfs', content: ['backup'] }],
-      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100], guestsOnly: true }],
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', config: 'name: web-01\n' },
-        { vmid: 101, type: 'qemu', node: 'pve-01', config: 'name: db-01\n' },
-        { vmid: 102, type: 'qemu', node: 'pve-01', config: 'name: app-01\n' },
-      ],
-    },
-  });
-  clients = [];
-  writer = adapter(sim.token);
-  reader = adapter(sim.auditToken, true);
-});
-afterEach(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await sim.close();
-});
+useKindSimulator(
+  {
+    storages: ['local-lvm', { storage: 'backup-nfs', type: 'nfs', content: ['backup'] }],
+    tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100], guestsOnly: true }],
+    guests: [
+      { vmid: 100, type: 'qemu', node: 'pve-01', config: 'name: web-01\n' },
+      { vmid: 101, type: 'qemu', node: 'pve-01', config: 'name: db-01\n' },
+      { vmid: 102, type: 'qemu', node: 'pve-01', config: 'name: app-01\n' },
+    ],
+  },
+  (client) => new BackupJobAdapter(client),
+  (kit) => {
+    ({ sim, writer, reader, adapter } = kit);
+  },
+);
 
 /** A BackupJob document as the loader reads it. */
 function job(name: string, fields: Record<string, unknown>): ObjectSpec {
@@ -67,43 +54,7 @@ const NIGHTLY = {
 };
 
 function guest(vmid: number, name: string, state: 'present' | 'absent' = 'present'): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state,
-    adopt: false,
-    ignore: [],
-    config: {},
-    source: SOURCE,
-  };
-}
-
-function guestPlan(spec: GuestSpec, action: GuestPlan['action']): GuestPlan {
-  return {
-    kind: 'guest',
-    key: `lab/${spec.vmid}`,
-    cluster: 'lab',
-    name: spec.name,
-    vmid: spec.vmid,
-    vmidDerived: false,
-    type: 'qemu',
-    node: 'pve-01',
-    action,
-    changes: [],
-    operations: [],
-    drift: [],
-    pending: [],
-    errors: [],
-    warnings: [],
-    severity: 'read-only',
-    target: { spec, ownerTag: 'pve-gitops', prune: false },
-  };
+  return makeGuestSpec({ vmid, name, state, source: SOURCE });
 }
 
 interface Scope {
@@ -129,7 +80,7 @@ async function planJobs(scope: Scope, port = reader): Promise<ObjectPlan[]> {
     ...(scope.base ? { base: scope.base } : {}),
     headGuests,
     baseGuests: [],
-    guestPlans: headGuests.map((g) => guestPlan(g, scope.creating?.includes(g.vmid) ? 'create' : 'noop')),
+    guestPlans: headGuests.map((g) => makeSpecGuestPlan(g, scope.creating?.includes(g.vmid) ? 'create' : 'noop')),
     full: scope.full ?? false,
     observed,
   };

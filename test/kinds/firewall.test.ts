@@ -4,15 +4,16 @@
  * answers is the simulator's (docs/proxmox-behaviour.md, "Guest firewall"); nothing of our own is
  * mocked. Operator edits go through the API with the admin token, as a person's would.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type FirewallObserved, firewallKind } from '../../src/core/kinds/firewall/firewall-kind.js';
 import type { FirewallRule, FirewallTarget } from '../../src/core/kinds/firewall/port.js';
 import type { KindObserveInput, KindPlanInput } from '../../src/core/kinds/kind.js';
-import type { GuestPlan, GuestSpec, ObjectPlan } from '../../src/core/model.js';
+import type { GuestSpec, ObjectPlan } from '../../src/core/model.js';
 import { PermissionDeniedError } from '../../src/core/port-errors.js';
-import { PveClient } from '../../src/pve/client.js';
 import { FirewallAdapter } from '../../src/pve/kinds/firewall-adapter.js';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { makeGuestSpec, makeSpecGuestPlan } from '../helpers/factories.js';
+import { useKindSimulator } from './kind-simulator.js';
 import { copyFirewall, dropFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
 import { WEB_CONFIG } from '../sim/helpers.js';
 
@@ -22,78 +23,27 @@ const VM: FirewallTarget = { node: 'pve-01', type: 'qemu', vmid: 100 };
 const CT: FirewallTarget = { node: 'pve-01', type: 'lxc', vmid: 200 };
 
 let sim: RunningSimulator;
-let clients: PveClient[];
+let adapter: (token: string, readOnly?: boolean) => FirewallAdapter;
 let writer: FirewallAdapter;
 let reader: FirewallAdapter;
 
-function adapter(token: string, readOnly = false): FirewallAdapter {
-  const client = new PveClient({ cluster: 'lab', url: sim.url, token, readOnly, retries: 0 });
-  clients.push(client);
-  return new FirewallAdapter(client);
-}
-
-beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 2,
-    clusterName: 'lab',
-    fixture: {
-      storages: ['local-lvm'],
-      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [200], guestsOnly: true }],
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
-        { vmid: 200, type: 'lxc', node: 'pve-01', config: 'hostname: ct-01\n' },
-      ],
-    },
-  });
-  clients = [];
-  writer = adapter(sim.token);
-  reader = adapter(sim.auditToken, true);
-});
-afterEach(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await sim.close();
-});
+useKindSimulator(
+  {
+    storages: ['local-lvm'],
+    tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [200], guestsOnly: true }],
+    guests: [
+      { vmid: 100, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
+      { vmid: 200, type: 'lxc', node: 'pve-01', config: 'hostname: ct-01\n' },
+    ],
+  },
+  (client) => new FirewallAdapter(client),
+  (kit) => {
+    ({ sim, writer, reader, adapter } = kit);
+  },
+);
 
 function guest(vmid: number, firewall: unknown, type: 'qemu' | 'lxc' = 'qemu'): GuestSpec {
-  return {
-    kind: type === 'qemu' ? 'VM' : 'Container',
-    type,
-    name: type === 'qemu' ? 'web-01' : 'ct-01',
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config: {},
-    refs: { firewall },
-    source: SOURCE,
-  };
-}
-
-function guestPlan(spec: GuestSpec): GuestPlan {
-  return {
-    kind: 'guest',
-    key: `lab/${spec.vmid}`,
-    cluster: 'lab',
-    name: spec.name,
-    vmid: spec.vmid,
-    vmidDerived: false,
-    type: spec.type,
-    node: 'pve-01',
-    action: 'noop',
-    changes: [],
-    operations: [],
-    drift: [],
-    pending: [],
-    errors: [],
-    warnings: [],
-    severity: 'read-only',
-    target: { spec, ownerTag: 'pve-gitops', prune: false },
-  };
+  return makeGuestSpec({ type, vmid, name: type === 'qemu' ? 'web-01' : 'ct-01', refs: { firewall }, source: SOURCE });
 }
 
 /** Plans one guest's firewall the way the pipeline does: observe, then plan; `base` makes it a pull request's. */
@@ -112,7 +62,7 @@ async function planOne(spec: GuestSpec, options: { base?: GuestSpec; port?: Fire
     ...(options.base ? { base: [] } : {}),
     headGuests: [spec],
     baseGuests: options.base ? [options.base] : [],
-    guestPlans: [guestPlan(spec)],
+    guestPlans: [makeSpecGuestPlan(spec)],
     full: options.base !== undefined,
     observed,
   };

@@ -3,14 +3,15 @@
  * observe → plan → execute as the pipeline runs them, with real tokens. What a cluster answers is
  * the simulator's (docs/proxmox-behaviour.md, "HA resources"); nothing of our own is mocked.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HA_DIGEST_ATTEMPTS, type HaObserved, haKind } from '../../src/core/kinds/ha/ha-kind.js';
 import type { KindObserveInput, KindPlanInput } from '../../src/core/kinds/kind.js';
-import type { GuestPlan, GuestSpec, ObjectPlan } from '../../src/core/model.js';
+import type { GuestSpec, ObjectPlan } from '../../src/core/model.js';
 import { PermissionDeniedError, PortError } from '../../src/core/port-errors.js';
-import { PveClient } from '../../src/pve/client.js';
 import { HaAdapter } from '../../src/pve/kinds/ha-adapter.js';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { makeGuestSpec, makeSpecGuestPlan } from '../helpers/factories.js';
+import { useKindSimulator } from './kind-simulator.js';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import { WEB_CONFIG } from '../sim/helpers.js';
 
@@ -18,79 +19,28 @@ const SOURCE = { file: 'specs/lab.yaml', line: 1, col: 1 };
 const LIMITED = 'ops@pve!limited=s3cret';
 
 let sim: RunningSimulator;
-let clients: PveClient[];
+let adapter: (token: string, readOnly?: boolean) => HaAdapter;
 let writer: HaAdapter;
 let reader: HaAdapter;
 
-function adapter(token: string, readOnly = false): HaAdapter {
-  const client = new PveClient({ cluster: 'lab', url: sim.url, token, readOnly, retries: 0 });
-  clients.push(client);
-  return new HaAdapter(client);
-}
-
-beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 2,
-    clusterName: 'lab',
-    fixture: {
-      storages: ['local-lvm'],
-      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100, 101], guestsOnly: true }],
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
-        { vmid: 101, type: 'qemu', node: 'pve-01', config: 'name: db-01\n' },
-        { vmid: 200, type: 'lxc', node: 'pve-01', config: 'hostname: ct-01\n' },
-      ],
-    },
-  });
-  clients = [];
-  writer = adapter(sim.token);
-  reader = adapter(sim.auditToken, true);
-});
-afterEach(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await sim.close();
-});
+useKindSimulator(
+  {
+    storages: ['local-lvm'],
+    tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100, 101], guestsOnly: true }],
+    guests: [
+      { vmid: 100, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
+      { vmid: 101, type: 'qemu', node: 'pve-01', config: 'name: db-01\n' },
+      { vmid: 200, type: 'lxc', node: 'pve-01', config: 'hostname: ct-01\n' },
+    ],
+  },
+  (client) => new HaAdapter(client),
+  (kit) => {
+    ({ sim, writer, reader, adapter } = kit);
+  },
+);
 
 function guest(vmid: number, name: string, refs?: Record<string, unknown>, type: 'qemu' | 'lxc' = 'qemu'): GuestSpec {
-  return {
-    kind: type === 'qemu' ? 'VM' : 'Container',
-    type,
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config: {},
-    ...(refs ? { refs } : {}),
-    source: SOURCE,
-  };
-}
-
-function guestPlan(spec: GuestSpec, action: GuestPlan['action'] = 'noop'): GuestPlan {
-  return {
-    kind: 'guest',
-    key: `lab/${spec.vmid}`,
-    cluster: 'lab',
-    name: spec.name,
-    vmid: spec.vmid,
-    vmidDerived: false,
-    type: spec.type,
-    node: 'pve-01',
-    action,
-    changes: [],
-    operations: [],
-    drift: [],
-    pending: [],
-    errors: [],
-    warnings: [],
-    severity: 'read-only',
-    target: { spec, ownerTag: 'pve-gitops', prune: false },
-  };
+  return makeGuestSpec({ type, vmid, name, ...(refs ? { refs } : {}), source: SOURCE });
 }
 
 interface Scope {
@@ -115,7 +65,7 @@ async function planHa(scope: Scope, port: HaAdapter = reader): Promise<ObjectPla
     ...(scope.hasBase || scope.baseGuests ? { base: [] } : {}),
     headGuests: scope.headGuests,
     baseGuests: scope.baseGuests ?? [],
-    guestPlans: scope.headGuests.map((g) => guestPlan(g)),
+    guestPlans: scope.headGuests.map((g) => makeSpecGuestPlan(g)),
     full: scope.full ?? false,
     observed,
   };

@@ -3,103 +3,53 @@
  * observe → plan → execute as the pipeline runs them, with real tokens. What a cluster answers is
  * the simulator's (docs/proxmox-behaviour.md, "Resource pools"); nothing of our own is mocked.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KindObserveInput, KindPlanInput } from '../../src/core/kinds/kind.js';
 import { type PoolObserved, poolKind } from '../../src/core/kinds/pool/pool-kind.js';
 import { type MemberObserved, poolMemberKind } from '../../src/core/kinds/pool/pool-member-kind.js';
-import type { GuestPlan, GuestSpec, ObjectPlan, ObjectSpec } from '../../src/core/model.js';
+import type { GuestSpec, ObjectPlan, ObjectSpec } from '../../src/core/model.js';
 import { PortError } from '../../src/core/port-errors.js';
-import { PveClient } from '../../src/pve/client.js';
 import { PoolAdapter } from '../../src/pve/kinds/pool-adapter.js';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { makeGuestSpec, makeSpecGuestPlan } from '../helpers/factories.js';
+import { useKindSimulator } from './kind-simulator.js';
 import { WEB_CONFIG } from '../sim/helpers.js';
 
 const SOURCE = { file: 'specs/lab.yaml', line: 1, col: 1 };
 const LIMITED = 'ops@pve!limited=s3cret';
 
 let sim: RunningSimulator;
-let clients: PveClient[];
+let adapter: (token: string, readOnly?: boolean) => PoolAdapter;
 let writer: PoolAdapter;
 let reader: PoolAdapter;
 
-function adapter(token: string, readOnly = false): PoolAdapter {
-  const client = new PveClient({ cluster: 'lab', url: sim.url, token, readOnly, retries: 0 });
-  clients.push(client);
-  return new PoolAdapter(client);
-}
-
-beforeEach(async () => {
-  sim = await startSimulator({
-    port: 0,
-    taskMs: 2,
-    clusterName: 'lab',
-    fixture: {
-      storages: ['local-lvm'],
-      pools: [
-        { poolid: 'web', comment: 'Web servers', vmids: [100] },
-        { poolid: 'db', vmids: [101] },
-        { poolid: 'empty', comment: 'nothing here' },
-      ],
-      tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100, 101, 102], guestsOnly: true }],
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
-        { vmid: 101, type: 'qemu', node: 'pve-01', config: 'name: db-01\n' },
-        { vmid: 102, type: 'qemu', node: 'pve-01', config: 'name: app-01\n' },
-      ],
-    },
-  });
-  clients = [];
-  writer = adapter(sim.token);
-  reader = adapter(sim.auditToken, true);
-});
-afterEach(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await sim.close();
-});
+useKindSimulator(
+  {
+    storages: ['local-lvm'],
+    pools: [
+      { poolid: 'web', comment: 'Web servers', vmids: [100] },
+      { poolid: 'db', vmids: [101] },
+      { poolid: 'empty', comment: 'nothing here' },
+    ],
+    tokens: [{ id: 'ops@pve!limited', secret: 's3cret', role: 'admin', vmids: [100, 101, 102], guestsOnly: true }],
+    guests: [
+      { vmid: 100, type: 'qemu', node: 'pve-01', config: WEB_CONFIG },
+      { vmid: 101, type: 'qemu', node: 'pve-01', config: 'name: db-01\n' },
+      { vmid: 102, type: 'qemu', node: 'pve-01', config: 'name: app-01\n' },
+    ],
+  },
+  (client) => new PoolAdapter(client),
+  (kit) => {
+    ({ sim, writer, reader, adapter } = kit);
+  },
+);
 
 function pool(id: string, fields: Record<string, unknown> = {}, state: 'present' | 'absent' = 'present'): ObjectSpec {
   return { kind: 'pool', document: 'Pool', cluster: 'lab', id, state, fields, source: SOURCE };
 }
 
 function guest(vmid: number, name: string, refs?: Record<string, string | null>): GuestSpec {
-  return {
-    kind: 'VM',
-    type: 'qemu',
-    name,
-    cluster: 'lab',
-    node: 'pve-01',
-    vmid,
-    vmidDerived: false,
-    power: 'ignore',
-    state: 'present',
-    adopt: false,
-    ignore: [],
-    config: {},
-    ...(refs ? { refs } : {}),
-    source: SOURCE,
-  };
-}
-
-function guestPlan(spec: GuestSpec, action: GuestPlan['action'] = 'noop'): GuestPlan {
-  return {
-    kind: 'guest',
-    key: `lab/${spec.vmid}`,
-    cluster: 'lab',
-    name: spec.name,
-    vmid: spec.vmid,
-    vmidDerived: false,
-    type: 'qemu',
-    node: 'pve-01',
-    action,
-    changes: [],
-    operations: [],
-    drift: [],
-    pending: [],
-    errors: [],
-    warnings: [],
-    severity: 'read-only',
-    target: { spec, ownerTag: 'pve-gitops', prune: false },
-  };
+  return makeGuestSpec({ vmid, name, ...(refs ? { refs } : {}), source: SOURCE });
 }
 
 interface Scope {
@@ -129,7 +79,7 @@ function planInput<O>(scope: Scope, observed: O): KindPlanInput<O> {
     ...(scope.hasBase || scope.base ? { base: scope.base ?? [] } : {}),
     headGuests,
     baseGuests: scope.baseGuests ?? [],
-    guestPlans: headGuests.map((g) => guestPlan(g)),
+    guestPlans: headGuests.map((g) => makeSpecGuestPlan(g)),
     full: scope.full ?? false,
     observed,
   };

@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
+import { haManager } from '../../src/pve/sim/kinds/ha/manager.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { api, type ApiAnswer, CT_CONFIG, waitTask, WEB_CONFIG } from './helpers.js';
+import { cloneScenarios } from './clone-scenarios.js';
 
 /**
  * docs/proxmox-behaviour.md is the expectation: every row of its tables names a behaviour read
@@ -836,6 +838,79 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     expect(destroyed.task).toBe('OK');
     return { data: await data(ct) };
   },
+  'HAP-1': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:101' });
+    const started = await taskWithLog('POST', '/nodes/pve-01/qemu/101/status/start');
+    const current = (await data('/nodes/pve-01/qemu/101/status/current')) as Record<string, unknown>;
+    const log = started.log.filter((l) => l.startsWith('Requesting'));
+    return { data: { exitstatus: started.exitstatus, log, status: current.status, ha: current.ha } };
+  },
+  'HAP-2': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:101' });
+    expect((await taskWithLog('POST', '/nodes/pve-01/qemu/101/status/start')).exitstatus).toBe('OK');
+    haManager(sim.sim).tick();
+    const current = (await data('/nodes/pve-01/qemu/101/status/current')) as Record<string, unknown>;
+    const listed = arr(await data('/cluster/resources?type=vm')).find((e) => e.vmid === 101);
+    return { data: { status: current.status, ha: current.ha, hastate: listed?.hastate } };
+  },
+  'HAP-3': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100' });
+    const res = await call('POST', '/nodes/pve-01/qemu/100/status/shutdown', { timeout: '30' });
+    const upid = String(res.body?.data);
+    await waitTask(sim, 'pve-01', upid);
+    const before = ((await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>).status;
+    haManager(sim.sim).tick();
+    const after = ((await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>).status;
+    const configured = ((await data('/cluster/ha/resources/vm:100')) as Record<string, unknown>).state;
+    return { data: { task: upid.split(':')[5], before, after, configured } };
+  },
+  'HAP-4': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:100' });
+    return http('POST', '/nodes/pve-01/qemu/100/status/stop', { 'overrule-shutdown': '1' });
+  },
+  'HAP-5': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'ct:200' });
+    const stopped = await taskWithLog('POST', '/nodes/pve-02/lxc/200/status/stop');
+    const status = ((await data('/nodes/pve-02/lxc/200/status/current')) as Record<string, unknown>).status;
+    return { data: { exitstatus: stopped.exitstatus, log: stopped.log.filter((l) => l.startsWith('Requesting')), status } };
+  },
+  'HAP-6': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:101' });
+    haConfig(sim.sim).errorState.add('vm:101');
+    return task('POST', '/nodes/pve-01/qemu/101/status/start');
+  },
+  'HAP-7': async () => {
+    await call('POST', '/cluster/ha/resources', { sid: 'vm:101', state: 'ignored' });
+    const res = await call('POST', '/nodes/pve-01/qemu/101/status/start');
+    const upid = String(res.body?.data);
+    await waitTask(sim, 'pve-01', upid);
+    const current = (await data('/nodes/pve-01/qemu/101/status/current')) as Record<string, unknown>;
+    return { data: { task: upid.split(':')[5], status: current.status, ha: current.ha } };
+  },
+  'RST-1': () => {
+    sim.sim.ignoresShutdown.add(100);
+    return task('POST', '/nodes/pve-01/qemu/100/status/shutdown', { timeout: '5' });
+  },
+  'RST-2': async () => {
+    sim.sim.ignoresShutdown.add(100);
+    const done = await taskWithLog('POST', '/nodes/pve-01/qemu/100/status/shutdown', { timeout: '5', forceStop: '1' });
+    const status = ((await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>).status;
+    return { data: { exitstatus: done.exitstatus, log: done.log.filter((l) => l.startsWith('VM still')), status } };
+  },
+  'RST-3': () => {
+    sim.sim.ignoresShutdown.add(200);
+    return task('POST', '/nodes/pve-02/lxc/200/status/shutdown', { timeout: '5' });
+  },
+  'RST-4': async () => {
+    expect((await call('PUT', '/nodes/pve-01/qemu/100/config', { memory: '4096' })).status).toBe(200);
+    const queued = byKey(await data('/nodes/pve-01/qemu/100/pending')).memory?.pending;
+    expect((await taskWithLog('POST', '/nodes/pve-01/qemu/100/status/shutdown')).exitstatus).toBe('OK');
+    expect((await taskWithLog('POST', '/nodes/pve-01/qemu/100/status/start')).exitstatus).toBe('OK');
+    const entries = arr(await data('/nodes/pve-01/qemu/100/pending'));
+    const after = entries.find((e) => e.key === 'memory')?.value;
+    return { data: { queued, after, pending: entries.filter((e) => e.pending !== undefined || e.delete !== undefined).map((e) => e.key) } };
+  },
+  ...cloneScenarios({ sim: () => sim, call, http, task, file, data }),
 };
 
 /** VM 101's firewall, where the FW rows act. */

@@ -8,6 +8,7 @@ import type { GuestPlan, Operation } from '../model.js';
 import { sameOperation, summariseOperation } from '../operations.js';
 import { LIVE_WITHHELD } from './base-ownership.js';
 import { desiredConfig } from './desired-config.js';
+import { withoutMac } from './plan-clone.js';
 
 type ConfigOp = Extract<Operation, { op: 'config' }>;
 
@@ -69,15 +70,20 @@ function compare(reviewed: GuestPlan, now: GuestPlan): ApplyConflict[] {
   }
   const was = configOf(reviewed);
   const is = configOf(now);
+  // A clone's NICs got new MACs after review: compared without them (plan-clone.ts).
+  const cloned = reviewed.operations.some((o) => o.op === 'clone');
+  const same = (key: string, a: string | undefined, b: string | undefined): boolean =>
+    a === b ||
+    (cloned && a !== undefined && b !== undefined && /^net\d+$/.test(key) && withoutMac(reviewed.type, a) === withoutMac(reviewed.type, b));
   if (is) {
     for (const [key, to] of Object.entries(is.set)) {
       const reviewedTo = was?.set[key];
-      if (reviewedTo !== to || was?.from[key] !== is.from[key]) {
+      if (!same(key, reviewedTo, to) || !same(key, was?.from[key], is.from[key])) {
         conflicts.push({ key, reviewed: change(was?.from[key], reviewedTo), now: change(is.from[key], to) });
       }
     }
     for (const key of is.delete) {
-      if (!was?.delete.includes(key) || was.from[key] !== is.from[key]) {
+      if (!was?.delete.includes(key) || !same(key, was.from[key], is.from[key])) {
         conflicts.push({ key, reviewed: change(was?.from[key], was?.set[key]), now: change(is.from[key], undefined) });
       }
     }

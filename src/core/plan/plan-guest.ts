@@ -21,6 +21,8 @@ import type {
 } from '../model.js';
 import type { GuestType } from '../guest-flavours.js';
 import { desiredConfig, effectiveConfig, hasOwnerTag, isOwnedKey, observedValue } from './desired-config.js';
+import { noteCloudinitChanges } from './cloudinit-changes.js';
+import { cloneInFlight, cloneOperation, cloneOwns, configAfterClone, resolveCloneSource, type CloneSourceSeen } from './plan-clone.js';
 import { keyImpact, maxImpact, maxSeverity, type ImpactContext } from './impact.js';
 import { diffDisk, formatDiskUpdate, formatNicUpdate, formatSize, parseDisk, sameValue, sizeIsServerChosen } from './values.js';
 
@@ -45,6 +47,8 @@ export interface GuestPlanInput {
    * (true: a guest holds it, but the token cannot see it). Undefined when nobody asked.
    */
   existsUnlisted?: boolean;
+  /** For a guest created by `create.clone`: the cluster's listing and the templates read (plan-clone.ts). */
+  cloneSource?: CloneSourceSeen;
 }
 
 /** The error for a guest that exists but that the plan's token may not see. */
@@ -124,7 +128,9 @@ function pendingItems(observed: ObservedGuest): PendingItem[] {
 /** Keys where the cluster differs from what a spec asks for (used for drift against base). */
 function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Record<string, string>): DriftItem[] {
   const desired = desiredConfig(spec, ownerTag);
-  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
+  // A clone's keys from its template are not the spec's: no drift (plan-clone.ts, `cloneOwns`).
+  const owns = (k: string): boolean => isOwnedKey(spec, k) && (!spec.clone || cloneOwns(spec, undefined, k));
+  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter(owns)]);
   const drift: DriftItem[] = [];
   for (const key of [...keys].sort()) {
     const expected = desired[key];
@@ -167,9 +173,10 @@ function severityOfImpact(impact: Impact): Severity {
   return 'configuration';
 }
 
-function planCreate(draft: Draft, spec: GuestSpec): GuestPlan {
+function planCreate(draft: Draft, spec: GuestSpec, cloneSource?: CloneSourceSeen): GuestPlan {
   const plan = draft.plan;
   const flavour = flavourOf(spec.type);
+  if (spec.clone) return planCloneCreate(draft, spec, cloneSource);
   const missing = flavour.requiredCreateOptions.find((option) => !spec.createOptions?.[option]);
   if (missing !== undefined) return fail(draft, `the ${flavour.noun} does not exist and cannot be created without create.${missing}`);
   const desired = desiredConfig(spec, plan.target.ownerTag);
@@ -177,12 +184,43 @@ function planCreate(draft: Draft, spec: GuestSpec): GuestPlan {
   plan.node = spec.node;
   for (const key of Object.keys(desired).sort()) addChange(plan, { key, to: desired[key], impact: 'live' });
   plan.operations.push({ op: 'create', node: spec.node, params: { ...desired, ...(spec.createOptions ?? {}) } });
-  if (spec.power === 'running') {
+  if (spec.template === true) {
+    plan.operations.push({ op: 'template' });
+  } else if (spec.power === 'running') {
     plan.operations.push({ op: 'start' });
     bump(plan, 'service-impact');
   }
   bump(plan, 'configuration');
   if (plan.hostAccess) bump(plan, 'host-access');
+  return plan;
+}
+
+/**
+ * A create by `create.clone` (plan-clone.ts): the clone step, then the changes the spec makes to
+ * the config the clone has — planned as an update of a stopped guest — then the start or the
+ * conversion to a template.
+ */
+function planCloneCreate(draft: Draft, spec: GuestSpec, seen: CloneSourceSeen | undefined): GuestPlan {
+  const plan = draft.plan;
+  const source = resolveCloneSource(spec, seen);
+  if ('error' in source) return fail(draft, source.error);
+  const after: ObservedGuest = {
+    vmid: plan.vmid,
+    type: spec.type,
+    node: spec.node,
+    status: 'stopped',
+    digest: '',
+    current: configAfterClone(spec, source),
+    pending: {},
+    pendingDelete: [],
+  };
+  planUpdate(draft, spec, after);
+  if (plan.action === 'error') return plan;
+  plan.operations.unshift(cloneOperation(spec, source));
+  plan.action = 'create';
+  plan.node = spec.node;
+  plan.impact ??= 'live';
+  bump(plan, 'configuration');
   return plan;
 }
 
@@ -205,7 +243,7 @@ function planDestroy(draft: Draft, observed: ObservedGuest, why: string): GuestP
 }
 
 /** The config write, resizes and moves that turn `effective` into `desired`. */
-function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): GuestPlan {
+function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest, previous?: GuestSpec): GuestPlan {
   const plan = draft.plan;
   const type = spec.type;
   const flavour = flavourOf(type);
@@ -226,7 +264,8 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
   const moves: Operation[] = [];
   const protectedGuest = effective.protection === '1';
 
-  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter((k) => isOwnedKey(spec, k))]);
+  const owns = (k: string): boolean => isOwnedKey(spec, k) && (!spec.clone || cloneOwns(spec, previous, k));
+  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter(owns)]);
   for (const key of [...keys].sort()) {
     const want = desired[key];
     const have = observedValue(type, key, effective);
@@ -315,12 +354,18 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest): Gue
 
   if (refusals.length > 0) return fail(draft, refusals.join('; '));
   if (Object.keys(config.set).length > 0 || config.delete.length > 0) plan.operations.push(config);
+  noteCloudinitChanges(plan, type, ctx.running, spec.regenerateCloudinit === true);
   plan.operations.push(...resizes, ...moves);
   if (template && resizes.length + moves.length > 0) {
     return fail(draft, 'the guest is a template: its disks cannot be resized or moved');
   }
 
-  const power = powerOperation(spec, observed.status);
+  if (spec.template === true && !template) {
+    if (observed.status !== 'stopped')
+      return fail(draft, 'template: true, but the guest is running: Proxmox converts only a stopped guest; stop it first');
+    plan.operations.push({ op: 'template' });
+  }
+  const power = spec.template === true ? undefined : powerOperation(spec, observed.status);
   if (power && template)
     return fail(draft, `the guest is a template and cannot be ${power.op === 'start' ? 'started' : 'stopped'}; set power: ignore`);
   if (spec.power !== 'ignore' && observed.status !== 'running' && observed.status !== 'stopped') {
@@ -384,6 +429,11 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
       plan.warnings.push(`does not carry the owner tag '${input.ownerTag}': not managed by this repository`);
       return plan;
     }
+    if (!input.baseSpec && (listed?.template === true || observed?.current.template === '1')) {
+      // A template's clones carry its tags; it is this repository's only through a spec of its own.
+      plan.warnings.push('a template without a spec: never an orphan, never pruned (give it a spec to manage it)');
+      return plan;
+    }
     if (input.prune && observed) return planDestroy(draft, observed, 'no spec and the cluster has prune: true');
     plan.action = 'orphan';
     plan.warnings.push(
@@ -421,7 +471,7 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
         `was in the base branch but is missing from the cluster, and Proxmox confirms VMID ${input.vmid} is free: deleted outside git? it will be created again`,
       );
     }
-    return planCreate(draft, spec);
+    return planCreate(draft, spec, input.cloneSource);
   }
 
   const live = observed!;
@@ -434,7 +484,13 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
     plan.warnings.push(
       `VMID ${input.vmid} is being created right now (lock: create); apply waits for that create to finish and goes on only if the guest carries the owner tag '${input.ownerTag}'`,
     );
-    return planCreate(draft, spec);
+    return planCreate(draft, spec, input.cloneSource);
+  }
+  if (spec.clone && cloneInFlight(live.current, flavourOf(spec.type).nameKey, spec.config[flavourOf(spec.type).nameKey] ?? spec.name)) {
+    // An earlier apply's clone still copying its disks (docs/proxmox-behaviour.md, QCL-9, LCL-7):
+    // the apply waits for its lock and carries on with the guest it made.
+    plan.warnings.push(`VMID ${input.vmid} is being cloned right now (lock: ${live.current.lock}); apply waits for the clone to finish`);
+    return planCreate(draft, spec, input.cloneSource);
   }
   if (Object.keys(live.current).length === 0) {
     return fail(draft, `guest ${input.vmid} was read with an empty configuration; refusing to plan against it (re-run the plan)`);
@@ -463,5 +519,5 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
   if (listed && listed.node !== spec.node) {
     plan.warnings.push(`lives on ${listed.node} (the spec's node ${spec.node} is used only at creation); not moved`);
   }
-  return planUpdate(draft, spec, live);
+  return planUpdate(draft, spec, live, input.baseSpec);
 }

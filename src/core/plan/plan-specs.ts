@@ -6,6 +6,7 @@
  */
 import { envPrefix } from '../cluster-name.js';
 import { guestKeyText } from '../kinds/resource-key.js';
+import { planOrderAndRestarts } from './plan-order.js';
 import { flavourOf } from '../guest-flavours.js';
 import type { HostAccessRule } from '../key-rules.js';
 import type {
@@ -350,6 +351,8 @@ export function planSpecs(input: PlanInput): Plan {
         readError: seen.readErrors?.[vmid],
         existsUnlisted: seen.unlisted?.[vmid],
       });
+      // A clone to be created (or still being made) is planned against its template.
+      if (guestInputs.spec?.clone) guestInputs.cloneSource = { listing: seen.listing, guests: seen.guests };
       const guestPlan = input.prePlanned?.take(guestInputs) ?? planGuest(guestInputs);
       const clash = clashes.get(vmid);
       if (clash !== undefined) toError(guestPlan, clash);
@@ -366,6 +369,7 @@ export function planSpecs(input: PlanInput): Plan {
     }
   }
   refuseMovedIdentities(plan.guests);
+  planOrderAndRestarts(plan.guests, head.guests, clusterSpecs);
   const insecure = Object.entries(input.access ?? {})
     .filter(([name, access]) => access.insecure !== undefined && plan.clusters.includes(name))
     .map(([cluster, access]) => ({ cluster, transport: access.insecure! }))

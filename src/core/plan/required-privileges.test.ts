@@ -91,3 +91,26 @@ describe('missingPrivileges', () => {
     expect(requiredPrivileges([spec(100)], 'read')).toEqual([{ path: '/vms/100', privilege: 'VM.Audit', why: 'to read guests' }]);
   });
 });
+
+describe('restart: allowed', () => {
+  it("needs VM.PowerMgmt even where power is ignored, by the guest's own policy or its cluster's", () => {
+    const allowed = { policy: 'allowed' as const, force: false, timeout: 60 };
+    const why = (needed: ReturnType<typeof requiredPrivileges>): string[] =>
+      needed.filter((n) => n.privilege === 'VM.PowerMgmt').map((n) => `${n.path} ${n.why}`);
+    expect(why(requiredPrivileges([spec(100, { power: 'ignore' })], 'apply'))).toEqual([]);
+    expect(why(requiredPrivileges([spec(100, { power: 'ignore', restart: allowed })], 'apply'))).toEqual([
+      '/vms/100 to restart guests whose changes are pending (restart: allowed)',
+    ]);
+    expect(why(requiredPrivileges([spec(101, { power: 'ignore' })], 'apply', new Map([['lab', allowed]])))).toEqual([
+      '/vms/101 to restart guests whose changes are pending (restart: allowed)',
+    ]);
+  });
+});
+
+describe('what a clone needs', () => {
+  it('VM.Clone on a template named by VMID, and space on a full clone’s storage', () => {
+    const needed = requiredPrivileges([spec(100101, { config: {}, clone: { template: '9000', full: true, storage: 'ceph' } })], 'apply');
+    expect(needed).toContainEqual({ path: '/vms/9000', privilege: 'VM.Clone', why: 'to clone guests from templates' });
+    expect(needed).toContainEqual({ path: '/storage/ceph', privilege: 'Datastore.AllocateSpace', why: 'to allocate disks' });
+  });
+});

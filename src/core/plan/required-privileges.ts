@@ -9,9 +9,10 @@
  * `GuestHelpers.pm` (`check_vnet_access`), pve-storage (Datastore.AllocateSpace), and
  * pve-access-control `RPCEnvironment.pm` (`get_effective_permissions`, `compile_acl_path`).
  */
+import { effectiveRestart } from '../spec/restart-policy.js';
 import { flavourOf } from '../guest-flavours.js';
 import { isDiskKey, isNicKey } from '../key-rules.js';
-import type { GuestSpec } from '../model.js';
+import type { GuestSpec, RestartPolicy } from '../model.js';
 import { parsePropertyString, propertyValue } from '../property-string.js';
 
 /** `GET /access/permissions`: path → privilege → propagate (1: also below the path). */
@@ -55,7 +56,11 @@ function diskStorage(spec: GuestSpec, value: string): string | undefined {
  * creating and destroying each guest on `/vms/N`, power management where power is managed, and
  * space on every storage a disk is allocated on. `read` asks only what a plan needs (VM.Audit).
  */
-export function requiredPrivileges(guests: readonly GuestSpec[], mode: 'apply' | 'read'): RequiredPrivilege[] {
+export function requiredPrivileges(
+  guests: readonly GuestSpec[],
+  mode: 'apply' | 'read',
+  restartDefaults?: ReadonlyMap<string, RestartPolicy | undefined>,
+): RequiredPrivilege[] {
   const needed: RequiredPrivilege[] = [];
   const storages = new Set<string>();
   for (const spec of guests) {
@@ -78,6 +83,14 @@ export function requiredPrivileges(guests: readonly GuestSpec[], mode: 'apply' |
       if (Object.keys(spec.config).some((k) => extra.keys.test(k))) needed.push({ path, privilege: extra.privilege, why: extra.why });
     }
     if (spec.power !== 'ignore') needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to start and stop guests' });
+    if (effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy === 'allowed')
+      needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to restart guests whose changes are pending (restart: allowed)' });
+    // `clone_vm`: VM.Clone on the template (named by VMID here; a name is resolved by the plan).
+    const template = spec.clone?.template;
+    if (template !== undefined && /^\d+$/.test(template)) {
+      needed.push({ path: `/vms/${template}`, privilege: 'VM.Clone', why: 'to clone guests from templates' });
+    }
+    if (spec.clone?.storage) storages.add(spec.clone.storage);
     if (spec.config.startup !== undefined)
       needed.push({ path: '/', privilege: 'Sys.Modify', why: 'to set a startup order, which changes host behaviour' });
     for (const [key, value] of Object.entries(spec.config)) {

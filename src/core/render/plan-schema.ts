@@ -32,6 +32,11 @@ const SourceRefSchema = z.strictObject({
 });
 
 const GuestTypeSchema = z.enum(['qemu', 'lxc']);
+const RestartPolicySchema = z.strictObject({
+  policy: z.enum(['never', 'allowed', 'in-window']),
+  force: z.boolean(),
+  timeout: z.number().int().positive(),
+});
 const ImpactSchema = z.enum(['live', 'pending-restart', 'needs-stop', 'data-loss']);
 const SeveritySchema = z.enum(['read-only', 'configuration', 'service-impact', 'data-loss', 'host-access']);
 const GuestActionSchema = z.enum(['create', 'update', 'destroy', 'noop', 'orphan', 'error']);
@@ -67,6 +72,16 @@ const OperationSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('shutdown') }),
   z.strictObject({ op: z.literal('stop') }),
   z.strictObject({ op: z.literal('destroy') }),
+  z.strictObject({
+    op: z.literal('clone'),
+    node: z.string().min(1),
+    source: z.strictObject({ vmid: z.number().int().positive(), node: z.string().min(1), name: z.string() }),
+    full: z.boolean(),
+    config: StringRecordSchema,
+    params: StringRecordSchema,
+  }),
+  z.strictObject({ op: z.literal('template') }),
+  z.strictObject({ op: z.literal('cloudinit') }),
 ]);
 
 export const ClusterSpecSchema = z.strictObject({
@@ -77,6 +92,8 @@ export const ClusterSpecSchema = z.strictObject({
   storages: z.array(z.string()).optional(),
   bridges: z.array(z.string()).optional(),
   prune: z.boolean(),
+  restart: RestartPolicySchema.optional(),
+  restartsInFlight: z.number().int().positive().optional(),
   source: SourceRefSchema,
 });
 
@@ -94,6 +111,18 @@ export const GuestSpecSchema = z.strictObject({
   ignore: z.array(z.string()),
   config: StringRecordSchema,
   createOptions: StringRecordSchema.optional(),
+  restart: RestartPolicySchema.optional(),
+  dependsOn: z.array(z.string().min(1)).optional(),
+  clone: z
+    .strictObject({
+      template: z.string().min(1),
+      full: z.boolean().optional(),
+      storage: z.string().optional(),
+      format: z.string().optional(),
+    })
+    .optional(),
+  template: z.boolean().optional(),
+  regenerateCloudinit: z.boolean().optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),
@@ -146,6 +175,10 @@ export const GuestPlanSchema = z.strictObject({
   impact: ImpactSchema.optional(),
   severity: SeveritySchema,
   source: SourceRefSchema.optional(),
+  after: z.array(z.string().min(1)).optional(),
+  restart: z
+    .strictObject({ reason: z.string(), force: z.boolean(), timeout: z.number().int().positive(), inFlight: z.number().int().positive() })
+    .optional(),
   target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
 });
 

@@ -32,6 +32,7 @@ import {
   plural,
 } from './plan-labels.js';
 import { isSensitiveKey } from '../key-rules.js';
+import { orderSentence, plannedRestarts, restartSentence } from './render-order.js';
 import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
 /** Options of {@link renderPlanMarkdown}. */
@@ -82,15 +83,17 @@ export function renderPlanMarkdown(plan: Plan, options: PlanMarkdownOptions = {}
   // Changes that reach the host come first: they matter most and are what a reviewer must see.
   const hostAccess = renderHostAccess(plan, Math.floor(remaining / 3));
   remaining -= hostAccess.length;
+  const restarts = renderRestarts(plan, Math.floor(remaining / 4));
+  remaining -= restarts.length;
   const errors = renderErrors(plan, Math.floor(remaining / 2));
   remaining -= errors.length;
   const warnings = renderPlanWarnings(plan, Math.floor(remaining / 4));
   remaining -= warnings.length;
 
   const renderItem = (item: GuestPlan | ObjectPlan): string =>
-    item.kind === 'guest' ? renderGuest(item as GuestPlan) : renderObject(item as ObjectPlan);
+    item.kind === 'guest' ? renderGuest(item as GuestPlan, plan) : renderObject(item as ObjectPlan);
   const { text: details, shown } = fitSection('### Changes\n\n', detailed, renderItem, remaining);
-  return head + hostAccess + errors + warnings + details + footer(detailed.length - shown);
+  return head + hostAccess + restarts + errors + warnings + details + footer(detailed.length - shown);
 }
 
 function renderHead(plan: Plan, options: PlanMarkdownOptions, total: PlanCounts, rows: ClusterCounts[] | undefined): string {
@@ -148,6 +151,19 @@ function renderHostAccess(plan: Plan, budget: number): string {
   return `${heading}${list}\n`;
 }
 
+/** The guests the apply will restart and why, before merge (README "Restarts"). */
+function renderRestarts(plan: Plan, budget: number): string {
+  const items = plannedRestarts(plan).map((line) => escapeText(line));
+  if (items.length === 0) return '';
+  const heading = `### 🔁 Restarts: ${plural(items.length, 'guest')} will restart on apply\n\n`;
+  const list = fitList(
+    items,
+    budget - heading.length - 1,
+    (omitted) => `_…and ${plural(omitted, 'more restart')}: see the full plan (${codeSpan(FULL_PLAN_COMMAND)})._`,
+  );
+  return `${heading}${list}\n`;
+}
+
 /** Plan-level errors first (an unreachable cluster explains everything below), then guest errors. */
 function renderErrors(plan: Plan, budget: number): string {
   const items = plan.errors.map(
@@ -196,13 +212,14 @@ function guestRef(guest: GuestPlan): string {
 }
 
 /** One guest: a visible one-line heading, the rest folded. */
-function renderGuest(guest: GuestPlan): string {
+function renderGuest(guest: GuestPlan, plan: Plan): string {
   const impact = guestImpact(guest);
   const heading = [`${ACTION_EMOJI[guest.action]} **${ACTION_LABEL[guest.action]}**`, guestRef(guest)];
   if (guest.severity === 'host-access') heading.push('🔓 **HOST ACCESS**');
   if (impact !== undefined) heading.push(impact === 'data-loss' ? `**${IMPACT_LABEL[impact]}**` : IMPACT_LABEL[impact]);
   if (guest.drift.length > 0) heading.push('⚠️ drift');
   if (guest.pending.length > 0) heading.push('⏳ pending');
+  if (guest.restart) heading.push('🔁 restarts');
 
   const sections = [
     renderMessages('Errors', guest.errors),
@@ -211,6 +228,10 @@ function renderGuest(guest: GuestPlan): string {
     renderDrift(guest.drift),
     renderPending(guest.pending),
     renderMessages('Warnings', guest.warnings),
+    renderMessages(
+      'Order and restart',
+      [orderSentence(guest, plan), restartSentence(guest)].filter((s) => s !== undefined),
+    ),
     renderNotes(guest),
   ].filter((section) => section !== '');
   return `${heading.join(' · ')}\n\n<details><summary>${escapeHtml(detailsSummary(guest))}</summary>\n\n${sections.join('')}</details>\n\n`;

@@ -72,7 +72,7 @@ describe('loadSpecs: document and shape errors', () => {
     [
       'a create option of the other kind',
       'kind: VM\nname: a\ncluster: lab\nnode: pve-01\ncreate: { ostemplate: x }\n',
-      ['g.yaml:5:11: unknown key "ostemplate" in create (create options for a VM: pool, storage)'],
+      ['g.yaml:5:11: unknown key "ostemplate" in create (create options for a VM: pool, storage, clone)'],
     ],
     [
       'a wrongly typed value',

@@ -7,8 +7,9 @@
  * (everything across files), so large repositories can be parsed in worker threads
  * (`src/spec-files/load-spec-files.ts`).
  */
+import { restartPolicy } from './restart-policy.js';
 import type { z } from 'zod';
-import type { ClusterSpec, GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
+import type { CloneSource, ClusterSpec, GuestSpec, ObjectSpec, SourceRef, SpecSet } from '../model.js';
 import type { KindDocument, ObjectKind } from '../kinds/kind.js';
 import { documentNameList, guestKeys, kindOfDocument, objectKind } from '../kinds/registry.js';
 import type { GuestType } from '../guest-flavours.js';
@@ -330,6 +331,7 @@ function copyGuest(guest: GuestSpec): GuestSpec {
     ignore: [...guest.ignore],
     config: { ...guest.config },
     ...(guest.createOptions ? { createOptions: { ...guest.createOptions } } : {}),
+    ...(guest.clone ? { clone: { ...guest.clone } } : {}),
     ...(guest.keySources ? { keySources: { ...guest.keySources } } : {}),
     ...(guest.refs ? { refs: { ...guest.refs } } : {}),
   };
@@ -489,7 +491,24 @@ function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
     ...(doc.storages ? { storages: doc.storages } : {}),
     ...(doc.bridges ? { bridges: doc.bridges } : {}),
     prune: doc.prune,
+    ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
+    ...(doc.restartsInFlight !== undefined ? { restartsInFlight: doc.restartsInFlight } : {}),
     source,
+  };
+}
+
+/** `create.clone` as the spec keeps it: the template as a string, only the options written. */
+function cloneOf(doc: VmDocument | ContainerDocument): { clone?: CloneSource } {
+  const clone = doc.create.clone;
+  if (!clone) return {};
+  const format = 'format' in clone ? clone.format : undefined;
+  return {
+    clone: {
+      template: String(clone.template),
+      ...(clone.full !== undefined ? { full: clone.full } : {}),
+      ...(clone.storage !== undefined ? { storage: clone.storage } : {}),
+      ...(format !== undefined ? { format } : {}),
+    },
   };
 }
 
@@ -511,7 +530,7 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
   }
   const createOptions: Record<string, string> = {};
   for (const [key, value] of Object.entries(doc.create)) {
-    if (value === undefined) continue;
+    if (value === undefined || (typeof value === 'object' && !Array.isArray(value))) continue;
     createOptions[key] = Array.isArray(value) ? value.join('\n') : value;
   }
   return {
@@ -528,6 +547,11 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ignore: doc.ignore,
     config,
     ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
+    ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
+    ...(doc.dependsOn !== undefined ? { dependsOn: [...doc.dependsOn] } : {}),
+    ...cloneOf(doc),
+    ...(doc.template === true ? { template: true } : {}),
+    ...('cloudinit' in doc && doc.cloudinit === 'regenerate' ? { regenerateCloudinit: true } : {}),
     source: at.start,
     keySources,
   };

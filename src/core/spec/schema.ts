@@ -7,6 +7,7 @@
  * each error can point at the exact YAML node.
  */
 import { z } from 'zod';
+import { RestartDocument } from './restart-policy.js';
 
 /** The three document kinds. */
 export const SpecKind = z.enum(['Cluster', 'VM', 'Container']);
@@ -36,6 +37,10 @@ export const ClusterDocument = z.strictObject({
   bridges: z.array(nonEmpty).optional(),
   /** true: a guest whose document is removed is destroyed; false: reported as an orphan. */
   prune: z.boolean().default(false),
+  /** The restart policy of guests that set none (restart-policy.ts); default `never`. */
+  restart: RestartDocument.optional(),
+  /** Guests restarted at once on this cluster, at most (default 1). */
+  restartsInFlight: z.int().min(1).max(100).optional(),
 });
 export type ClusterDocument = z.infer<typeof ClusterDocument>;
 
@@ -56,6 +61,20 @@ export type ConfigValue = z.infer<typeof ConfigValue>;
 const GuestConfig = z.record(z.string(), ConfigValue);
 
 /**
+ * `create.clone`: the template a guest is cloned from — its name or VMID on the guest's cluster —
+ * and how (docs/design.md#creating-guests-by-cloning). Proxmox's default for a template is a
+ * linked clone; `storage` (and a VM's `format`) only go with `full: true`.
+ */
+const cloneFields = {
+  /** The template's name (`name` / `hostname`) or VMID on the cluster. */
+  template: z.union([nonEmpty, z.number().int().positive()]),
+  /** A full copy of every disk; linked to the template's base images when false or left out. */
+  full: z.boolean().optional(),
+  /** Target storage of a full clone's disks. */
+  storage: nonEmpty.optional(),
+};
+
+/**
  * Create-only options of a VM: passed to `POST /nodes/{node}/qemu` when the guest is created and
  * never compared afterwards (Proxmox keeps them nowhere in the config).
  */
@@ -64,6 +83,14 @@ export const VmCreateOptions = z.strictObject({
   pool: nonEmpty.optional(),
   /** Default storage for disks written as a bare size. */
   storage: nonEmpty.optional(),
+  /** Create the VM as a clone of a template on its cluster (docs/design.md#creating-guests-by-cloning). */
+  clone: z
+    .strictObject({
+      ...cloneFields,
+      /** Disk format of a full clone's copies. */
+      format: z.enum(['raw', 'qcow2', 'vmdk']).optional(),
+    })
+    .optional(),
 });
 export type VmCreateOptions = z.infer<typeof VmCreateOptions>;
 
@@ -72,6 +99,8 @@ export type VmCreateOptions = z.infer<typeof VmCreateOptions>;
  * accepted: a root password does not belong in a git repository; use `ssh-public-keys`.
  */
 export const ContainerCreateOptions = z.strictObject({
+  /** Create the container as a clone of a container template on its cluster. */
+  clone: z.strictObject(cloneFields).optional(),
   /** Template volume the container is created from, e.g. `local:vztmpl/debian-12-…tar.zst`. */
   ostemplate: nonEmpty.optional(),
   /** Public keys for root, one per list item. */
@@ -96,12 +125,24 @@ const guestFields = {
   /** Config keys this repository does not own: never set, never deleted. */
   ignore: z.array(nonEmpty).default([]),
   config: GuestConfig.default({}),
+  /** Restart to put pending values in effect (restart-policy.ts); default: the cluster's. */
+  restart: RestartDocument.optional(),
+  /** Names of guests of the same cluster this one applies after. */
+  dependsOn: z.array(nonEmpty).optional(),
+  /** Converted to a template after creation (`POST …/template`) and never started. */
+  template: z.boolean().optional(),
 };
 
 /** `kind: VM` (QEMU). */
 export const VmDocument = z.strictObject({
   kind: z.literal('VM'),
   ...guestFields,
+  /**
+   * `regenerate`: when an apply changes cloud-init options of a running VM, its cloud-init drive
+   * is generated again right after the config write (`PUT …/cloudinit`), so the guest's next
+   * cloud-init run sees them (docs/design.md#cloud-init-on-a-running-vm).
+   */
+  cloudinit: z.literal('regenerate').optional(),
   create: VmCreateOptions.default({}),
 });
 export type VmDocument = z.infer<typeof VmDocument>;

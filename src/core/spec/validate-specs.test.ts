@@ -259,13 +259,15 @@ describe('validateSpecs rules (file:line:col: message)', () => {
     ],
     [
       'a running template',
-      { 'g.yaml': vm('  template: true\n', 'power: running\n') },
-      ['g.yaml:6:8: power: running is impossible for a template (config template is 1)'],
+      { 'g.yaml': vm('', 'template: true\npower: running\n') },
+      ['g.yaml:7:8: power: running is impossible for a template (template: true); a template is never started'],
     ],
     [
       'a container without a template to create it from',
       { 'g.yaml': 'kind: Container\nname: ct-01\ncluster: lab\nnode: pve-01\nvmid: 100500\n' },
-      ['g.yaml:1:1: a container needs create.ostemplate (the template it is created from), or adopt: true to take over an existing one'],
+      [
+        'g.yaml:1:1: a container needs create.ostemplate (the template it is created from), create.clone, or adopt: true to take over an existing one',
+      ],
     ],
     [
       'an adopted or absent container needs no template',

@@ -12,11 +12,13 @@ import type { ClusterSpec, GuestSpec, SourceRef, SpecSet, ObjectSpec } from '../
 import { flavourOf, type GuestType } from '../guest-flavours.js';
 import { parsePropertyString, propertyValue, DNS_NAME_RE, TAG_RE } from '../property-string.js';
 import { validateParams } from '../proxmox-params.js';
+import { validateCloneAndTemplate } from './validate-clone.js';
 import { classifyConfigKey, isRealConfigKey, type KeyVerdict, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
 import { MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
+import { validateOrder } from './validate-order.js';
 
 /** Where each spec's parts were written, by spec object. Specs without an entry report at `source`. */
 export type SpecPositions = ReadonlyMap<ClusterSpec | GuestSpec | ObjectSpec, DocumentPositions>;
@@ -76,6 +78,7 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
     // One at a time: spreading 100,000 errors of one guest into push() overflows the stack.
     for (const error of found) errors.push(error);
   }
+  validateOrder(specs.clusters, specs.guests, posOf, errors);
   return errors;
 }
 
@@ -272,6 +275,7 @@ function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: D
   validateConfigValues(guest, cluster, at, report);
   validateIgnore(guest, at, report, suggest);
   validateCreateOptions(guest, cluster, at, report);
+  validateCloneAndTemplate(guest, at, report);
   validateWithProxmoxSchema(guest, at, reported, report);
   if (dropped > 0) errors.push(new SpecError(at.start, `${dropped} more errors in this document are not shown`));
 }
@@ -282,11 +286,11 @@ function validatePowerState(guest: GuestSpec, at: DocumentPositions, report: Rep
   if (guest.state === 'absent' && guest.power === 'running') {
     report(at.value(['power']), 'power: running contradicts state: absent (an absent guest is destroyed)');
   }
-  if (guest.power === 'running' && guest.config.template === '1') {
-    report(at.value(['power']), 'power: running is impossible for a template (config template is 1)');
-  }
-  if (guest.type === 'lxc' && guest.state === 'present' && !guest.adopt && !guest.createOptions?.ostemplate) {
-    report(at.start, 'a container needs create.ostemplate (the template it is created from), or adopt: true to take over an existing one');
+  if (guest.type === 'lxc' && guest.state === 'present' && !guest.adopt && !guest.clone && !guest.createOptions?.ostemplate) {
+    report(
+      at.start,
+      'a container needs create.ostemplate (the template it is created from), create.clone, or adopt: true to take over an existing one',
+    );
   }
 }
 

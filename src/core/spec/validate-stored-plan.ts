@@ -120,6 +120,8 @@ function clusterDocument(cluster: ClusterSpec): Record<string, unknown> {
     ...(cluster.storages ? { storages: cluster.storages } : {}),
     ...(cluster.bridges ? { bridges: cluster.bridges } : {}),
     prune: cluster.prune,
+    ...(cluster.restart ? { restart: cluster.restart } : {}),
+    ...(cluster.restartsInFlight !== undefined ? { restartsInFlight: cluster.restartsInFlight } : {}),
   };
 }
 
@@ -136,7 +138,12 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     adopt: spec.adopt,
     ignore: spec.ignore,
     config: spec.config,
-    create: spec.createOptions ?? {},
+    create: { ...(spec.createOptions ?? {}), ...(spec.clone ? { clone: spec.clone } : {}) },
+    // `dependsOn` is left out: its names were checked against every spec when the plan was made,
+    // and a stored plan holds only the guests it changes.
+    ...(spec.restart ? { restart: spec.restart } : {}),
+    ...(spec.template ? { template: true } : {}),
+    ...(spec.regenerateCloudinit ? { cloudinit: 'regenerate' } : {}),
   };
 }
 
@@ -145,6 +152,10 @@ const GUEST_FIELDS = ['kind', 'type', 'name', 'cluster', 'node', 'vmid', 'vmidDe
 /** The first field in which the spec loaded again differs from the stored one, described. */
 function differingField(again: GuestSpec, stored: GuestSpec): string | undefined {
   for (const field of GUEST_FIELDS) {
+    if (!sameValue(again[field], stored[field]))
+      return `${field} ${JSON.stringify(stored[field])} would be ${JSON.stringify(again[field])}`;
+  }
+  for (const field of ['clone', 'template', 'regenerateCloudinit'] as const) {
     if (!sameValue(again[field], stored[field]))
       return `${field} ${JSON.stringify(stored[field])} would be ${JSON.stringify(again[field])}`;
   }

@@ -13,6 +13,7 @@ import { loadFixtureFile, parseFixture } from './fixture.js';
 import type { ParsedSimFixture, SimFixture } from './schema.js';
 import { createSimServer } from './server.js';
 import { Simulator } from './simulator.js';
+import { haManager } from './kinds/ha/manager.js';
 
 /** How to start a simulator. */
 export interface SimulatorOptions {
@@ -32,6 +33,8 @@ export interface SimulatorOptions {
   latencyMs?: number;
   /** pvestatd's interval for listing name/status (Proxmox: 10,000); default 0 = live. */
   rrdLagMs?: number;
+  /** How often the HA manager runs a round (Proxmox's CRM: 10,000); default none: only `haManager(sim).tick()`. */
+  haRoundMs?: number;
   /** How long each task runs; default 50. */
   taskMs?: number;
   /** Fixture object or path to a JSON fixture file. */
@@ -103,6 +106,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     ...(fixture?.bridges ? { bridges: fixture.bridges } : {}),
   });
   if (options.rrdLagMs) sim.setRrdLag(options.rrdLagMs);
+  if (options.haRoundMs !== undefined) haManager(sim).setRoundMs(options.haRoundMs);
   sim.tokens.add({ ...admin, role: 'admin' });
   sim.tokens.add({ ...auditor, role: 'audit' });
   for (const t of fixture?.tokens ?? []) {
@@ -159,6 +163,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const close = (): Promise<void> => {
     closing ??= (async () => {
       sim.dispose();
+      haManager(sim).close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -111,6 +111,8 @@ export class Simulator {
   readonly backupJobs = new Map<string, Record<string, string>>();
   private readonly cpusByNode: ReadonlyMap<string, number>;
   private readonly bridgesByNode: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Guests that do not answer a clean shutdown (`guest/shutdown-timeout.ts`); tests add them. */
+  readonly ignoresShutdown = new Set<number>();
   latencyMs: number;
   /**
    * pvestatd's publishing interval for `/cluster/resources` name/status (Proxmox: 10 s); 0 shows

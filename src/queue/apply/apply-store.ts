@@ -362,6 +362,16 @@ export class ApplyStore {
     private readonly prefix: string,
   ) {}
 
+  /** The key of the set of items of a run waiting for `item` to finish (`depends-on.ts`). */
+  waitersKey(runId: string, item: string): string {
+    return `${this.prefix}:apply:run:${runId}:waiters:${item}`;
+  }
+
+  /** The App's state prefix, for state kept beside the store's (`restart-slots.ts`). */
+  get statePrefix(): string {
+    return this.prefix;
+  }
+
   private runKey(runId: string): string {
     return `${this.prefix}:apply:run:${runId}`;
   }

@@ -61,6 +61,9 @@ import {
   StoredItemRefusedError,
 } from './apply-store.js';
 import { acquireLock, type HeldLock } from '../redis-lock.js';
+import { awaitDependencies, type DependencyJob, wakeDependents } from './depends-on.js';
+import { type AcquireRestart, redisRestartSlots } from './restart-slots.js';
+import { restartInterrupted } from '../../engine/restart-guest.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from '../redis-slots.js';
 import { ItemJobData, itemKeyOfJob, type RepoRef } from '../schema.js';
@@ -87,6 +90,8 @@ export interface GuestWorkerDeps {
   };
   /** Aborted when the worker process stops: running applies hand their jobs back to the queue. */
   stopping?: AbortSignal;
+  /** The restarts in flight per cluster (default: Redis slots under the store's prefix, `restart-slots.ts`). */
+  restarts?: AcquireRestart;
   /** Told every guest result this process records (the applies metric). */
   onResult?: (status: ApplyStatus) => void;
 }
@@ -211,9 +216,24 @@ function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<voi
     resize: write('resize', (ref, disk, size, digest, context) => writer.resize(ref, disk, size, digest, context)),
     moveDisk: write('move-disk', (ref, disk, storage, digest, context) => writer.moveDisk(ref, disk, storage, digest, context)),
     start: write('start', (ref, context) => writer.start(ref, context)),
-    shutdown: write('shutdown', (ref, context) => writer.shutdown(ref, context)),
+    shutdown: write('shutdown', (ref, context, options) => writer.shutdown(ref, context, options)),
     stop: write('stop', (ref, context) => writer.stop(ref, context)),
     destroy: write('destroy', (ref, context) => writer.destroy(ref, context)),
+    ...cloneWrites(writer, write),
+  };
+}
+
+/** The clone and template writes of the writer, fenced like the others, where it has them. */
+function cloneWrites(
+  writer: ClusterWriter,
+  write: <A extends unknown[]>(op: string, send: (...args: A) => Promise<WriteResult>) => (...args: A) => Promise<WriteResult>,
+): Pick<ClusterWriter, 'clone' | 'activeCloneTo' | 'convertToTemplate' | 'regenerateCloudinit'> {
+  const { clone, activeCloneTo, convertToTemplate, regenerateCloudinit } = writer;
+  return {
+    ...(clone ? { clone: write('clone', clone.bind(writer)) } : {}),
+    ...(activeCloneTo ? { activeCloneTo: activeCloneTo.bind(writer) } : {}),
+    ...(convertToTemplate ? { convertToTemplate: write('template', convertToTemplate.bind(writer)) } : {}),
+    ...(regenerateCloudinit ? { regenerateCloudinit: write('cloudinit', regenerateCloudinit.bind(writer)) } : {}),
   };
 }
 
@@ -247,6 +267,9 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     if (phased) await waitForPhase(run, previous);
     if (!isGuestProgress(previous)) {
       const held = await holdIfBlocked(run, previous);
+      if (held !== undefined) return held;
+    } else {
+      const held = await awaitDependencies(dependencyJob(run), previous);
       if (held !== undefined) return held;
     }
     if ((await takeTicket(run, previous)) === 'finished')
@@ -319,10 +342,37 @@ async function holdIfBlocked(run: GuestJobRun, previous: ObjectProgress): Promis
   return result.status;
 }
 
-/** After an item's result is recorded: wakes the next run in its FIFO and, when its phase is done, the run's next phase. */
+/** After an item's result is recorded: wakes the next run in its FIFO, the guests waiting for it (`dependsOn`) and, when its phase is done, the run's next phase. */
 async function afterFinish(deps: GuestWorkerDeps, runId: string, item: string, outcome: FinishOutcome): Promise<void> {
   await wake(deps.jobs, item, outcome.next);
+  await wakeDependents(deps.store, deps.jobs, deps.redis, runId, item);
   if (outcome.phaseDone) await openNextPhases(deps.store, deps.jobs, runId, item);
+}
+
+const RESTART_SLOTS = new WeakMap<GuestWorkerDeps, AcquireRestart>();
+
+/** The worker's restart slots: its own, else kept in Redis beside the store's state. */
+function restartsOf(deps: GuestWorkerDeps): AcquireRestart {
+  let slots = deps.restarts ?? RESTART_SLOTS.get(deps);
+  if (!slots) RESTART_SLOTS.set(deps, (slots = redisRestartSlots(deps.redis, deps.store.statePrefix, deps.settings.lockMs)));
+  return slots;
+}
+
+/** The job as `depends-on.ts` needs it. */
+function dependencyJob(run: GuestJobRun): DependencyJob {
+  const { deps } = run;
+  return {
+    store: deps.store,
+    jobs: deps.jobs,
+    redis: deps.redis,
+    log: run.log,
+    job: run.job,
+    token: run.token,
+    runId: run.runId,
+    item: run.item,
+    lockMs: deps.settings.lockMs,
+    finished: (outcome) => afterFinish(deps, run.runId, run.item, outcome),
+  };
 }
 
 /** The run's repository and what the run recorded for the item so far; a run or item gone is unrecoverable. */
@@ -446,7 +496,7 @@ async function applyUnderLock(run: GuestJobRun, previous: GuestProgress, lock: H
   const recorder = recordProgress(run, { ...previous, status: 'running', attempts }, priorSteps, fence, stop.controller);
   let result: Awaited<ReturnType<typeof applyGuest>>;
   try {
-    result = await applyPlanOfGuest(run, plan, writer, recorder, stop.controller, `${run.job.id}#${lock.token}`);
+    result = await applyPlanOfGuest(run, plan, writer, recorder, stop.controller, `${run.job.id}#${lock.token}`, priorSteps);
   } finally {
     // Also when applyGuest throws: the worker-wide signal must not collect one listener per job.
     stop.detach();
@@ -589,6 +639,7 @@ function applyPlanOfGuest(
   recorder: ProgressRecorder,
   stop: AbortController,
   holder: string,
+  priorSteps: readonly ApplyStep[],
 ): ReturnType<typeof applyGuest> {
   return applyGuest(plan, fencedWriter(writer.writer, recorder.beforeWrite), {
     signal: stop.signal,
@@ -607,6 +658,8 @@ function applyPlanOfGuest(
         throw error;
       }
     },
+    acquireRestart: (cluster, limit) => restartsOf(deps)(cluster, limit, holder, stop.signal),
+    restartInterrupted: restartInterrupted(priorSteps),
   });
 }
 

@@ -5,6 +5,8 @@
  * shared with the planner in core/hotplug.ts) or applies everything (stopped VM); and the disk
  * allocation and NIC defaults a create shares with it.
  */
+import { recordCloudinitChange } from '../guest/cloudinit.js';
+import { importSourceSize } from '../guest/import-from.js';
 import { isQemuFastplug, LIVE, PENDING, qemuHotplugDelete, qemuHotplugSet, type HotplugVerdict } from '../../../core/hotplug.js';
 import { normaliseTags } from '../../../core/property-string.js';
 import { splitList } from '../../../core/proxmox-params.js';
@@ -179,6 +181,13 @@ export function createQemuDisk(env: UpdateEnv, guest: Guest, key: string, value:
     drive.media = 'cdrom';
   } else if (isCdrom(drive) || file.startsWith('/')) {
     // CD-ROM images and pass-through paths are referenced, never allocated.
+  } else if (alloc && drive['import-from'] !== undefined) {
+    const source = drive['import-from'];
+    const bytes = importSourceSize(env.volumes, source);
+    if (bytes === undefined) throw new DieError(`volume '${source}' does not exist\n`);
+    delete drive['import-from'];
+    drive.file = env.volumes.allocate(alloc.storage, guest.vmid, bytes);
+    drive.size = formatSize(bytes);
   } else if (alloc) {
     const bytes = key === 'efidisk0' || key === 'tpmstate0' ? 4 * 1024 * 1024 : Math.round(alloc.gib * 1024 ** 3);
     drive.file = env.volumes.allocate(alloc.storage, guest.vmid, bytes, guest.node);
@@ -208,6 +217,7 @@ function asSimVerdict(verdict: HotplugVerdict): string | undefined {
 function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>, errors: Record<string, string>): void {
   for (const [key, value] of [...guest.pending]) {
     if (key !== 'delete' && isQemuFastplug(key)) {
+      recordCloudinitChange(guest, key, guest.main.get(key), value);
       guest.main.set(key, value);
       guest.pending.delete(key);
     }
@@ -222,6 +232,7 @@ function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>
       continue;
     }
     if (isQemuDrive(opt)) deleteOrDetachDrive(env, guest, opt, deletes.get(opt) === true);
+    recordCloudinitChange(guest, opt, guest.main.get(opt), undefined);
     guest.main.delete(opt);
     removeFromPendingDelete(guest, opt);
   }
@@ -235,6 +246,7 @@ function qemuHotplugPending(env: UpdateEnv, guest: Guest, selection: Set<string>
       continue;
     }
     replaceDriveValue(env, guest, opt, value);
+    recordCloudinitChange(guest, opt, guest.main.get(opt), value);
     guest.main.set(opt, value);
     guest.pending.delete(opt);
   }
@@ -254,6 +266,7 @@ export function qemuApplyPending(env: UpdateEnv, guest: Guest): void {
   const deletes = pendingDeletes(guest);
   for (const opt of [...deletes.keys()].sort()) {
     if (isQemuDrive(opt) && guest.main.has(opt)) deleteOrDetachDrive(env, guest, opt, deletes.get(opt) === true);
+    recordCloudinitChange(guest, opt, guest.main.get(opt), undefined);
     guest.main.delete(opt);
     removeFromPendingDelete(guest, opt);
   }
@@ -262,6 +275,7 @@ export function qemuApplyPending(env: UpdateEnv, guest: Guest): void {
     if (opt === 'delete') continue;
     const value = guest.pending.get(opt) as string;
     replaceDriveValue(env, guest, opt, value);
+    recordCloudinitChange(guest, opt, guest.main.get(opt), value);
     guest.main.set(opt, value);
     guest.pending.delete(opt);
   }

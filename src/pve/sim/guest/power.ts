@@ -4,6 +4,7 @@
  * `vzstart`…), which lock a start ignores, whether the node is asked before the task is forked,
  * and whether stopping applies pending values.
  */
+import { regenerateCloudinit } from './cloudinit.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../context.js';
 import { underConfigLock, whenElapsed } from '../config-lock.js';
 import { DieError, ParamError } from '../errors.js';
@@ -15,6 +16,8 @@ import type { GuestFlavour } from './flavours.js';
 import { warnIgnoredMtu } from './ignored-mtu.js';
 import { guestHere } from './path-guest.js';
 import { guestTask, missingConfig } from './task.js';
+import { haPower } from '../kinds/ha/power.js';
+import { shutdownIgnored } from './shutdown-timeout.js';
 
 /** The power actions that share one handler; reboot is each kind's own. */
 type PowerAction = 'start' | 'stop' | 'shutdown';
@@ -49,6 +52,8 @@ export function power(flavour: GuestFlavour, action: PowerAction) {
       if (action === 'start' && running) throw new DieError(`${flavour.label} ${vmid} already running\n`);
       if (action !== 'start' && !running) throw new DieError(`${flavour.label} ${vmid} not running\n`);
     }
+    const ha = haPower(ctx, flavour, action, node, vmid);
+    if (ha) return ha;
     return guestTask(ctx, flavour, node, vmid, `${flavour.taskPrefix}${action}`, powerWorker(ctx, flavour, action, node, vmid));
   };
 }
@@ -102,6 +107,8 @@ function powerWorker(
       if (guest.lock && guest.lock !== flavour.startExemptLock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
       if (guest.running) throw new TaskFailure(`${label} ${vmid} already running`);
       applyAllPending(ctx.sim, guest);
+      // `vm_start` generates the cloud-init drive again (docs/proxmox-behaviour.md, CIN- rows).
+      if (type === 'qemu') regenerateCloudinit(guest);
       if (type === 'qemu') {
         checkVcpus(guest.main, ctx.sim.nodeCpus(node));
         checkBridges(guest.main, (bridge) => ctx.sim.hasBridge(node, bridge));
@@ -113,6 +120,7 @@ function powerWorker(
     if (guest.lock) throw new TaskFailure(`${label} is locked (${guest.lock})`);
     if (!guest.running) return; // stopping a stopped guest is fine
     if (flavour.shutdownLogs && action === 'shutdown') log.log(`VM ${vmid} shutting down`);
+    if (action === 'shutdown' && ctx.sim.ignoresShutdown.has(vmid)) shutdownIgnored(flavour, ctx.params.forceStop, log);
     if (flavour.stopAppliesPending) applyAllPending(ctx.sim, guest);
     guest.setRunning(false);
   };

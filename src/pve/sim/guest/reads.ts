@@ -10,6 +10,7 @@ import { DieError, ParamError } from '../errors.js';
 import type { Guest } from './guest.js';
 import type { GuestFlavour } from './flavours.js';
 import { pathGuest } from './path-guest.js';
+import { haStatus } from '../kinds/ha/handlers.js';
 import { CURRENT_FIELDS, guestStatus, LISTING_FULL_FIELDS } from './status.js';
 
 /** Arms the operator edit of `editAfterNextRead` to land once this read is answered. */
@@ -38,7 +39,7 @@ export function getStatusCurrent({ type }: GuestFlavour) {
   return (ctx: RequestContext): HandlerResult => {
     const guest = pathGuest(ctx, type);
     const status = guestStatus(guest);
-    status.ha = { managed: 0 };
+    status.ha = haStatus(ctx, type, guest.vmid);
     Object.assign(status, CURRENT_FIELDS[type](guest));
     return { data: status };
   };

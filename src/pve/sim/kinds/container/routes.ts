@@ -5,11 +5,14 @@
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { sharedGuestRoutes } from '../../guest/routes.js';
 import { anyone, guestModify, route, type RouteModule } from '../../route.js';
+import { clonePermission } from '../../guest/clone.js';
+import { cloneContainer } from './clone.js';
 import { createContainer } from './create.js';
 import { destroyContainer } from './destroy.js';
 import { moveContainerVolume } from './move-volume.js';
 import { rebootContainer } from './reboot.js';
 import { resizeContainer } from './resize.js';
+import { templateContainer } from './template.js';
 import { updateContainerConfig } from './update-config.js';
 
 const CT = GUEST_FLAVOURS.lxc;
@@ -26,5 +29,7 @@ export const containerRoutes: RouteModule = {
     route('PUT', `${L}/{vmid}/resize`, guestModify('VM.Config.Disk'), resizeContainer, true),
     route('POST', `${L}/{vmid}/move_volume`, guestModify('VM.Config.Disk'), moveContainerVolume, true),
     route('DELETE', `${L}/{vmid}`, guestModify('VM.Allocate'), destroyContainer, true),
+    route('POST', `${L}/{vmid}/clone`, clonePermission, cloneContainer, true),
+    route('POST', `${L}/{vmid}/template`, guestModify('VM.Allocate'), templateContainer, true),
   ],
 };

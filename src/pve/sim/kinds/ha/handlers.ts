@@ -11,6 +11,7 @@ import { splitList } from '../../../../core/proxmox-params.js';
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { ApiError, DieError } from '../../errors.js';
 import { HA_OPTIONS, haConfig, type SimHaConfig } from './state.js';
+import { haManager, haSid } from './manager.js';
 
 /** `parse_sid`: `100` → `vm:100` or `ct:100` by the guest's type; `type:name` as written. */
 function parseSid(ctx: RequestContext, raw: string): { sid: string; type: string; name: string } {
@@ -143,13 +144,14 @@ export function deleteResource(ctx: RequestContext): HandlerResult {
   if (!config.ids.has(sid)) throw new DieError(`cannot delete service '${sid}', not HA managed!\n`);
   config.ids.delete(sid);
   config.errorState.delete(sid);
+  haManager(ctx.sim).serviceState.delete(sid);
   return { data: null };
 }
 
 /**
  * The `hastate` `/cluster/resources` shows for a guest (pve-manager `API2/Cluster.pm`,
  * `resources`): the manager's service state, else the configured one. The simulated manager is
- * always current: `error` when set, `stopped` for `disabled`, `ignored` (not in the manager
+ * current unless a request is queued (`kinds/ha/manager.ts` keeps its service state): `error` when set, `stopped` for `disabled`, `ignored` (not in the manager
  * status, so the configured state), else `started`. Undefined: not HA-managed.
  */
 export function haState(ctx: RequestContext, type: 'qemu' | 'lxc', vmid: number): string | undefined {
@@ -158,7 +160,18 @@ export function haState(ctx: RequestContext, type: 'qemu' | 'lxc', vmid: number)
   const resource = config.ids.get(sid);
   if (!resource) return undefined;
   if (config.errorState.has(sid)) return 'error';
+  const managed = haManager(ctx.sim).serviceState.get(sid);
+  if (managed !== undefined) return managed;
   const state = resource.options.state;
   if (state === 'ignored') return 'ignored';
   return state === 'stopped' || state === 'disabled' ? 'stopped' : 'started';
+}
+
+/**
+ * `status/current`'s `ha` (`HA/Config.pm`, `get_service_status`): `managed: 1` and the manager's
+ * service state for an HA-managed guest (`ignored` counts as not managed), else `managed: 0`.
+ */
+export function haStatus(ctx: RequestContext, type: 'qemu' | 'lxc', vmid: number): Record<string, unknown> {
+  if (!haSid(ctx.sim, type, vmid)) return { managed: 0 };
+  return { managed: 1, state: haState(ctx, type, vmid) };
 }

@@ -10,6 +10,7 @@ import { flag, param, type HandlerResult, type RequestContext } from '../../cont
 import { DieError, PermissionError } from '../../errors.js';
 import { allocationStorages, createTask, vmImageStorages, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
+import { checkImportSources, checkImportSyntax } from '../../guest/import-from.js';
 import { checkQemuCreateDevices, checkQemuOptionPermissions, requirePrivilege } from '../../permissions.js';
 import { parseOption } from '../../property-format.js';
 import { isCdrom, isQemuDrive } from '../../../../core/hotplug.js';
@@ -76,8 +77,10 @@ export function createVm(ctx: RequestContext): HandlerResult {
       requirePrivilege(ctx.principal, `/storage/${storage}`, 'Datastore.AllocateSpace');
     }
     for (const storage of vmImageStorages(options)) ctx.sim.volumes.checkVmImages(storage);
+    checkImportSources(options);
     checkQemuOptionPermissions(ctx.principal, vmid, Object.keys(options));
     checkQemuCreateDevices(ctx.principal, vmid, options);
+    checkImportSyntax(options);
   }
   const inUse = vmidInUse(ctx, vmid);
   if (inUse) throw new DieError(`unable to create VM ${vmid} - ${inUse}\n`);

@@ -4,12 +4,16 @@
  */
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { sharedGuestRoutes } from '../../guest/routes.js';
-import { anyone, guestModify, route, type RouteModule } from '../../route.js';
+import { anyone, guestAudit, guestModify, route, type RouteModule } from '../../route.js';
+import { clonePermission } from '../../guest/clone.js';
+import { cloneVm } from './clone.js';
+import { getCloudinit, updateCloudinit } from './cloudinit.js';
 import { createVm } from './create.js';
 import { destroyVm } from './destroy.js';
 import { moveVmDisk } from './move-disk.js';
 import { rebootVm } from './reboot.js';
 import { resizeVm } from './resize.js';
+import { templateVm } from './template.js';
 import { updateVmConfig } from './update-config.js';
 
 const VM = GUEST_FLAVOURS.qemu;
@@ -27,5 +31,9 @@ export const vmRoutes: RouteModule = {
     route('PUT', `${Q}/{vmid}/resize`, guestModify('VM.Config.Disk'), resizeVm, true),
     route('POST', `${Q}/{vmid}/move_disk`, guestModify('VM.Config.Disk'), moveVmDisk, true),
     route('DELETE', `${Q}/{vmid}`, guestModify('VM.Allocate'), destroyVm, true),
+    route('POST', `${Q}/{vmid}/clone`, clonePermission, cloneVm, true),
+    route('POST', `${Q}/{vmid}/template`, guestModify('VM.Allocate'), templateVm, true),
+    route('GET', `${Q}/{vmid}/cloudinit`, guestAudit, getCloudinit),
+    route('PUT', `${Q}/{vmid}/cloudinit`, guestModify('VM.Config.Cloudinit'), updateCloudinit, true),
   ],
 };

@@ -1,0 +1,32 @@
+/**
+ * What a plan says about restarts and order (README "Restarts", "Order between guests: dependsOn"),
+ * worded once for every renderer: the restart a guest's apply will carry out and why, and the
+ * guests it applies after. Pure text; each renderer escapes it for its medium.
+ */
+import type { GuestPlan, Plan } from '../model.js';
+
+/** The restart of `guest`, as one sentence; undefined when its apply restarts nothing. */
+export function restartSentence(guest: GuestPlan): string | undefined {
+  const restart = guest.restart;
+  if (!restart) return undefined;
+  const stop = restart.force ? `then a hard stop if it has not stopped` : 'no hard stop (force: false)';
+  return `restarts after the apply: ${restart.reason}; clean shutdown within ${restart.timeout} s, ${stop}; at most ${restart.inFlight} restart(s) at once on ${guest.cluster}`;
+}
+
+/** The guests `guest` applies after, as one sentence; undefined when it depends on none. */
+export function orderSentence(guest: GuestPlan, plan?: Plan): string | undefined {
+  if (!guest.after || guest.after.length === 0) return undefined;
+  const names = new Map((plan?.guests ?? []).map((g) => [g.key, `${g.cluster}/${g.name}`]));
+  const list = guest.after.map((key) => names.get(key) ?? key).join(', ');
+  return `applies after ${list} (dependsOn); held, not written, if one of them does not apply`;
+}
+
+/** `cluster/name (vmid): sentence` for every guest the apply will restart, by name. */
+export function plannedRestarts(plan: Plan): string[] {
+  const lines: string[] = [];
+  for (const guest of plan.guests) {
+    const sentence = restartSentence(guest);
+    if (sentence) lines.push(`${guest.cluster}/${guest.name} (${guest.vmid}): ${sentence}`);
+  }
+  return lines.sort();
+}
