@@ -22,7 +22,7 @@ afterEach(async () => {
 /**
  * The cluster: pve-01 has 8 CPUs and only `vmbr0`; `local` holds no disks (no `images`, no
  * `rootdir`), `fast` is enabled on pve-02 only; pool `web` exists. Guest 100201 (a VM) and
- * 100301 (a container) are owned and stopped on pve-01.
+ * 100301 (a container) are owned and stopped on pve-01, beside the template 9000 outside git.
  */
 const LAB = {
   fixture: {
@@ -36,6 +36,13 @@ const LAB = {
     ],
     pools: ['web'],
     guests: [
+      {
+        vmid: 9000,
+        type: 'qemu',
+        node: 'pve-01',
+        config:
+          'cores: 1\nmemory: 1024\nname: debian-12-cloud\nnet0: virtio=BC:24:11:00:90:00,bridge=vmbr0\nscsi0: local-lvm:base-9000-disk-0,size=2G\ntemplate: 1\n',
+      },
       {
         vmid: 100201,
         type: 'qemu',
@@ -97,7 +104,28 @@ interface Case {
   at: [string, number];
 }
 
+/** A VM cloned from the template 9000 (`debian-12-cloud`). */
+function clone(name: string, vmid: number, how: string): string {
+  return vm(name, vmid, { scsi0: 'local-lvm:2' }, ['create:', `  clone: { template: debian-12-cloud${how} }`]);
+}
+
 const CASES: Case[] = [
+  {
+    what: 'a full clone of a template onto a storage without the images content type',
+    head: { 'clone.yaml': clone('clone-01', 100403, ', full: true, storage: local') },
+    guest: 'lab/clone-01 (100403)',
+    step: /clone/,
+    error: "storage 'local' does not support vm images",
+    at: ['clone.yaml', 1],
+  },
+  {
+    what: 'a full clone of a template onto a storage not enabled on the template’s node',
+    head: { 'clone.yaml': clone('clone-01', 100403, ', full: true, storage: fast') },
+    guest: 'lab/clone-01 (100403)',
+    step: /clone/,
+    error: "storage 'fast' is not available on node 'pve-01'",
+    at: ['clone.yaml', 1],
+  },
   {
     what: 'a new VM disk on a storage without the images content type',
     head: { 'new.yaml': vm('new-01', 100401, { scsi0: 'local:8' }) },
@@ -244,7 +272,7 @@ describe('the apply rehearsal of a pull request', () => {
 
     // Nothing was written to the cluster: the rehearsal ran on its copy.
     expect(sim.stats().writes.total).toBe(0);
-    expect(sim.guests.has(100401) || sim.guests.has(100402)).toBe(false);
+    expect([100401, 100402, 100403].filter((vmid) => sim.guests.has(vmid))).toEqual([]);
   });
 
   it('passes a clean pull request: every guest applied on the copy, the check a success', async () => {
@@ -254,10 +282,11 @@ describe('the apply rehearsal of a pull request', () => {
       'app.yaml': vm('app-01', 100201, { memory: 4096, scsi0: 'local-lvm:8', scsi1: 'local-lvm:4' }, ['power: running']),
       'ct.yaml': ct('ct-01', 100301, { mp0: 'local-lvm:4,mp=/data' }),
       'new.yaml': vm('new-01', 100401, { scsi0: 'fast:8', net0: 'virtio,bridge=vmbr1' }).replace('node: pve-01', 'node: pve-02'),
+      'clone.yaml': clone('clone-01', 100403, ''),
     });
-    expect(body).toContain('### ✅ Rehearsal: 3 of 3 guests applied on a simulated copy');
+    expect(body).toContain('### ✅ Rehearsal: 4 of 4 guests applied on a simulated copy');
     expect(result.conclusion).toBe('success');
-    expect(result.output?.summary).toContain('**Rehearsal: 3 of 3 guests applied on a simulated copy**');
+    expect(result.output?.summary).toContain('**Rehearsal: 4 of 4 guests applied on a simulated copy**');
     expect(sim.stats().writes.total).toBe(0);
   });
 

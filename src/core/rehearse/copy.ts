@@ -6,7 +6,7 @@
  * sandbox's (`RehearsalSandbox` in `core/ports.ts`). What the copy leaves out is in docs/rehearsal.md.
  */
 import type { GuestType } from '../guest-flavours.js';
-import type { ObservedCluster, Plan } from '../model.js';
+import type { ObservedCluster, Operation, Plan } from '../model.js';
 
 /** One storage as `GET /nodes/{node}/storage` lists it, with the nodes of the copy it is enabled on. */
 export interface StorageFact {
@@ -54,7 +54,15 @@ function touches(action: string): boolean {
   return action === 'create' || action === 'update' || action === 'destroy';
 }
 
-/** Per cluster, the nodes of the guests the plan's apply touches: the nodes whose facts the copy needs. */
+/** The templates a guest's apply clones from (`clone` operations). */
+function cloneSources(operations: readonly Operation[]): { vmid: number; node: string }[] {
+  return operations.flatMap((op) => (op.op === 'clone' ? [op.source] : []));
+}
+
+/**
+ * Per cluster, the nodes of the guests the plan's apply touches and of the templates they are
+ * cloned from: the nodes whose facts the copy needs.
+ */
 export function touchedNodes(plan: Plan): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
   for (const guest of plan.guests) {
@@ -62,19 +70,26 @@ export function touchedNodes(plan: Plan): Map<string, Set<string>> {
     let nodes = out.get(guest.cluster);
     if (!nodes) out.set(guest.cluster, (nodes = new Set()));
     nodes.add(guest.node);
+    for (const source of cloneSources(guest.operations)) nodes.add(source.node);
   }
   return out;
 }
 
 /**
- * The copy of one cluster: the plan's touched guests as they were read for it, and the facts.
+ * The copy of one cluster: the plan's touched guests and the templates they clone, as they were
+ * read for it, and the facts.
  * Pools the plan itself creates are in the copy's pools, since the plan's apply makes them first.
  */
 export function buildClusterCopy(plan: Plan, observed: ObservedCluster, facts: ClusterFacts): ClusterCopy {
   const guests: GuestCopy[] = [];
+  const wanted: number[] = [];
   for (const guest of plan.guests) {
     if (guest.cluster !== observed.name || !touches(guest.action)) continue;
-    const read = observed.guests[guest.vmid];
+    wanted.push(guest.vmid, ...cloneSources(guest.operations).map((s) => s.vmid));
+  }
+  for (const vmid of new Set(wanted)) {
+    // A guest the plan creates has no read; a template a clone uses was read for the plan.
+    const read = observed.guests[vmid];
     if (!read) continue;
     guests.push({
       vmid: read.vmid,
