@@ -13,6 +13,9 @@ import { type Rehearsal, rehearsalOf } from '../../core/rehearse/outcome.js';
 import { errorMessage } from '../../util/error-message.js';
 import { executePlan } from '../execute-plan.js';
 
+/** Guests applied at once on the copy. */
+const REHEARSAL_CONCURRENCY = 32;
+
 /** Inputs of {@link rehearsePlan}. */
 export interface RehearseInput {
   plan: Plan;
@@ -63,6 +66,10 @@ export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
       ...(input.allowHostAccess ? { allowHostAccess: input.allowHostAccess } : {}),
       // A lock in the copy is one the plan saw: waiting it out on a model tells nothing.
       lockWaitMs: 0,
+      // The per-cluster and per-node limits protect a real cluster; the copy has none to protect,
+      // and each guest's steps stay strictly in order whatever the limits.
+      clusterConcurrency: REHEARSAL_CONCURRENCY,
+      nodeConcurrency: REHEARSAL_CONCURRENCY,
     });
     return rehearsalOf(plan, result, { skipped, requests, ms: now() - started });
   } finally {
