@@ -79,3 +79,20 @@ export function rehearsalHeadline(rehearsal: Rehearsal): string {
 export function refusalLine(guest: RehearsedGuest): string {
   return `${guest.cluster}/${guest.name} (${guest.vmid}): ${guest.step ?? 'apply'} refused — ${guest.error ?? 'refused'}`;
 }
+
+/**
+ * The rehearsal as a pull request may show it: the error text of a guest whose live values the
+ * plan withholds (`GuestPlan.liveWithheld`) could quote them, so only the step is shown.
+ */
+export function withholdRehearsalLive(rehearsal: Rehearsal, plan: Plan): Rehearsal {
+  const withheld = new Set(plan.guests.filter((g) => g.liveWithheld).map((g) => `${g.cluster}/${g.vmid}`));
+  if (withheld.size === 0) return rehearsal;
+  return {
+    ...rehearsal,
+    guests: rehearsal.guests.map((g) =>
+      g.status === 'refused' && withheld.has(`${g.cluster}/${g.vmid}`)
+        ? { ...g, error: 'refused (Proxmox’s answer withheld: the base branch does not own this guest)' }
+        : g,
+    ),
+  };
+}

@@ -16,7 +16,7 @@ import type { Plan } from '../../core/model.js';
 import { guestKeyText, keyText, resourceKey } from '../../core/kinds/resource-key.js';
 import { observePlan } from '../../engine/run-plan.js';
 import { rehearsePlan } from '../../engine/rehearse/rehearse-plan.js';
-import type { Rehearsal } from '../../core/rehearse/outcome.js';
+import { type Rehearsal, withholdRehearsalLive } from '../../core/rehearse/outcome.js';
 import { planHasChanges } from '../../core/plan/plan-specs.js';
 import { openRehearsalSandbox } from '../../pve/rehearse/sandbox.js';
 import { type RehearsalMode, withRehearsalCheck, withRehearsalSection } from '../../github/rehearsal-report.js';
@@ -255,7 +255,7 @@ async function rehearse(
       allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
     });
     log.info({ guests: rehearsal.guests.length, requests: rehearsal.requests, ms: rehearsal.ms }, 'rehearsed');
-    return rehearsal;
+    return withholdRehearsalLive(rehearsal, planned);
   } catch (error) {
     log.warn({ err: error }, 'rehearsal failed');
     return { version: 1, guests: [], skipped: { all: `the rehearsal could not run (${errorMessage(error)})` }, requests: 0, ms: 0 };
