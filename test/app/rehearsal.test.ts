@@ -100,8 +100,8 @@ interface Case {
   guest: string;
   step: RegExp;
   error: string;
-  /** The spec file and line the annotation is on. */
-  at: [string, number];
+  /** The spec file the annotation is on, and the config key whose line it marks (none: the document's first line). */
+  at: [string, string | undefined];
 }
 
 /** A VM cloned from the template 9000 (`debian-12-cloud`). */
@@ -116,7 +116,7 @@ const CASES: Case[] = [
     guest: 'lab/clone-01 (100403)',
     step: /clone/,
     error: "storage 'local' does not support vm images",
-    at: ['clone.yaml', 1],
+    at: ['clone.yaml', undefined],
   },
   {
     what: 'a full clone of a template onto a storage not enabled on the template’s node',
@@ -124,7 +124,7 @@ const CASES: Case[] = [
     guest: 'lab/clone-01 (100403)',
     step: /clone/,
     error: "storage 'fast' is not available on node 'pve-01'",
-    at: ['clone.yaml', 1],
+    at: ['clone.yaml', undefined],
   },
   {
     what: 'a new VM disk on a storage without the images content type',
@@ -132,7 +132,7 @@ const CASES: Case[] = [
     guest: 'lab/new-01 (100401)',
     step: /create/,
     error: "storage 'local' does not support vm images",
-    at: ['new.yaml', 1],
+    at: ['new.yaml', 'scsi0'],
   },
   {
     what: 'a disk added to a VM on a storage without the images content type',
@@ -140,7 +140,7 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /set scsi1/,
     error: "storage 'local' does not support vm images",
-    at: ['app.yaml', 1],
+    at: ['app.yaml', 'scsi1'],
   },
   {
     what: 'a new VM disk on a storage not enabled on its node',
@@ -148,7 +148,7 @@ const CASES: Case[] = [
     guest: 'lab/new-01 (100401)',
     step: /create/,
     error: "storage 'fast' is not available on node 'pve-01'",
-    at: ['new.yaml', 1],
+    at: ['new.yaml', 'scsi0'],
   },
   {
     what: 'a disk added to a VM on a storage not enabled on its node',
@@ -156,7 +156,7 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /set scsi1/,
     error: "storage 'fast' is not available on node 'pve-01'",
-    at: ['app.yaml', 1],
+    at: ['app.yaml', 'scsi1'],
   },
   {
     what: 'a VM disk moved to a storage without the images content type',
@@ -164,7 +164,7 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /move/,
     error: "storage 'local' does not support vm images",
-    at: ['app.yaml', 1],
+    at: ['app.yaml', 'scsi0'],
   },
   {
     what: 'a VM disk moved to a storage not enabled on its node',
@@ -172,7 +172,7 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /move/,
     error: "storage 'fast' is not available on node 'pve-01'",
-    at: ['app.yaml', 1],
+    at: ['app.yaml', 'scsi0'],
   },
   {
     what: 'a new running VM with more vCPUs than its node has',
@@ -180,7 +180,7 @@ const CASES: Case[] = [
     guest: 'lab/new-01 (100401)',
     step: /start/,
     error: 'MAX 8 vcpus allowed per VM on this node',
-    at: ['new.yaml', 1],
+    at: ['new.yaml', 'cores'],
   },
   {
     what: 'a VM given more vCPUs than its node has, then started',
@@ -188,7 +188,7 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /start/,
     error: 'MAX 8 vcpus allowed per VM on this node',
-    at: ['app.yaml', 1],
+    at: ['app.yaml', 'cores'],
   },
   {
     what: 'a running VM on a bridge its node does not have',
@@ -196,7 +196,7 @@ const CASES: Case[] = [
     guest: 'lab/new-01 (100401)',
     step: /start/,
     error: "bridge 'vmbr1' does not exist",
-    at: ['new.yaml', 1],
+    at: ['new.yaml', 'net0'],
   },
   {
     what: 'a container mount point on a storage without the rootdir content type',
@@ -204,7 +204,7 @@ const CASES: Case[] = [
     guest: 'lab/ct-01 (100301)',
     step: /set mp0/,
     error: "content type 'rootdir' is not available or configured on storage 'local'",
-    at: ['ct.yaml', 1],
+    at: ['ct.yaml', 'mp0'],
   },
   {
     what: 'a container mount point on a storage not enabled on its node',
@@ -212,7 +212,7 @@ const CASES: Case[] = [
     guest: 'lab/ct-01 (100301)',
     step: /set mp0/,
     error: "storage 'fast' is not available on node 'pve-01'",
-    at: ['ct.yaml', 1],
+    at: ['ct.yaml', 'mp0'],
   },
   {
     what: 'a new container whose root disk is on a storage without container directories',
@@ -220,7 +220,7 @@ const CASES: Case[] = [
     guest: 'lab/ct-02 (100402)',
     step: /create/,
     error: "storage 'local' does not support container directories",
-    at: ['new-ct.yaml', 1],
+    at: ['new-ct.yaml', 'rootfs'],
   },
   {
     what: 'a new container whose root disk is on a storage not enabled on its node',
@@ -228,9 +228,17 @@ const CASES: Case[] = [
     guest: 'lab/ct-02 (100402)',
     step: /create/,
     error: "storage 'fast' is not available on node 'pve-01'",
-    at: ['new-ct.yaml', 1],
+    at: ['new-ct.yaml', 'rootfs'],
   },
 ];
+
+/** The 1-based line of `  key:` in a spec file's text; 1 (the document) without a key. */
+function lineOf(text: string, key: string | undefined): number {
+  if (key === undefined) return 1;
+  const index = text.split('\n').findIndex((line) => line.startsWith(`  ${key}:`));
+  if (index < 0) throw new Error(`no line for ${key} in ${text}`);
+  return index + 1;
+}
 
 /** Plans one pull request of `head` over {@link BASE}; returns the check run's result and the comment. */
 async function planPr(w: World, pr: number, head: RepoFiles, base: RepoFiles = BASE) {
@@ -267,7 +275,12 @@ describe('the apply rehearsal of a pull request', () => {
     expect(result.output?.summary).toContain(c.guest);
     expect(result.output?.summary).toContain(c.error);
     const annotation = result.output?.annotations?.find((a) => a.message.includes(c.error));
-    expect(annotation && [annotation.path, annotation.start_line, annotation.annotation_level]).toEqual([...c.at, 'failure']);
+    const [file, key] = c.at;
+    expect(annotation && [annotation.path, annotation.start_line, annotation.annotation_level]).toEqual([
+      file,
+      lineOf(String(c.head[file]), key),
+      'failure',
+    ]);
     expect(annotation?.message).toContain(c.error);
 
     // Nothing was written to the cluster: the rehearsal ran on its copy.

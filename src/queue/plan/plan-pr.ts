@@ -507,6 +507,7 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
         planned.rehearsal,
         rehearsalMode(planned.base),
         repoPath,
+        planned.head.loaded.specs.guests,
       );
       log.info({ summary: planned.plan.summary, errors: planned.plan.errors.length, overlaps: overlaps.length }, 'planned');
     } catch (error) {
