@@ -18,6 +18,9 @@ export function renderRehearsalText(rehearsal: Rehearsal): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** Refusals listed in the comment at most: the plan comment must stay under GitHub's limit. */
+const MAX_ROWS = 50;
+
 /** The plan comment's section. */
 export function renderRehearsalMarkdown(rehearsal: Rehearsal): string {
   const refused = refusals(rehearsal);
