@@ -26,12 +26,11 @@ export function renderRehearsalMarkdown(rehearsal: Rehearsal): string {
   const refused = refusals(rehearsal);
   const lines = [`### ${refused.length === 0 ? '✅' : '❌'} ${rehearsalHeadline(rehearsal)}`, ''];
   if (refused.length > 0) {
-    const rows = refused.map((g) => [
-      `${escapeText(`${g.cluster}/${g.name}`)} (${g.vmid})`,
-      escapeText(g.step ?? 'apply'),
-      codeSpan(g.error ?? ''),
-    ]);
+    const rows = refused
+      .slice(0, MAX_ROWS)
+      .map((g) => [`${escapeText(`${g.cluster}/${g.name}`)} (${g.vmid})`, escapeText(g.step ?? 'apply'), codeSpan(g.error ?? '')]);
     lines.push(markdownTable(['guest', 'step', 'Proxmox answered'], rows), '');
+    if (refused.length > MAX_ROWS) lines.push(`…and ${refused.length - MAX_ROWS} more refusals (the check run annotates them).`, '');
   }
   for (const [cluster, why] of Object.entries(rehearsal.skipped))
     lines.push(`- cluster ${escapeText(cluster)} not rehearsed: ${escapeText(why)}`);
