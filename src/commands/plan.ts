@@ -11,7 +11,11 @@ import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderPlanJson } from '../core/render/render-json.js';
 import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core/render/render-plan.js';
 import { createSpecParseCache } from '../core/spec/parse-cache.js';
-import { runPlan } from '../engine/run-plan.js';
+import { observePlan } from '../engine/run-plan.js';
+import { rehearsePlan } from '../engine/rehearse/rehearse-plan.js';
+import { refusals } from '../core/rehearse/outcome.js';
+import { renderRehearsalText } from '../core/rehearse/render.js';
+import { openRehearsalSandbox } from '../pve/rehearse/sandbox.js';
 import { parseFlags, UsageError } from './args.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
@@ -64,7 +68,8 @@ async function loadHeadAndBase(
 export const planCommand: Command = {
   name: 'plan',
   summary: 'read-only plan of the specs against the clusters; exit 0 no changes, 2 changes, 1 error',
-  usage: 'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--save FILE] [--clusters FILE]',
+  usage:
+    'pve-gitops plan [--specs DIR] [--base DIR] [--format text|markdown|json] [--out FILE] [--save FILE] [--clusters FILE] [--rehearse]',
   async run(args, io) {
     const flags = parseFlags(args, {
       specs: { type: 'string', default: '.' },
@@ -73,6 +78,7 @@ export const planCommand: Command = {
       out: { type: 'string' },
       save: { type: 'string' },
       clusters: { type: 'string' },
+      rehearse: { type: 'boolean' },
     });
     const format = parseFormat(flags.format);
     const { head, base } = await loadHeadAndBase(flags.specs, flags.base, io);
@@ -80,7 +86,7 @@ export const planCommand: Command = {
     if (reportInvalidSpecs(io, errors, 'nothing was planned')) return 1;
     const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);
     try {
-      const plan = await runPlan({
+      const { plan, observed } = await observePlan({
         head: head.specs,
         base: base?.specs,
         readers: open.clusters,
@@ -94,6 +100,18 @@ export const planCommand: Command = {
         note(io, `saved the plan to ${flags.save}: apply exactly this with \`pve-gitops apply --plan ${flags.save}\``);
       }
       if (planHasErrors(plan)) return 1;
+      if (flags.rehearse && planHasChanges(plan)) {
+        // The plan's apply on a simulated copy (docs/rehearsal.md); a refusal makes the plan fail.
+        const rehearsal = await rehearsePlan({
+          plan,
+          observed,
+          readers: open.clusters,
+          openSandbox: openRehearsalSandbox,
+          allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
+        });
+        (format === 'text' && flags.out === undefined ? io.stdout : io.stderr).write(renderRehearsalText(rehearsal));
+        if (refusals(rehearsal).length > 0) return 1;
+      }
       return planHasChanges(plan) ? 2 : 0;
     } finally {
       await open.close();

@@ -6,6 +6,7 @@
  */
 import type { ListedGuest, ObservedGuest } from './model.js';
 import type { GuestType } from './guest-flavours.js';
+import type { ClusterCopy, ClusterFacts } from './rehearse/copy.js';
 
 /** A cluster as the planner reads it. */
 export interface ClusterReader {
@@ -31,7 +32,21 @@ export interface ClusterReader {
    * backend has no adapter for it. A reader's port only reads; a writer's also writes.
    */
   kindPort?(kind: string): unknown;
+  /**
+   * The cluster facts an apply on `nodes` depends on, for the rehearsal's copy
+   * (`core/rehearse/copy.ts`): a bounded number of requests, whatever the size of the estate.
+   */
+  readFacts?(nodes: readonly string[]): Promise<ClusterFacts>;
 }
+
+/** A running simulated copy of clusters: a writer per cluster, closed when the rehearsal ends. */
+export interface RehearsalSandbox {
+  writers: Record<string, ClusterWriter>;
+  close(): Promise<void>;
+}
+
+/** Starts a simulated copy of the clusters (the Proxmox adapter's `openRehearsalSandbox`). */
+export type OpenSandbox = (copies: readonly ClusterCopy[]) => Promise<RehearsalSandbox>;
 
 /** The identity of a guest a write is aimed at. */
 export interface GuestRef {

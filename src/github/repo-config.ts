@@ -67,6 +67,11 @@ export const RepoConfig = z.strictObject({
    * contents and pull requests.
    */
   adopt: z.union([z.enum(['on', 'off']), z.boolean()]).optional(),
+  /**
+   * The apply rehearsal on a simulated copy (docs/rehearsal.md): `fail` (the default) fails the
+   * plan check when Proxmox would refuse a step, `warn` only reports it, `off` does not rehearse.
+   */
+  rehearsal: z.enum(['fail', 'warn', 'off']).optional(),
 });
 export type RepoConfig = z.infer<typeof RepoConfig>;
 
@@ -93,7 +98,7 @@ function normaliseSpecRoot(path: string | undefined): string {
 
 /** The keys allowed where an unknown one was found, for the error message. */
 function knownKeys(path: readonly PropertyKey[]): string {
-  if (path.length === 0) return 'specs, drift, forks, adopt';
+  if (path.length === 0) return 'specs, drift, forks, adopt, rehearsal';
   if (path.length === 1 && path[0] === 'drift') return 'allow';
   return 'guest, keys, reason, expires';
 }

@@ -12,6 +12,8 @@ import { PveAlreadyExistsError } from './errors.js';
 import { observedFromPending } from './observed-guest.js';
 import { toPortError } from './to-port-error.js';
 import { kindAdapter } from './kinds/adapters.js';
+import type { ClusterFacts } from '../core/rehearse/copy.js';
+import { readClusterFacts } from './rehearse/read-facts.js';
 
 /** A power error only means "already there" for the call that asked for that state. */
 function powerError(err: unknown, wanted: 'running' | 'stopped'): unknown {
@@ -57,6 +59,11 @@ export class PveClusterAdapter implements ClusterWriter {
   kindPort(kind: string): unknown {
     if (!this.#kindPorts.has(kind)) this.#kindPorts.set(kind, kindAdapter(kind, this.#client));
     return this.#kindPorts.get(kind);
+  }
+
+  /** The rehearsal's cluster facts (`rehearse/read-facts.ts`). */
+  readFacts(nodes: readonly string[]): Promise<ClusterFacts> {
+    return mapped(() => readClusterFacts(this.#client, nodes));
   }
 
   listGuests(): Promise<ListedGuest[]> {

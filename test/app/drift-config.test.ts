@@ -113,7 +113,7 @@ describe('.github/pve-gitops.yml drift.allow', () => {
 
   it('an unknown key under drift names what is known', () => {
     expect(() => parseRepoConfig(path, 'drift:\n  ignore: []\n')).toThrow('drift: unknown key ignore (known: allow)');
-    expect(() => parseRepoConfig(path, 'drfit: {}\n')).toThrow('unknown key drfit (known: specs, drift, forks, adopt)');
+    expect(() => parseRepoConfig(path, 'drfit: {}\n')).toThrow('unknown key drfit (known: specs, drift, forks, adopt, rehearsal)');
   });
 
   it('adopt: on (or true) turns `/pve adopt` on; off, false or absent leave it off; anything else is an error', () => {

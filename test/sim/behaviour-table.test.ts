@@ -194,6 +194,40 @@ async function whileCreating(type: 'qemu' | 'lxc', vmid: number, form: Record<st
   return { data: { keys: Object.keys(config).filter((key) => key !== 'digest'), lock: config.lock } };
 }
 
+/** The cluster of the RHS rows: pve-01 with 8 CPUs and only vmbr0, `local` without disks, `fast` on pve-02 only. */
+const RHS_FIXTURE = {
+  nodeCpus: { 'pve-01': 8 },
+  bridges: { 'pve-01': ['vmbr0'] },
+  storages: [
+    'local-lvm',
+    { storage: 'local', type: 'dir', content: ['iso', 'vztmpl', 'backup', 'snippets'] },
+    { storage: 'fast', type: 'lvmthin', content: ['images', 'rootdir'], nodes: ['pve-02'] },
+  ],
+  guests: [
+    {
+      vmid: 101,
+      type: 'qemu',
+      node: 'pve-01',
+      config: 'cores: 2\nname: app\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0\nscsi0: local-lvm:vm-101-disk-0,size=8G\n',
+    },
+    { vmid: 110, type: 'qemu', node: 'pve-01', config: 'name: tpl\nscsi0: local-lvm:base-110-disk-0,size=2G\ntemplate: 1\n' },
+    { vmid: 201, type: 'lxc', node: 'pve-01', config: CT_CONFIG.replace('db-01', 'db-02').replace('vm-200-', 'vm-201-') },
+  ],
+};
+
+/** Runs a scenario on the RHS rows' cluster instead of the shared one. */
+async function onRehearsalCluster(scenario: () => Promise<Observed>): Promise<Observed> {
+  const shared = sim;
+  const own = await startSimulator({ port: 0, taskMs: 2, fixture: RHS_FIXTURE });
+  sim = own;
+  try {
+    return await scenario();
+  } finally {
+    sim = shared;
+    await own.close();
+  }
+}
+
 const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'API-1': () => http('GET', '/version', undefined, null),
   'API-2': () => http('GET', '/version', undefined, 'root@pam!pve-gitops=wrong'),
@@ -915,6 +949,27 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     return { data: { queued, after, pending: entries.filter((e) => e.pending !== undefined || e.delete !== undefined).map((e) => e.key) } };
   },
   ...cloneScenarios({ sim: () => sim, call, http, task, file, data }),
+  'RHS-1': () => onRehearsalCluster(() => http('PUT', '/nodes/pve-01/qemu/101/config', { scsi1: 'local:4' })),
+  'RHS-2': () => onRehearsalCluster(() => http('PUT', '/nodes/pve-01/qemu/101/config', { scsi1: 'fast:4' })),
+  'RHS-3': () => onRehearsalCluster(() => http('PUT', '/nodes/pve-01/lxc/201/config', { mp0: 'local:4,mp=/data' })),
+  'RHS-4': () =>
+    onRehearsalCluster(async () => {
+      expect((await call('PUT', '/nodes/pve-01/qemu/101/config', { cores: '4', sockets: '4' })).status).toBe(200);
+      return task('POST', '/nodes/pve-01/qemu/101/status/start');
+    }),
+  'RHS-5': () =>
+    onRehearsalCluster(async () => {
+      expect((await call('PUT', '/nodes/pve-01/qemu/101/config', { net0: 'virtio=BC:24:11:00:00:01,bridge=vmbr1' })).status).toBe(200);
+      return task('POST', '/nodes/pve-01/qemu/101/status/start');
+    }),
+  'RHS-6': () => onRehearsalCluster(async () => ({ data: arr(await data('/nodes/pve-01/storage')).filter((s) => s.storage === 'fast') })),
+  'RHS-7': () => onRehearsalCluster(async () => ({ data: await data('/nodes/pve-01/network?type=any_bridge', sim.auditToken) })),
+  'RHS-8': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/qemu/101/move_disk', { disk: 'scsi0', storage: 'local' })),
+  'RHS-9': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/qemu/101/move_disk', { disk: 'scsi0', storage: 'fast' })),
+  'RHS-10': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/lxc', { vmid: '181', ostemplate: TEMPLATE, rootfs: 'fast:8' })),
+  'RHS-11': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/qemu/110/clone', { newid: '150', full: '1', storage: 'fast' })),
+  'RHS-12': () => onRehearsalCluster(async () => ({ data: await data('/nodes/pve-01/status', sim.auditToken) })),
+  'RHS-13': () => onRehearsalCluster(() => task('POST', '/nodes/pve-01/qemu', { vmid: '150', scsi0: 'fast:8' })),
 };
 
 /** VM 101's firewall, where the FW rows act. */

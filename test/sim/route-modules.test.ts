@@ -99,6 +99,7 @@ describe("the simulator's route modules", () => {
       'container',
       'ha',
       'firewall',
+      'network',
     ]);
   });
 

@@ -46,6 +46,7 @@ ENDPOINTS += [
     ("/nodes/{node}/tasks/{upid}/log", "GET"),
     ("/nodes/{node}/storage", "GET"),
     ("/nodes/{node}/storage/{storage}/content", "GET"),
+    ("/nodes/{node}/network", "GET"),
     ("/pools", "GET"),
     ("/pools/{poolid}", "GET"),
     ("/pools", "POST"),

@@ -102,6 +102,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       ? { files: fixture.files.map((f) => ({ volid: f.volid, size: f.size ?? 0, ctime: f.ctime ?? 1_735_689_600 })) }
       : {}),
     ...(fixture?.pools ? { pools: fixture.pools } : {}),
+    ...(fixture?.nodeCpus ? { nodeCpus: fixture.nodeCpus } : {}),
+    ...(fixture?.bridges ? { bridges: fixture.bridges } : {}),
   });
   if (options.rrdLagMs) sim.setRrdLag(options.rrdLagMs);
   if (options.haRoundMs !== undefined) haManager(sim).setRoundMs(options.haRoundMs);

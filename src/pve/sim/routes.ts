@@ -10,6 +10,7 @@ import { clusterRoutes } from './kinds/cluster/routes.js';
 import { containerRoutes } from './kinds/container/routes.js';
 import { firewallRoutes } from './kinds/firewall/routes.js';
 import { haRoutes } from './kinds/ha/routes.js';
+import { networkRoutes } from './kinds/network/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
 import { storageRoutes } from './kinds/storage/routes.js';
 import { taskRoutes } from './kinds/task/routes.js';
@@ -28,6 +29,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   containerRoutes,
   haRoutes,
   firewallRoutes,
+  networkRoutes,
 ];
 
 /** Every implemented method. */

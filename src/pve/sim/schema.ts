@@ -42,6 +42,7 @@ const SimFixtureStorage = z.union([
     type: z.string().min(1).optional(),
     content: z.array(z.string().pipe(CONTENT_TYPE)).optional(),
     shared: z.boolean().optional(),
+    nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
   }),
 ]);
 
@@ -70,6 +71,10 @@ export const SimFixture = z.strictObject({
   storages: z.array(SimFixtureStorage).min(1).optional(),
   files: z.array(SimFixtureFile).optional(),
   pools: z.array(SimFixturePool).optional(),
+  /** Bridges (and VNets) per node; a node not named here has every bridge (RHS-5). */
+  bridges: z.record(z.string(), z.array(z.string())).optional(),
+  /** CPUs per node (default 32); a VM start above them is refused (RHS-4). */
+  nodeCpus: z.record(z.string(), z.number().int().min(1)).optional(),
   nextId: z.strictObject({ lower: z.number().int().min(100), upper: z.number().int() }).optional(),
   tokens: z.array(SimFixtureToken).optional(),
   guests: z.array(SimFixtureGuest).default([]),

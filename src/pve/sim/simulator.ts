@@ -66,7 +66,14 @@ interface SimulatorSettings {
   files?: SimFile[];
   /** Resource pools that exist; undefined accepts any pool name (and creates it on first use). */
   pools?: (string | PoolDefinition)[];
+  /** CPUs per node; a node not named has {@link DEFAULT_NODE_CPUS}. */
+  nodeCpus?: Record<string, number>;
+  /** Bridges (and VNets) per node; a node not named has every bridge. */
+  bridges?: Record<string, string[]>;
 }
+
+/** The CPUs of a simulated node unless its settings say otherwise. */
+export const DEFAULT_NODE_CPUS = 32;
 
 /** A resource pool as a fixture describes it. */
 interface PoolDefinition {
@@ -102,6 +109,8 @@ export class Simulator {
   readonly strictPools: boolean;
   /** Backup jobs (`jobs.cfg` entries of type `vzdump`) by id: each option as Proxmox stores it. */
   readonly backupJobs = new Map<string, Record<string, string>>();
+  private readonly cpusByNode: ReadonlyMap<string, number>;
+  private readonly bridgesByNode: ReadonlyMap<string, ReadonlySet<string>>;
   /** Guests that do not answer a clean shutdown (`guest/shutdown-timeout.ts`); tests add them. */
   readonly ignoresShutdown = new Set<number>();
   latencyMs: number;
@@ -126,6 +135,8 @@ export class Simulator {
     this.authFailureDelayMs = settings.authFailureDelayMs;
     this.nextId = settings.nextId;
     this.strictPools = settings.pools !== undefined;
+    this.cpusByNode = new Map(Object.entries(settings.nodeCpus ?? {}));
+    this.bridgesByNode = new Map(Object.entries(settings.bridges ?? {}).map(([node, names]) => [node, new Set(names)]));
     for (const def of settings.pools ?? []) {
       const pool = typeof def === 'string' ? { poolid: def } : def;
       this.pools.set(pool.poolid, {
@@ -135,6 +146,22 @@ export class Simulator {
         storage: new Set(pool.storage ?? []),
       });
     }
+  }
+
+  /** The CPUs of `node` (`cpuinfo.cpus`). */
+  nodeCpus(node: string): number {
+    return this.cpusByNode.get(node) ?? DEFAULT_NODE_CPUS;
+  }
+
+  /** Whether `bridge` exists on `node` (`/sys/class/net/<bridge>`); every bridge does on a node the settings do not name. */
+  hasBridge(node: string, bridge: string): boolean {
+    return this.bridgesByNode.get(node)?.has(bridge) ?? true;
+  }
+
+  /** The bridges of `node`, sorted: the configured ones, else `vmbr0` (RHS-7). */
+  bridgesOn(node: string): string[] {
+    const names = this.bridgesByNode.get(node);
+    return names ? [...names].sort() : ['vmbr0'];
   }
 
   /** Request and write counters (same JSON as `GET /_sim/stats`). */

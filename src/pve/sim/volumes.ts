@@ -4,7 +4,7 @@
  * `find_free_diskname`, resize knows the old size, a referenced-but-missing volume fails like
  * `volume_size_info` would), and the files on them (templates, ISO images, snippets, backups).
  */
-import { DieError } from './errors.js';
+import { DieError, ParamError } from './errors.js';
 import { parseAllocation, parseOption, parseSize, parseVolumeId } from './property-format.js';
 import type { GuestType } from '../../core/guest-flavours.js';
 
@@ -22,6 +22,8 @@ export interface SimStorage {
   path?: string;
   /** Capacity reported by the status listing, bytes. */
   total: number;
+  /** The nodes the storage is restricted to (`nodes` in `storage.cfg`); undefined: every node. */
+  nodes?: ReadonlySet<string>;
 }
 
 /** A file on a storage that is not a guest volume: template, ISO, snippet, backup. */
@@ -38,6 +40,7 @@ export interface StorageDefinition {
   type?: string;
   content?: string[];
   shared?: boolean;
+  nodes?: string[];
 }
 
 const FILE_STORAGE_TYPES = new Set(['dir', 'nfs', 'cifs', 'cephfs', 'glusterfs', 'btrfs']);
@@ -69,6 +72,7 @@ function makeStorage(def: StorageDefinition): SimStorage {
     shared: def.shared ?? false,
     total: (thin ? 500 : 100) * GIB,
   };
+  if (def.nodes) storage.nodes = new Set(def.nodes);
   if (FILE_STORAGE_TYPES.has(type)) storage.path = def.storage === 'local' ? '/var/lib/vz' : `/mnt/pve/${def.storage}`;
   return storage;
 }
@@ -114,9 +118,27 @@ export class VolumeStore {
     if (!this.storage(storage)) throw new DieError(`storage '${storage}' does not exist\n`);
   }
 
-  /** Allocates `storage:vm-<vmid>-disk-<n>` (lowest free n) of `bytes`. */
-  allocate(storage: string, vmid: number, bytes: number): string {
+  /**
+   * Dies like pve-storage `storage_check_node` when the storage is restricted to other nodes
+   * (docs/proxmox-behaviour.md RHS-2): every allocation activates the storage on its node first.
+   */
+  checkOnNode(storage: string, node: string): void {
+    const nodes = this.storage(storage)?.nodes;
+    if (nodes && !nodes.has(node)) throw new DieError(`storage '${storage}' is not available on node '${node}'\n`);
+  }
+
+  /** Refuses a VM disk on a storage without `images` content, as qemu-server's `$check_storage_access` does (RHS-1). */
+  checkVmImages(storage: string): void {
     this.checkStorage(storage);
+    if (!this.storage(storage)?.content.has('images')) {
+      throw new ParamError({ storage: `storage '${storage}' does not support vm images` });
+    }
+  }
+
+  /** Allocates `storage:vm-<vmid>-disk-<n>` (lowest free n) of `bytes`, on `node` when given (RHS-2). */
+  allocate(storage: string, vmid: number, bytes: number, node?: string): string {
+    this.checkStorage(storage);
+    if (node !== undefined) this.checkOnNode(storage, node);
     for (let n = 0; ; n++) {
       const volid = `${storage}:vm-${vmid}-disk-${n}`;
       if (!this.volumes.has(volid)) {

@@ -14,7 +14,12 @@ import { type ConnectOptions, clusterNames, connectReadable } from '../../connec
 import type { OpenClusters } from '../../connections/open-clusters.js';
 import type { Plan } from '../../core/model.js';
 import { guestKeyText, keyText, resourceKey } from '../../core/kinds/resource-key.js';
-import { runPlan } from '../../engine/run-plan.js';
+import { observePlan } from '../../engine/run-plan.js';
+import { rehearsePlan } from '../../engine/rehearse/rehearse-plan.js';
+import { type Rehearsal, withholdRehearsalLive } from '../../core/rehearse/outcome.js';
+import { planHasChanges } from '../../core/plan/plan-specs.js';
+import { openRehearsalSandbox } from '../../pve/rehearse/sandbox.js';
+import { type RehearsalMode, withRehearsalCheck, withRehearsalSection } from '../../github/rehearsal-report.js';
 import { PLAN_CHECK_NAME } from '../../github/check-names.js';
 import { type CheckResult, type CheckTarget, completeCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
 import {
@@ -231,11 +236,46 @@ function touchedGuests(plan: Plan): TouchedGuest[] {
     .map((guest) => ({ key: guestKeyText(guest.cluster, guest.vmid), name: `${guest.cluster}/${guest.name}` }));
 }
 
-async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<{ plan: Plan; head: CommitSpecs; base: CommitSpecs }> {
+/**
+ * The plan's apply rehearsed on a simulated copy (docs/rehearsal.md), with the readers the plan
+ * used; a rehearsal that cannot run is reported as not rehearsed, never as applied.
+ */
+async function rehearse(
+  planned: Plan,
+  observed: Parameters<typeof rehearsePlan>[0]['observed'],
+  open: OpenClusters,
+  log: Logger,
+): Promise<Rehearsal> {
+  try {
+    const rehearsal = await rehearsePlan({
+      plan: planned,
+      observed,
+      readers: open.clusters,
+      openSandbox: openRehearsalSandbox,
+      allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
+    });
+    log.info({ guests: rehearsal.guests.length, requests: rehearsal.requests, ms: rehearsal.ms }, 'rehearsed');
+    return withholdRehearsalLive(rehearsal, planned);
+  } catch (error) {
+    log.warn({ err: error }, 'rehearsal failed');
+    return { version: 1, guests: [], skipped: { all: `the rehearsal could not run (${errorMessage(error)})` }, requests: 0, ms: 0 };
+  }
+}
+
+/** The repository's rehearsal setting, read at the base commit. */
+function rehearsalMode(base: CommitSpecs): RehearsalMode {
+  return base.config?.rehearsal ?? 'fail';
+}
+
+async function plan(
+  ctx: PlanContext,
+  target: PlanTarget,
+  log: Logger,
+): Promise<{ plan: Plan; head: CommitSpecs; base: CommitSpecs; rehearsal?: Rehearsal }> {
   const { head, base } = await readSpecs(ctx, target);
   const { open, refused } = await openReaders(ctx, target.repo, clusterNames(head.loaded.specs, base.loaded.specs), log);
   try {
-    const result = await runPlan({
+    const { plan: result, observed } = await observePlan({
       head: head.loaded.specs,
       base: base.loaded.specs,
       readers: open.clusters,
@@ -245,7 +285,8 @@ async function plan(ctx: PlanContext, target: PlanTarget, log: Logger): Promise<
       // Everything posted on a pull request is public to its readers (and to anyone, on a public repository).
       withholdUnowned: true,
     });
-    return { plan: result, head, base };
+    const rehearsal = rehearsalMode(base) !== 'off' && planHasChanges(result) ? await rehearse(result, observed, open, log) : undefined;
+    return { plan: result, head, base, ...(rehearsal ? { rehearsal } : {}) };
   } finally {
     await open.close();
   }
@@ -316,12 +357,15 @@ async function showPostedPlan(
   stored: StoredPlan,
   shown: { touched: TouchedGuest[]; overlaps: Overlap[]; known: KnownComment | undefined },
 ): Promise<EnsuredComment> {
-  const body = renderPlanComment(
-    withholdLiveValues(stored.plan),
-    { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
-    shown.overlaps,
-    (file) => repoFilePath(stored.specRoot, file),
-    await appliesInProgress(ctx, repo, shown.touched),
+  const body = withRehearsalSection(
+    renderPlanComment(
+      withholdLiveValues(stored.plan),
+      { headSha: stored.headSha, baseSha: stored.baseSha, draft: stored.draft },
+      shown.overlaps,
+      (file) => repoFilePath(stored.specRoot, file),
+      await appliesInProgress(ctx, repo, shown.touched),
+    ),
+    stored.rehearsal,
   );
   return ensureComment(ctx.octokit, { owner: repo.owner, repo: repo.name, issueNumber: pr, marker: PLAN_MARKER, body, known: shown.known });
 }
@@ -449,15 +493,22 @@ export async function planPullRequest(ctx: PlanContext, target: PlanTarget): Pro
         draft: target.draft,
         plan: planned.plan,
         specs: specsOf(planned.plan, planned.head),
+        ...(planned.rehearsal ? { rehearsal: planned.rehearsal } : {}),
       };
       overlaps = await overlapsOf(ctx, repo.id, target.pr, touched);
       const applying = await appliesInProgress(ctx, repo, touched);
       const repoPath = (file: string): string => repoFilePath(planned.head.specRoot, file);
       const shown = withholdLiveValues(planned.plan);
-      body = renderPlanComment(shown, commits, overlaps, repoPath, applying);
+      body = withRehearsalSection(renderPlanComment(shown, commits, overlaps, repoPath, applying), planned.rehearsal);
       const clusterSources = new Map(planned.head.loaded.specs.clusters.map((c) => [c.name, c.source]));
       const annotations = planAnnotations(shown, repoPath, clusterSources);
-      result = planCheckResult(shown, commits, overlaps, annotations, applying);
+      result = withRehearsalCheck(
+        planCheckResult(shown, commits, overlaps, annotations, applying),
+        planned.rehearsal,
+        rehearsalMode(planned.base),
+        repoPath,
+        planned.head.loaded.specs.guests,
+      );
       log.info({ summary: planned.plan.summary, errors: planned.plan.errors.length, overlaps: overlaps.length }, 'planned');
     } catch (error) {
       if (!(error instanceof PlanProblems)) throw error;

@@ -9,6 +9,7 @@
  * - the sticky comment of each pull request (id and hash of the body last written), so an
  *   unchanged re-plan writes nothing to GitHub.
  */
+import type { Rehearsal } from '../../core/rehearse/outcome.js';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { ClusterSpec, GuestSpec, ObjectSpec, Plan } from '../../core/model.js';
@@ -46,6 +47,8 @@ const StoredPlanEnvelope = z.strictObject({
   shownAt: z.iso.datetime({ offset: true }).optional(),
   /** The plan, exactly as `renderPlanJson` wrote it. */
   plan: z.string(),
+  /** The apply rehearsal shown with the plan (`core/rehearse/outcome.ts`), as JSON; absent: none. */
+  rehearsal: z.string().max(1_000_000).optional(),
   /**
    * The head's Cluster documents, the head specs of the guests the plan covers and the documents
    * of the other items it covers (absent in plans stored before kinds existed).
@@ -74,6 +77,8 @@ export interface StoredPlan {
   shownAt?: string | undefined;
   plan: Plan;
   specs: { clusters: ClusterSpec[]; guests: GuestSpec[]; objects?: ObjectSpec[] };
+  /** The apply rehearsal shown with the plan, when there was one. */
+  rehearsal?: Rehearsal | undefined;
 }
 
 /** A guest a pull request's plan touches: `cluster/vmid` and the name to show. */
@@ -140,6 +145,7 @@ export class PlanStore {
       commentHash,
       ...(stored.shownAt !== undefined ? { shownAt: stored.shownAt } : {}),
       plan: renderPlanJson(stored.plan),
+      ...(stored.rehearsal ? { rehearsal: JSON.stringify(stored.rehearsal) } : {}),
       specs: stored.specs,
     });
     await this.redis
@@ -175,8 +181,8 @@ export class PlanStore {
     if (text === null) return undefined;
     const json = JSON.parse(text) as { version?: unknown };
     if (json.version === 1) return undefined;
-    const { commentHash: _hash, version: _version, ...envelope } = StoredPlanEnvelope.parse(json);
-    return { ...envelope, plan: parsePlanJson(envelope.plan) };
+    const { commentHash: _hash, version: _version, rehearsal, ...envelope } = StoredPlanEnvelope.parse(json);
+    return { ...envelope, plan: parsePlanJson(envelope.plan), ...(rehearsal ? { rehearsal: JSON.parse(rehearsal) as Rehearsal } : {}) };
   }
 
   /** The check run an attempt chain of a pull request's plan (a job and its retries) made, and its commit, if any. */

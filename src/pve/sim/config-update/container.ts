@@ -131,7 +131,12 @@ function applyPendingMountpoint(env: UpdateEnv, guest: Guest, opt: string, value
   const alloc = parseAllocation(mp.volume ?? '');
   if (alloc) {
     const bytes = Math.round(alloc.gib * 1024 ** 3);
-    mp.volume = env.volumes.allocate(alloc.storage, guest.vmid, bytes);
+    env.volumes.checkStorage(alloc.storage);
+    // pve-container `alloc_disk` (docs/proxmox-behaviour.md RHS-3).
+    if (!env.volumes.storage(alloc.storage)?.content.has('rootdir')) {
+      throw new DieError(`content type 'rootdir' is not available or configured on storage '${alloc.storage}'\n`);
+    }
+    mp.volume = env.volumes.allocate(alloc.storage, guest.vmid, bytes, guest.node);
     mp.size = formatSize(bytes);
   }
   const old = guest.main.get(opt);

@@ -190,7 +190,7 @@ export function createQemuDisk(env: UpdateEnv, guest: Guest, key: string, value:
     drive.size = formatSize(bytes);
   } else if (alloc) {
     const bytes = key === 'efidisk0' || key === 'tpmstate0' ? 4 * 1024 * 1024 : Math.round(alloc.gib * 1024 ** 3);
-    drive.file = env.volumes.allocate(alloc.storage, guest.vmid, bytes);
+    drive.file = env.volumes.allocate(alloc.storage, guest.vmid, bytes, guest.node);
     drive.size = formatSize(bytes);
   } else {
     const current = guest.main.get(key);

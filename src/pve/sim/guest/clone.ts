@@ -38,14 +38,23 @@ export function cloneTarget(ctx: RequestContext, node: string): string | undefin
 }
 
 /**
- * The `storage` parameter's checks: configured, holding guest images (VMs only ask), and shared
- * when the clone goes to another node.
+ * The `storage` parameter's checks: configured and enabled on the node answering, holding guest
+ * images (VMs only ask), and enabled on and shared with the node the clone goes to
+ * (docs/proxmox-behaviour.md RHS-2).
  */
-export function checkCloneStorage(ctx: RequestContext, storage: string | undefined, target: string | undefined, images: boolean): void {
+export function checkCloneStorage(
+  ctx: RequestContext,
+  storage: string | undefined,
+  node: string,
+  target: string | undefined,
+  images: boolean,
+): void {
   if (storage === undefined) return;
   const scfg = ctx.sim.volumes.storage(storage);
   if (!scfg) throw new DieError(`storage '${storage}' does not exist\n`);
+  ctx.sim.volumes.checkOnNode(storage, node);
   if (images && !scfg.content.has('images')) throw new ParamError({ storage: `storage '${storage}' does not support vm images` });
+  if (target !== undefined) ctx.sim.volumes.checkOnNode(storage, target);
   if (target !== undefined && !scfg.shared) throw new DieError(`can't clone to non-shared storage '${storage}'\n`);
 }
 

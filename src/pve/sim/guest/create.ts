@@ -10,6 +10,7 @@ import { hasPrivilege } from '../auth.js';
 import type { ReleaseConfigLock } from '../config-lock.js';
 import { flag, type HandlerResult, type RequestContext } from '../context.js';
 import { parseOption } from '../property-format.js';
+import { isCdrom } from '../../../core/hotplug.js';
 import { TaskFailure, type TaskContext } from '../tasks.js';
 import { flavourOf, type GuestFlavour } from './flavours.js';
 import { Guest } from './guest.js';
@@ -39,6 +40,22 @@ export function allocationStorages(type: GuestType, params: Record<string, strin
     if (!flavour.isVolumeKey(key)) continue;
     const volid = parseOption(type, key, value)?.[flavour.volumeProperty] ?? '';
     const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?|cloudinit)$/i.exec(volid);
+    if (alloc) out.add(alloc[1] as string);
+  }
+  return [...out];
+}
+
+/**
+ * Storages new VM disks are allocated on (`storage:size`, cloud-init drives left out), which
+ * qemu-server's `$check_storage_access` requires to hold `images` (docs/proxmox-behaviour.md RHS-1).
+ */
+export function vmImageStorages(params: Record<string, string>): string[] {
+  const out = new Set<string>();
+  for (const [key, value] of Object.entries(params)) {
+    if (!flavourOf('qemu').isVolumeKey(key)) continue;
+    const drive = parseOption('qemu', key, value);
+    if (!drive || isCdrom(drive)) continue;
+    const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(drive.file ?? '');
     if (alloc) out.add(alloc[1] as string);
   }
   return [...out];

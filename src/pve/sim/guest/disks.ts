@@ -60,7 +60,7 @@ export function moveVolume(ctx: RequestContext, guest: Guest, key: string, stora
   const volumeKey = flavourOf(guest.type).volumeProperty;
   const oldVolid = drive.data[volumeKey] ?? '';
   const bytes = volumeSize(ctx, oldVolid, drive);
-  drive.data[volumeKey] = ctx.sim.volumes.allocate(storage, guest.vmid, bytes);
+  drive.data[volumeKey] = ctx.sim.volumes.allocate(storage, guest.vmid, bytes, guest.node);
   guest.main.set(key, printPropertyString(drive.format, drive.data));
   if (remove) {
     ctx.sim.volumes.free(oldVolid);

@@ -9,6 +9,7 @@ import { flag, param, type HandlerResult, type RequestContext } from '../context
 import { underConfigLock, whenElapsed } from '../config-lock.js';
 import { DieError, ParamError } from '../errors.js';
 import { perlTrue } from './guest.js';
+import { parseOption } from '../property-format.js';
 import { TaskFailure, type TaskContext } from '../tasks.js';
 import { applyAllPending } from '../config-update/apply-all-pending.js';
 import type { GuestFlavour } from './flavours.js';
@@ -63,6 +64,29 @@ export function startTaskOf(ctx: RequestContext, flavour: GuestFlavour, node: st
   ctx.sim.tasks.start(node, `${flavour.taskPrefix}start`, String(vmid), ctx.principal.token.id, worker, { atStart: true });
 }
 
+/**
+ * qemu-server `config_to_command`: a VM cannot start with more vCPUs (sockets × cores) than its
+ * node has (docs/proxmox-behaviour.md RHS-4).
+ */
+function checkVcpus(config: ReadonlyMap<string, string>, cpus: number): void {
+  const sockets = Number(config.get('sockets') ?? config.get('smp') ?? 1) || 1;
+  const cores = Number(config.get('cores') ?? 1) || 1;
+  if (cpus < sockets * cores) throw new TaskFailure(`MAX ${cpus} vcpus allowed per VM on this node`);
+}
+
+/**
+ * qemu-server `print_netdevice_full`: a VirtIO NIC on a bridge reads the bridge's MTU, and a
+ * bridge the node lacks fails the start (pve-common `Network.pm`, `read_bridge_mtu`;
+ * docs/proxmox-behaviour.md RHS-5).
+ */
+function checkBridges(config: ReadonlyMap<string, string>, exists: (bridge: string) => boolean): void {
+  for (const [key, value] of [...config].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }))) {
+    if (!/^net\d+$/.test(key)) continue;
+    const net = parseOption('qemu', key, value);
+    if (net?.model === 'virtio' && net.bridge && !exists(net.bridge)) throw new TaskFailure(`bridge '${net.bridge}' does not exist`);
+  }
+}
+
 /** The worker of a power task: what runs under the config lock once the task is forked. */
 function powerWorker(
   ctx: RequestContext,
@@ -85,6 +109,10 @@ function powerWorker(
       applyAllPending(ctx.sim, guest);
       // `vm_start` generates the cloud-init drive again (docs/proxmox-behaviour.md, CIN- rows).
       if (type === 'qemu') regenerateCloudinit(guest);
+      if (type === 'qemu') {
+        checkVcpus(guest.main, ctx.sim.nodeCpus(node));
+        checkBridges(guest.main, (bridge) => ctx.sim.hasBridge(node, bridge));
+      }
       if (flavour.startWarnsIgnoredMtu) warnIgnoredMtu(guest, log);
       guest.setRunning(true);
       return;

@@ -22,10 +22,9 @@ export function getVersion(): HandlerResult {
 
 const NODE_MAXMEM = 128 * 1024 ** 3;
 const NODE_MAXDISK = 100 * 1024 ** 3;
-const NODE_MAXCPU = 32;
 const NODE_BOOT = Date.now() - 12 * 86_400_000;
 
-function nodeEntry(node: string, index: number): Record<string, unknown> {
+function nodeEntry(node: string, index: number, cpus: number): Record<string, unknown> {
   return {
     id: `node/${node}`,
     node,
@@ -33,7 +32,7 @@ function nodeEntry(node: string, index: number): Record<string, unknown> {
     status: 'online',
     uptime: Math.floor((Date.now() - NODE_BOOT) / 1000) + index * 3600,
     cpu: 0.031 + index * 0.007,
-    maxcpu: NODE_MAXCPU,
+    maxcpu: cpus,
     mem: 23 * 1024 ** 3 + index * 1024 ** 3,
     maxmem: NODE_MAXMEM,
     disk: 11 * 1024 ** 3,
@@ -47,7 +46,7 @@ function nodeEntry(node: string, index: number): Record<string, unknown> {
  * (pve-manager `API2Tools.pm`).
  */
 function auditedNodeEntry(ctx: RequestContext, node: string, index: number): Record<string, unknown> {
-  const entry = nodeEntry(node, index);
+  const entry = nodeEntry(node, index, ctx.sim.nodeCpus(node));
   if (hasPrivilege(ctx.principal, `/nodes/${node}`, 'Sys.Audit')) return entry;
   const { id, type, status, level } = entry;
   return { id, node, type, status, level };
@@ -215,7 +214,7 @@ export function getNextId(ctx: RequestContext): HandlerResult {
  */
 export function getNodeStatus(ctx: RequestContext): HandlerResult {
   const node = param(ctx, 'node');
-  const entry = nodeEntry(node, Math.max(0, ctx.sim.nodes.indexOf(node)));
+  const entry = nodeEntry(node, Math.max(0, ctx.sim.nodes.indexOf(node)), ctx.sim.nodeCpus(node));
   const mem = entry.mem as number;
   return {
     data: {
@@ -237,9 +236,9 @@ export function getNodeStatus(ctx: RequestContext): HandlerResult {
         family: '6',
         model: 'Intel(R) Xeon(R) Silver 4314 CPU @ 2.40GHz',
         mhz: '2400.000',
-        cpus: NODE_MAXCPU,
+        cpus: ctx.sim.nodeCpus(node),
         sockets: 2,
-        cores: NODE_MAXCPU / 2,
+        cores: ctx.sim.nodeCpus(node) / 2,
         flags: 'fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov vmx smx est',
         hvm: '1',
       },

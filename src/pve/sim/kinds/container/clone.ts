@@ -41,7 +41,7 @@ export function cloneContainer(ctx: RequestContext): HandlerResult {
   const { pool, storage } = ctx.params;
   if (pool !== undefined) ctx.sim.assertPool(pool);
   const target = cloneTarget(ctx, node);
-  checkCloneStorage(ctx, storage, target, false);
+  checkCloneStorage(ctx, storage, node, target, false);
   const source = pathGuest(ctx, 'lxc');
   const vmid = source.vmid;
   // `set_lock($vmid, 'disk')`, then `create_and_lock_config($newid)`.

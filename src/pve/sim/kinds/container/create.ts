@@ -60,9 +60,10 @@ function checkTemplateAccess(ctx: RequestContext, template: string): void {
 }
 
 /** `$check_and_activate_storage` of lxc's create: the storage must hold container directories. */
-function checkContainerStorage(ctx: RequestContext, id: string): void {
+function checkContainerStorage(ctx: RequestContext, id: string, node: string): void {
   const storage = ctx.sim.volumes.storage(id);
   if (!storage) throw new DieError(`storage '${id}' does not exist\n`);
+  ctx.sim.volumes.checkOnNode(id, node);
   if (!storage.content.has('rootdir')) throw new ParamError({ storage: `storage '${id}' does not support container directories` });
   requirePrivilege(ctx.principal, `/storage/${id}`, 'Datastore.AllocateSpace');
 }
@@ -105,7 +106,7 @@ export function createContainer(ctx: RequestContext): HandlerResult {
   for (const key of ['rootfs', ...[...values.keys()].filter((k) => /^mp\d+$/.test(k))]) {
     const volume = parseOption('lxc', key, values.get(key) ?? `${storage}:4`)?.volume ?? '';
     const id = parseVolumeId(volume);
-    if (id) checkContainerStorage(ctx, id.storage);
+    if (id) checkContainerStorage(ctx, id.storage, node);
   }
   if (unprivileged) values.set('unprivileged', '1');
   if (!values.has('arch')) values.set('arch', 'amd64');
@@ -119,7 +120,7 @@ export function createContainer(ctx: RequestContext): HandlerResult {
       const alloc = /^([a-z][a-z0-9\-_.]*[a-z0-9]):(\d+(?:\.\d+)?)$/i.exec(mp?.volume ?? '');
       if (!format || !mp || !alloc) continue;
       const bytes = Math.round(Number(alloc[2]) * 1024 ** 3);
-      mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes);
+      mp.volume = ctx.sim.volumes.allocate(alloc[1] as string, vmid, bytes, node);
       created.push(mp.volume);
       mp.size = formatSize(bytes);
       values.set(key, printPropertyString(format, mp));

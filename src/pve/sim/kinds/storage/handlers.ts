@@ -20,7 +20,21 @@ export function contentString(storage: SimStorage): string {
 }
 
 /** One `storage_info` entry: type, content, sizes, flags. */
-function storageStatus(ctx: RequestContext, storage: SimStorage): Record<string, unknown> {
+function storageStatus(ctx: RequestContext, storage: SimStorage, node: string): Record<string, unknown> {
+  if (storage.nodes && !storage.nodes.has(node)) {
+    // `storage_info`: a storage restricted to other nodes is listed disabled, without its sizes (RHS-6).
+    return {
+      storage: storage.storage,
+      type: storage.type,
+      content: contentString(storage),
+      shared: storage.shared ? 1 : 0,
+      active: 0,
+      enabled: 0,
+      total: 0,
+      used: 0,
+      avail: 0,
+    };
+  }
   const used = ctx.sim.volumes.used(storage.storage);
   const total = storage.total;
   return {
@@ -44,11 +58,13 @@ function storageStatus(ctx: RequestContext, storage: SimStorage): Record<string,
  */
 export function listStorages(ctx: RequestContext): HandlerResult {
   const wanted = ctx.params.storage;
+  const node = param(ctx, 'node');
   const content = ctx.params.content === undefined ? undefined : splitList(ctx.params.content);
   const candidates = ctx.sim.volumes
     .storageIds()
     .map((id) => ctx.sim.volumes.storage(id) as SimStorage)
-    .filter((s) => content === undefined || content.some((ct) => s.content.has(ct)));
+    // With a content filter, `storage_info` leaves out storages not enabled on the node.
+    .filter((s) => content === undefined || (content.some((ct) => s.content.has(ct)) && (!s.nodes || s.nodes.has(node))));
   if (wanted !== undefined && !candidates.some((s) => s.storage === wanted)) {
     throw new ParamError({ storage: 'No such storage.' });
   }
@@ -56,7 +72,7 @@ export function listStorages(ctx: RequestContext): HandlerResult {
   for (const storage of candidates) {
     if (!hasAnyPrivilege(ctx.principal, `/storage/${storage.storage}`, STORAGE_PRIVILEGES)) continue;
     if (wanted !== undefined && storage.storage !== wanted) continue;
-    const entry = storageStatus(ctx, storage);
+    const entry = storageStatus(ctx, storage, node);
     if (ctx.params.format === '1') {
       // `get_formats`: a directory holds raw, qcow2, vmdk and subvol; block storages raw (and subvol).
       const supported = storage.path !== undefined ? ['qcow2', 'raw', 'subvol', 'vmdk'] : ['raw', 'subvol'];

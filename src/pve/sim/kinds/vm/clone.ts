@@ -45,7 +45,7 @@ interface ClonePlan {
 function loadAndCheck(ctx: RequestContext, source: Guest, running: boolean, newid: number, target: string | undefined): ClonePlan {
   const storage = ctx.params.storage;
   if (ctx.params.pool !== undefined) ctx.sim.assertPool(ctx.params.pool);
-  checkCloneStorage(ctx, storage, target, true);
+  checkCloneStorage(ctx, storage, source.node, target, true);
   if (source.lock) throw new DieError(`VM is locked (${source.lock})\n`);
   if (source.running !== running) throw new DieError('unexpected state change\n');
   const snapname = ctx.params.snapname;

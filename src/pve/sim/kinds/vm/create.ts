@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { normaliseTags } from '../../../../core/property-string.js';
 import { flag, param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, PermissionError } from '../../errors.js';
-import { allocationStorages, createTask, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
+import { allocationStorages, createTask, vmImageStorages, holdsOnGuestOrPool, vmidInUse } from '../../guest/create.js';
 import { GUEST_FLAVOURS } from '../../guest/flavours.js';
 import { checkImportSources, checkImportSyntax } from '../../guest/import-from.js';
 import { checkQemuCreateDevices, checkQemuOptionPermissions, requirePrivilege } from '../../permissions.js';
@@ -76,6 +76,7 @@ export function createVm(ctx: RequestContext): HandlerResult {
     for (const storage of allocationStorages('qemu', options)) {
       requirePrivilege(ctx.principal, `/storage/${storage}`, 'Datastore.AllocateSpace');
     }
+    for (const storage of vmImageStorages(options)) ctx.sim.volumes.checkVmImages(storage);
     checkImportSources(options);
     checkQemuOptionPermissions(ctx.principal, vmid, Object.keys(options));
     checkQemuCreateDevices(ctx.principal, vmid, options);

@@ -30,7 +30,8 @@ export function moveVmDisk(ctx: RequestContext): HandlerResult {
     const parsed = parseVolumeId(drive.data.file ?? '');
     if (!parsed) throw new DieError(`disk '${disk}' has no associated volume\n`);
     if (parsed.storage === storage) throw new DieError("you can't move to the same storage with same format\n");
-    ctx.sim.volumes.checkStorage(storage);
+    ctx.sim.volumes.checkOnNode(storage, guest.node);
+    ctx.sim.volumes.checkVmImages(storage);
   };
   const guest = pathGuest(ctx, 'qemu');
   check(guest);

@@ -11,6 +11,7 @@ import { underConfigLock } from '../../config-lock.js';
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError, ParamError } from '../../errors.js';
 import { configUpdateOf } from '../../guest/config-request.js';
+import { vmImageStorages } from '../../guest/create.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import type { SimTask } from '../../tasks.js';
 import type { UpdateOutcome } from '../../config-update/common.js';
@@ -22,6 +23,7 @@ export function updateVmConfig(async: boolean) {
     const prepared = prepareQemuUpdate(configUpdateOf(ctx), { principal: ctx.principal }, Number(param(ctx, 'vmid')));
     const guest = pathGuest(ctx, 'qemu');
     checkQemuConfig(guest, prepared.digest, prepared.skiplock, prepared.set);
+    for (const storage of vmImageStorages(Object.fromEntries(prepared.set))) ctx.sim.volumes.checkVmImages(storage);
     const update = (): UpdateOutcome => {
       const current = pathGuest(ctx, 'qemu');
       checkQemuConfig(current, prepared.digest, prepared.skiplock, prepared.set);

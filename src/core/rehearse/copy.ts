@@ -1,0 +1,110 @@
+/**
+ * The simulated copy a rehearsal applies a plan to: the guests the plan touches as they were read
+ * for it, and the cluster facts their apply depends on (nodes and their CPUs, storages with their
+ * type, content types and nodes, bridges per node, pools). Pure data and the pure steps that build
+ * it; reading the facts is a reader's job (`ClusterReader.readFacts`), serving the copy the
+ * sandbox's (`RehearsalSandbox` in `core/ports.ts`). What the copy leaves out is in docs/rehearsal.md.
+ */
+import type { GuestType } from '../guest-flavours.js';
+import type { ObservedCluster, Operation, Plan } from '../model.js';
+
+/** One storage as `GET /nodes/{node}/storage` lists it, with the nodes of the copy it is enabled on. */
+export interface StorageFact {
+  storage: string;
+  type: string;
+  content: string[];
+  shared: boolean;
+  /** Nodes of the copy the storage is enabled on; undefined: all of them. */
+  nodes?: string[];
+}
+
+/** The cluster facts a guest's apply depends on. */
+export interface ClusterFacts {
+  /** Every node of the cluster, with its CPUs when the token may see them. */
+  nodes: { node: string; cpus?: number }[];
+  storages: StorageFact[];
+  /** Bridges and VNets per node read (the nodes of the guests in the copy). */
+  bridges: Record<string, string[]>;
+  /** Resource pools; undefined when the token may not list them (any pool is then accepted). */
+  pools?: string[];
+  /** API requests the read took. */
+  requests: number;
+}
+
+/** One guest of the copy, as the plan read it. */
+export interface GuestCopy {
+  vmid: number;
+  type: GuestType;
+  node: string;
+  running: boolean;
+  current: Record<string, string>;
+  pending: Record<string, string>;
+  pendingDelete: string[];
+}
+
+/** The copy of one cluster. */
+export interface ClusterCopy {
+  cluster: string;
+  facts: ClusterFacts;
+  guests: GuestCopy[];
+}
+
+/** Whether a plan guest is carried out by an apply (the others are never touched). */
+function touches(action: string): boolean {
+  return action === 'create' || action === 'update' || action === 'destroy';
+}
+
+/** The templates a guest's apply clones from (`clone` operations). */
+function cloneSources(operations: readonly Operation[]): { vmid: number; node: string }[] {
+  return operations.flatMap((op) => (op.op === 'clone' ? [op.source] : []));
+}
+
+/**
+ * Per cluster, the nodes of the guests the plan's apply touches and of the templates they are
+ * cloned from: the nodes whose facts the copy needs.
+ */
+export function touchedNodes(plan: Plan): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const guest of plan.guests) {
+    if (!touches(guest.action)) continue;
+    let nodes = out.get(guest.cluster);
+    if (!nodes) out.set(guest.cluster, (nodes = new Set()));
+    nodes.add(guest.node);
+    for (const source of cloneSources(guest.operations)) nodes.add(source.node);
+  }
+  return out;
+}
+
+/**
+ * The copy of one cluster: the plan's touched guests and the templates they clone, as they were
+ * read for it, and the facts.
+ * Pools the plan itself creates are in the copy's pools, since the plan's apply makes them first.
+ */
+export function buildClusterCopy(plan: Plan, observed: ObservedCluster, facts: ClusterFacts): ClusterCopy {
+  const guests: GuestCopy[] = [];
+  const wanted: number[] = [];
+  for (const guest of plan.guests) {
+    if (guest.cluster !== observed.name || !touches(guest.action)) continue;
+    wanted.push(guest.vmid, ...cloneSources(guest.operations).map((s) => s.vmid));
+  }
+  for (const vmid of new Set(wanted)) {
+    // A guest the plan creates has no read; a template a clone uses was read for the plan.
+    const read = observed.guests[vmid];
+    if (!read) continue;
+    guests.push({
+      vmid: read.vmid,
+      type: read.type,
+      node: read.node,
+      running: read.status === 'running',
+      current: read.current,
+      pending: read.pending,
+      pendingDelete: read.pendingDelete,
+    });
+  }
+  let pools = facts.pools;
+  if (pools) {
+    const created = plan.objects.filter((o) => o.cluster === observed.name && o.kind === 'pool').map((o) => o.name);
+    pools = [...new Set([...pools, ...created])];
+  }
+  return { cluster: observed.name, facts: { ...facts, ...(pools ? { pools } : {}) }, guests };
+}

@@ -1,0 +1,39 @@
+/**
+ * A rehearsal as text for the terminal and as a markdown section for the plan comment. Both say
+ * that this is a rehearsal on a model, not a guarantee, and point to docs/rehearsal.md.
+ */
+import { codeSpan, escapeText, markdownTable } from '../render/markdown-format.js';
+import { refusalLine, refusals, rehearsalHeadline, type Rehearsal } from './outcome.js';
+
+/** What every rendering says about the model. */
+export const REHEARSAL_CAVEAT =
+  'This is a rehearsal of the apply on a simulated copy of the guests and the cluster facts they depend on — a model, not a guarantee. What the model does not cover: docs/rehearsal.md.';
+
+/** Terminal lines. */
+export function renderRehearsalText(rehearsal: Rehearsal): string {
+  const lines = [rehearsalHeadline(rehearsal)];
+  for (const guest of refusals(rehearsal)) lines.push(`  ✗ ${refusalLine(guest)}`);
+  for (const [cluster, why] of Object.entries(rehearsal.skipped)) lines.push(`  - cluster ${cluster} not rehearsed: ${why}`);
+  lines.push(`  (${REHEARSAL_CAVEAT})`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Refusals listed in the comment at most: the plan comment must stay under GitHub's limit. */
+const MAX_ROWS = 50;
+
+/** The plan comment's section. */
+export function renderRehearsalMarkdown(rehearsal: Rehearsal): string {
+  const refused = refusals(rehearsal);
+  const lines = [`### ${refused.length === 0 ? '✅' : '❌'} ${rehearsalHeadline(rehearsal)}`, ''];
+  if (refused.length > 0) {
+    const rows = refused
+      .slice(0, MAX_ROWS)
+      .map((g) => [`${escapeText(`${g.cluster}/${g.name}`)} (${g.vmid})`, escapeText(g.step ?? 'apply'), codeSpan(g.error ?? '')]);
+    lines.push(markdownTable(['guest', 'step', 'Proxmox answered'], rows), '');
+    if (refused.length > MAX_ROWS) lines.push(`…and ${refused.length - MAX_ROWS} more refusals (the check run annotates them).`, '');
+  }
+  for (const [cluster, why] of Object.entries(rehearsal.skipped))
+    lines.push(`- cluster ${escapeText(cluster)} not rehearsed: ${escapeText(why)}`);
+  lines.push(`_${REHEARSAL_CAVEAT}_`, '');
+  return lines.join('\n');
+}

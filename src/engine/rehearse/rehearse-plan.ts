@@ -1,0 +1,83 @@
+/**
+ * The apply rehearsal (docs/rehearsal.md): after a plan, the plan's own apply — `executePlan`,
+ * unchanged — is run against a simulated copy of the guests it touches and of the cluster facts
+ * their apply depends on, and what Proxmox would refuse is recorded guest by guest. The copy's
+ * facts are read through the reader port (`readFacts`, a bounded number of requests per cluster);
+ * the copy itself is served by a sandbox the caller opens (the Proxmox adapter's simulator).
+ */
+import type { HostAccessRule } from '../../core/key-rules.js';
+import type { ObservedState, Plan } from '../../core/model.js';
+import type { ClusterReader, OpenSandbox } from '../../core/ports.js';
+import { buildClusterCopy, type ClusterCopy, touchedNodes } from '../../core/rehearse/copy.js';
+import { type Rehearsal, rehearsalOf } from '../../core/rehearse/outcome.js';
+import { errorMessage } from '../../util/error-message.js';
+import { executePlan } from '../execute-plan.js';
+
+/** Guests applied at once on the copy. */
+const REHEARSAL_CONCURRENCY = 32;
+
+/** Inputs of {@link rehearsePlan}. */
+export interface RehearseInput {
+  plan: Plan;
+  /** What the plan was made from: the guests of the copy are these reads. */
+  observed: ObservedState;
+  readers: Readonly<Record<string, ClusterReader>>;
+  openSandbox: OpenSandbox;
+  /** Per cluster, the host-reaching options the server's policy allows (as the real apply gets them). */
+  allowHostAccess?: Readonly<Record<string, readonly HostAccessRule[]>>;
+  /** Milliseconds, for the rehearsal's own time; default `Date.now`. */
+  now?: () => number;
+}
+
+/**
+ * Rehearses the apply of `plan`. Only guests are rehearsed (items of other kinds are not copied:
+ * docs/rehearsal.md); a cluster whose facts cannot be read is reported as not rehearsed, never as
+ * applied.
+ */
+export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
+  const now = input.now ?? Date.now;
+  const started = now();
+  const skipped: Record<string, string> = {};
+  const copies: ClusterCopy[] = [];
+  let requests = 0;
+  await Promise.all(
+    [...touchedNodes(input.plan)].map(async ([cluster, nodes]) => {
+      const reader = input.readers[cluster];
+      const observed = input.observed.clusters[cluster];
+      if (!reader?.readFacts || !observed) {
+        skipped[cluster] = observed ? 'its connection cannot read cluster facts' : 'the cluster was not read for the plan';
+        return;
+      }
+      try {
+        const facts = await reader.readFacts([...nodes].sort());
+        requests += facts.requests;
+        copies.push(buildClusterCopy(input.plan, observed, facts));
+      } catch (err) {
+        skipped[cluster] = `its facts could not be read (${errorMessage(err)})`;
+      }
+    }),
+  );
+  const copied = new Set(copies.map((c) => c.cluster));
+  const plan: Plan = { ...input.plan, guests: input.plan.guests.filter((g) => copied.has(g.cluster)), objects: [] };
+  if (plan.guests.length === 0) return rehearsalOf(plan, emptyResult(), { skipped, requests, ms: now() - started });
+  const sandbox = await input.openSandbox(copies);
+  try {
+    const result = await executePlan(plan, sandbox.writers, {
+      ...(input.allowHostAccess ? { allowHostAccess: input.allowHostAccess } : {}),
+      // A lock in the copy is one the plan saw: waiting it out on a model tells nothing.
+      lockWaitMs: 0,
+      // The per-cluster and per-node limits protect a real cluster; the copy has none to protect,
+      // and each guest's steps stay strictly in order whatever the limits.
+      clusterConcurrency: REHEARSAL_CONCURRENCY,
+      nodeConcurrency: REHEARSAL_CONCURRENCY,
+    });
+    return rehearsalOf(plan, result, { skipped, requests, ms: now() - started });
+  } finally {
+    await sandbox.close();
+  }
+}
+
+function emptyResult(): Parameters<typeof rehearsalOf>[1] {
+  const at = new Date(0).toISOString();
+  return { version: 1, startedAt: at, finishedAt: at, guests: [] };
+}

@@ -1,0 +1,114 @@
+/**
+ * `pve-gitops plan --rehearse`: the plan's apply run on a simulated copy of the cluster. A change
+ * real Proxmox refuses at apply time (a disk on a storage without `images`, more vCPUs than the
+ * node has) is reported with Proxmox's error text and exit 1; a clean change passes with the
+ * plan's own exit code; the cluster itself is never written.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli.js';
+import type { CommandIO } from '../../src/commands/types.js';
+import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+
+let dir: string;
+let lab: RunningSimulator;
+let env: NodeJS.ProcessEnv;
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c: Buffer) => (out += c.toString()));
+  stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const io: CommandIO = { stdout, stderr, stdin: Readable.from(['']), env: { NO_COLOR: '1', ...env }, cwd: dir };
+  const code = await main(args, io);
+  return { code, stdout: out, stderr: err };
+}
+
+const CLUSTER = `kind: Cluster
+name: lab
+vmids: { lower: 1000, upper: 2000 }
+nodes: [pve-01]
+`;
+
+function vm(config: string): string {
+  return `kind: VM
+name: app-01
+cluster: lab
+node: pve-01
+vmid: 1001
+power: running
+config:
+  memory: 2048
+${config}`;
+}
+
+async function specs(body: string): Promise<string> {
+  const specsDir = join(dir, 'specs');
+  await mkdir(specsDir, { recursive: true });
+  await writeFile(join(specsDir, 'clusters.yaml'), CLUSTER);
+  await writeFile(join(specsDir, 'app.yaml'), body);
+  return specsDir;
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'pve-gitops-rehearse-'));
+  lab = await startSimulator({
+    port: 0,
+    taskMs: 5,
+    fixture: {
+      nodes: ['pve-01'],
+      nodeCpus: { 'pve-01': 8 },
+      storages: ['local-lvm', { storage: 'local', type: 'dir', content: ['iso', 'vztmpl', 'backup', 'snippets'] }],
+    },
+  });
+  env = {
+    PVE_CLUSTER_LAB_URL: lab.url,
+    PVE_CLUSTER_LAB_TOKEN: lab.token,
+    PVE_CLUSTER_LAB_READ_TOKEN: lab.auditToken,
+    PVE_CLUSTER_LAB_ALLOW_HTTP: '1',
+  };
+});
+
+afterEach(async () => {
+  await lab.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('pve-gitops plan --rehearse', () => {
+  it('passes a change Proxmox accepts, with the plan’s exit code, and writes nothing to the cluster', async () => {
+    const dirOf = await specs(vm('  cores: 4\n  scsi0: local-lvm:8\n'));
+    lab.sim.resetStats();
+    const run = await cli(['plan', '--specs', dirOf, '--rehearse']);
+    expect(run.stderr).not.toMatch(/refused/);
+    expect(run.stdout).toContain('Rehearsal: 1 of 1 guest applied on a simulated copy');
+    expect(run.stdout).toContain('a model, not a guarantee');
+    expect(run.code).toBe(2);
+    expect(lab.sim.stats().writes.total).toBe(0);
+    expect(lab.sim.guests.has(1001)).toBe(false);
+  });
+
+  it.each([
+    ['a disk on a storage without the images content type', '  scsi0: local:8\n', "storage 'local' does not support vm images"],
+    ['more vCPUs than the node has', '  cores: 16\n  scsi0: local-lvm:8\n', 'MAX 8 vcpus allowed per VM on this node'],
+  ])('refuses %s with Proxmox’s error text and exit 1', async (_what, config, error) => {
+    const dirOf = await specs(vm(config));
+    const run = await cli(['plan', '--specs', dirOf, '--rehearse']);
+    expect(run.stdout).toContain('Rehearsal: 0 of 1 guest applied on a simulated copy');
+    expect(run.stdout).toContain(`lab/app-01 (1001)`);
+    expect(run.stdout).toContain(error);
+    expect(run.code).toBe(1);
+    expect(lab.sim.guests.has(1001)).toBe(false);
+  });
+
+  it('without --rehearse plans as before: the refused change is exit 2 and no rehearsal line', async () => {
+    const dirOf = await specs(vm('  scsi0: local:8\n'));
+    const run = await cli(['plan', '--specs', dirOf]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).not.toContain('Rehearsal:');
+  });
+});
