@@ -30,6 +30,8 @@ export interface ClusterSpec {
   restart?: RestartPolicy;
   /** Restarts in flight at once on the cluster (absent: 1). */
   restartsInFlight?: number;
+  /** Apply windows of its guests (`core/spec/apply-windows.ts`); absent: applies any time. */
+  windows?: string[];
   source: SourceRef;
 }
 
@@ -45,6 +47,8 @@ export interface PlannedRestart {
   timeout: number;
   /** Restarts in flight at once on the guest's cluster, at most (its Cluster document's `restartsInFlight`). */
   inFlight: number;
+  /** `restart: in-window`: only inside one of the guest's apply windows; an apply outside one leaves the values pending. */
+  inWindow?: boolean;
 }
 
 /** A restart policy (`restart:`, README "Restarts"), defaults filled in (`core/spec/restart-policy.ts`). */
@@ -89,6 +93,8 @@ export interface GuestSpec {
   restart?: RestartPolicy;
   /** Names of guests of the same cluster that apply before this one. */
   dependsOn?: string[];
+  /** The guest's own apply windows, in place of its cluster's (`core/spec/apply-windows.ts`). */
+  windows?: string[];
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -346,6 +352,11 @@ export interface GuestPlan extends ItemEnvelope<Operation> {
    * values pending): why, and how it is shut down.
    */
   restart?: PlannedRestart;
+  /**
+   * The apply windows in force for the guest (its own, else its cluster's; `core/spec/apply-windows.ts`):
+   * the App's queue and the CLI apply it only inside one, unless told `--now`.
+   */
+  windows?: string[];
   /**
    * What the executor needs to recompute this guest's change at apply time without the spec
    * files: the head spec (absent for orphans and removed specs) and the cluster's ownership policy.

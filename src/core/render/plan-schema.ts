@@ -84,6 +84,7 @@ export const ClusterSpecSchema = z.strictObject({
   prune: z.boolean(),
   restart: RestartPolicySchema.optional(),
   restartsInFlight: z.number().int().positive().optional(),
+  windows: z.array(z.string().min(1)).optional(),
   source: SourceRefSchema,
 });
 
@@ -103,6 +104,7 @@ export const GuestSpecSchema = z.strictObject({
   createOptions: StringRecordSchema.optional(),
   restart: RestartPolicySchema.optional(),
   dependsOn: z.array(z.string().min(1)).optional(),
+  windows: z.array(z.string().min(1)).optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),
@@ -157,8 +159,15 @@ export const GuestPlanSchema = z.strictObject({
   source: SourceRefSchema.optional(),
   after: z.array(z.string().min(1)).optional(),
   restart: z
-    .strictObject({ reason: z.string(), force: z.boolean(), timeout: z.number().int().positive(), inFlight: z.number().int().positive() })
+    .strictObject({
+      reason: z.string(),
+      force: z.boolean(),
+      timeout: z.number().int().positive(),
+      inFlight: z.number().int().positive(),
+      inWindow: z.boolean().optional(),
+    })
     .optional(),
+  windows: z.array(z.string().min(1)).optional(),
   target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
 });
 

@@ -492,6 +492,7 @@ function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
     prune: doc.prune,
     ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
     ...(doc.restartsInFlight !== undefined ? { restartsInFlight: doc.restartsInFlight } : {}),
+    ...(doc.windows !== undefined ? { windows: [...doc.windows] } : {}),
     source,
   };
 }
@@ -533,6 +534,7 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ...(Object.keys(createOptions).length > 0 ? { createOptions } : {}),
     ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
     ...(doc.dependsOn !== undefined ? { dependsOn: [...doc.dependsOn] } : {}),
+    ...(doc.windows !== undefined ? { windows: [...doc.windows] } : {}),
     source: at.start,
     keySources,
   };

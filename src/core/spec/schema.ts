@@ -41,6 +41,8 @@ export const ClusterDocument = z.strictObject({
   restart: RestartDocument.optional(),
   /** Guests restarted at once on this cluster, at most (default 1). */
   restartsInFlight: z.int().min(1).max(100).optional(),
+  /** When applies may change its guests (apply-windows.ts); absent: any time. */
+  windows: z.array(nonEmpty).min(1).optional(),
 });
 export type ClusterDocument = z.infer<typeof ClusterDocument>;
 
@@ -105,6 +107,8 @@ const guestFields = {
   restart: RestartDocument.optional(),
   /** Names of guests of the same cluster this one applies after. */
   dependsOn: z.array(nonEmpty).optional(),
+  /** When applies may change this guest (apply-windows.ts), in place of its cluster's. */
+  windows: z.array(nonEmpty).min(1).optional(),
 };
 
 /** `kind: VM` (QEMU). */

@@ -122,6 +122,7 @@ function clusterDocument(cluster: ClusterSpec): Record<string, unknown> {
     prune: cluster.prune,
     ...(cluster.restart ? { restart: cluster.restart } : {}),
     ...(cluster.restartsInFlight !== undefined ? { restartsInFlight: cluster.restartsInFlight } : {}),
+    ...(cluster.windows ? { windows: cluster.windows } : {}),
   };
 }
 
@@ -142,6 +143,7 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     // `dependsOn` is left out: its names were checked against every spec when the plan was made,
     // and a stored plan holds only the guests it changes.
     ...(spec.restart ? { restart: spec.restart } : {}),
+    ...(spec.windows ? { windows: spec.windows } : {}),
   };
 }
 
