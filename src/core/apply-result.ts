@@ -30,6 +30,7 @@ const NON_WRITING_OPS: ReadonlySet<string> = new Set([
   'vanished',
   'wait-ha',
   'restarted',
+  'restart-held',
 ]);
 
 /**

@@ -32,6 +32,7 @@ import { type Clock, realClock } from '../util/sleep.js';
 import { errorMessage } from '../util/error-message.js';
 import { awaitHaPower, isHaRequestTask } from './ha-power.js';
 import { restartGuest } from './restart-guest.js';
+import { restartHeldOutsideWindow } from './restart-window.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -103,6 +104,11 @@ export interface ApplyGuestOptions {
    * confirmed (the guest may be down): the restart is carried out again even with nothing pending.
    */
   restartInterrupted?: boolean;
+  /**
+   * Whether one of the guest's apply windows is open now, asked before a `restart: in-window`
+   * restart (`restart-window.ts`). Default: open.
+   */
+  insideWindow?: () => boolean;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -599,7 +605,9 @@ class GuestJob {
       // `unchanged` too: an earlier run wrote the values (or began the restart) and stopped before the end.
       const done = finish.status === 'applied' || finish.status === 'unchanged';
       if (restart && done && ((this.result.pending?.length ?? 0) > 0 || this.options.restartInterrupted === true)) {
-        finish = await this.#restart(restart);
+        const held = restartHeldOutsideWindow(restart, this.options.insideWindow);
+        if (held) this.#emit(held);
+        else finish = await this.#restart(restart);
       }
     } catch (err) {
       if (this.options.signal?.aborted) {

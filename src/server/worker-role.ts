@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { ApplyJobs } from '../queue/apply/apply-jobs.js';
 import { type ApplyRunDeps, applyCommand, createRunProcessor, noticeFailedMerge } from '../queue/apply/apply-run.js';
 import { ApplyStore } from '../queue/apply/apply-store.js';
+import type { WindowClock } from '../queue/apply/apply-windows.js';
 import { createGuestProcessor } from '../queue/apply/apply-worker.js';
 import { ClusterWriters } from '../queue/apply/cluster-writers.js';
 import { LostRuns } from '../queue/apply/lost-runs.js';
@@ -45,6 +46,13 @@ interface WorkerRoleOptions {
   closers: Closers;
   /** The spec load thread's budget and its clock (tests run the budget out by hand). */
   specLoads?: Pick<SpecLoadThreadOptions, 'budgetMs' | 'startBudget'> | undefined;
+  applyWindows?: ApplyWindowOptions | undefined;
+}
+
+/** The clock apply windows are judged by (default the wall clock), and the longest a parked guest waits before it looks again. */
+export interface ApplyWindowOptions {
+  clock?: WindowClock;
+  recheckMs?: number;
 }
 
 /** Merge-to-apply's pieces, on connections of their own. */
@@ -245,6 +253,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     writer: (cluster, repository) => applies.writers.get(cluster, repository),
     settings: { lockMs: config.jobLockMs, lockWaitMs: config.apply.lockWaitMs, lockPollMs: config.apply.lockPollMs },
     stopping: stoppingApplies.signal,
+    ...(options.applyWindows?.clock ? { clock: options.applyWindows.clock } : {}),
+    ...(options.applyWindows?.recheckMs !== undefined ? { windowRecheckMs: options.applyWindows.recheckMs } : {}),
     onResult: (status) => {
       if (status !== 'skipped') metrics.apply(status);
     },

@@ -120,9 +120,12 @@ export function windowTime(ms: number, zone: string): string {
   return zone === 'UTC' ? inZone : `${inZone} (${utc.toFormat('HH:mm', { locale: 'en' })} UTC)`;
 }
 
+/** How every wait for a window begins, so a report can find them. */
+export const WINDOW_WAIT = 'outside its apply window';
+
 /** Why a guest waits: its windows are closed, and when the next opens. */
 export function closedReason(state: Extract<WindowState, { open: false }>): string {
-  return `outside its apply window: runs when ${state.window.text} opens, ${windowTime(state.opensAt, state.window.zone)}`;
+  return `${WINDOW_WAIT}: runs when ${state.window.text} opens, ${windowTime(state.opensAt, state.window.zone)}`;
 }
 
 /** The windows in force for a guest: its own, else its cluster's; undefined when neither has any. */

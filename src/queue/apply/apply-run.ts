@@ -39,6 +39,7 @@ import {
 import { APPLY_CHECK_NAME } from '../../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
+import { applyOverride } from './apply-now.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
 import type { LostRuns } from './lost-runs.js';
 import {
@@ -97,6 +98,8 @@ interface RunRequest {
   mergeSha: string;
   /** Seconds since the epoch: `merged_at`, or when `/pve apply` was accepted. */
   order: number;
+  /** An admin's `/pve apply --now`: let in outside the apply windows. */
+  now?: boolean;
 }
 
 function queued(plan: GuestPlan | ObjectPlan): ItemProgress {
@@ -208,6 +211,7 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
     mergeSha: request.mergeSha,
     trigger: request.trigger,
     ...(request.requestedBy !== undefined ? { requestedBy: request.requestedBy } : {}),
+    ...(request.now ? { now: true } : {}),
     createdAt: new Date().toISOString(),
     order: request.order,
     guests: guests.map(itemKeyOf),
@@ -392,6 +396,11 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       await ctx.reply(body);
       await deps.store.markCarriedOut(job.repo.id, cause, 'reply');
     };
+    const override = applyOverride(job.args, ctx.role, `@${job.author}`);
+    if (override.refusal !== undefined) {
+      await answered(override.refusal);
+      return;
+    }
     const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
     const who = `@${job.author}`;
     if (pr.state === 'open') {
@@ -450,6 +459,7 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
         runId,
         trigger: 'command',
         requestedBy: job.author,
+        ...(override.now ? { now: true } : {}),
         installationId: job.installationId,
         stored,
         mergeSha: pr.merge_commit_sha,
