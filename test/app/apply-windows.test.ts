@@ -121,4 +121,77 @@ describe('apply windows through the App', () => {
     expect(rawConfig(lab, WEB)).toContain('memory: 4096');
     world.github.verify();
   }, 60_000);
+
+  it("/pve apply --now is an admin's: a writer is refused; an admin's lets the waiting run in at once, and an in-window restart waits for a window", async () => {
+    const clock = handClock(BEFORE);
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [{ ...ownedGuest(WEB, 'web-01'), running: true }],
+      applyWindows: { clock, recheckMs: 100 },
+    });
+    const w = world;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', `${WINDOW}\nrestart: in-window`), 'vms/web.yaml': vmDoc('web-01', WEB) };
+    const head: RepoFiles = { ...base, 'vms/web.yaml': vmDoc('web-01', WEB, { memory: 4096 }) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 213;
+    await w.storePlan({ baseSha, base, pr, headSha, head });
+    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2103 });
+    const comment = expectApplyComment(w.github, w.repo, { pr, id: 2203 });
+    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    await comment.until(waitingFor);
+
+    // A writer: refused, nothing let in.
+    expectAcceptedCommand(w.github, w.repo, 'alice', 5301);
+    const refused = expectReply(w.github, w.repo, pr, /only a repository admin may ask for/);
+    const byWriter = await w.app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({
+        installationId: w.installationId,
+        repo: w.repo,
+        number: pr,
+        body: '/pve apply --now',
+        author: 'alice',
+        commentId: 5301,
+      }),
+    });
+    await w.app.jobDone('command', byWriter.deliveryId);
+    expect(await refused.body()).toContain('GitHub reports **write** for you');
+    expect(sim.sim.stats().writes.total).toBe(0);
+
+    // An admin: the waiting run goes ahead, outside the window; the in-window restart does not.
+    w.github.expect({
+      method: 'GET',
+      path: `/repos/${w.repo.owner}/${w.repo.name}/collaborators/root-admin/permission`,
+      reply: { json: { permission: 'admin', role_name: 'admin' } },
+    });
+    w.github.expect({
+      method: 'POST',
+      path: `/repos/${w.repo.owner}/${w.repo.name}/issues/comments/5302/reactions`,
+      body: { content: 'eyes' },
+      reply: { status: 201, json: {} },
+    });
+    const letIn = expectReply(w.github, w.repo, pr, /goes ahead now, outside its apply windows/);
+    const byAdmin = await w.app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({
+        installationId: w.installationId,
+        repo: w.repo,
+        number: pr,
+        body: '/pve apply --now',
+        author: 'root-admin',
+        commentId: 5302,
+      }),
+    });
+    await w.app.jobDone('command', byAdmin.deliveryId);
+    await letIn.body();
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    const body = await comment.until(finishedComment);
+    expect(body).toContain('not restarted: restart: in-window and no apply window is open now');
+    expect(body).toMatch(/Pending until restart/);
+    expect(rawConfig(sim, WEB)).toContain('memory: 2048');
+    expect(sim.sim.getGuest(WEB)?.rawConfig).toMatch(/\[PENDING\][^[]*memory: 4096/);
+    expect(sim.sim.getGuest(WEB)?.running).toBe(true);
+    w.github.verify();
+  }, 60_000);
 });

@@ -39,7 +39,7 @@ import {
 import { APPLY_CHECK_NAME } from '../../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
-import { applyOverride } from './apply-now.js';
+import { applyOverride, letInNow } from './apply-now.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
 import type { LostRuns } from './lost-runs.js';
 import {
@@ -399,6 +399,15 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
     const override = applyOverride(job.args, ctx.role, `@${job.author}`);
     if (override.refusal !== undefined) {
       await answered(override.refusal);
+      return;
+    }
+    // The pull request's run still waiting (for its window, say) is let in now rather than queued behind.
+    const waitingRun = override.now ? await letInNow(deps, job.repo.id, job.pr) : undefined;
+    if (waitingRun !== undefined) {
+      await ctx.reply(
+        `@${job.author} the apply still waiting for this pull request goes ahead now, outside its apply windows (\`--now\`).`,
+      );
+      await deps.store.markCarriedOut(job.repo.id, cause, waitingRun);
       return;
     }
     const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });

@@ -64,6 +64,7 @@ import { acquireLock, type HeldLock } from '../redis-lock.js';
 import { awaitDependencies, type DependencyJob, wakeDependents } from './depends-on.js';
 import { type AcquireRestart, redisRestartSlots } from './restart-slots.js';
 import { restartInterrupted } from '../../engine/restart-guest.js';
+import { runLetInNow } from './apply-now.js';
 import { awaitWindow, DEFAULT_WINDOW_RECHECK_MS, type WindowClock, type WindowJob, wallClock, windowOpen } from './apply-windows.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from '../redis-slots.js';
@@ -402,7 +403,8 @@ async function readGuestOfRun({
   const previous = await deps.store.result(runId, item);
   if (!previous) throw new UnrecoverableError(`apply run ${runId} has no place for item ${item}`);
   // A run of guests alone (every run stored before other kinds) has one phase: nothing to wait for.
-  return { repo: record.run.repo, previous, phased: (record.run.objects?.length ?? 0) > 0, now: record.run.now === true };
+  const now = await runLetInNow(deps.store, deps.redis, record);
+  return { repo: record.run.repo, previous, phased: (record.run.objects?.length ?? 0) > 0, now };
 }
 
 /** Step 1: an item finished before only makes sure its ticket is out and the next run (and the run's next phase) is woken. */
