@@ -7,7 +7,7 @@
  * restart undone. Real webhook deliveries, Redis, the queue, GitHub's double and the simulator over HTTP.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, expectDefaultBranch, finishedComment, pullAnswer } from './apply-flow.js';
+import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectReply } from './plan-flow.js';
