@@ -112,6 +112,12 @@ export function windowState(windows: readonly ApplyWindow[], now: number): Windo
   return { open: false, ...next };
 }
 
+/** Whether `windows` (absent or empty: none, any time) let an apply in at `now`. */
+export function windowsOpen(windows: readonly string[] | undefined, now: number): boolean {
+  if (!windows || windows.length === 0) return true;
+  return windowState(parseWindows(windows), now).open;
+}
+
 /** An instant as a reader of the window sees it: `Sat 2026-12-05 02:00 Europe/Berlin (01:00 UTC)`. */
 export function windowTime(ms: number, zone: string): string {
   const local = DateTime.fromMillis(ms, { zone });

@@ -10,7 +10,7 @@
  */
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { closedReason, parseWindows, windowState } from '../../core/spec/apply-windows.js';
+import { closedReason, parseWindows, windowState, windowsOpen } from '../../core/spec/apply-windows.js';
 import type { ApplyJobs } from './apply-jobs.js';
 import type { ApplyStore, ItemProgress } from './apply-store.js';
 
@@ -41,8 +41,7 @@ export interface WindowJob {
 
 /** Whether `windows` (absent: none, any time) are open at the clock's now. */
 export function windowOpen(windows: readonly string[] | undefined, clock: WindowClock): boolean {
-  if (!windows || windows.length === 0) return true;
-  return windowState(parseWindows(windows), clock.now()).open;
+  return windowsOpen(windows, clock.now());
 }
 
 /**
