@@ -11,6 +11,7 @@ import { containerRoutes } from './kinds/container/routes.js';
 import { firewallRoutes } from './kinds/firewall/routes.js';
 import { haRoutes } from './kinds/ha/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
+import { snapshotRoutes } from './kinds/snapshot/routes.js';
 import { storageRoutes } from './kinds/storage/routes.js';
 import { taskRoutes } from './kinds/task/routes.js';
 import { vmRoutes } from './kinds/vm/routes.js';
@@ -28,6 +29,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   containerRoutes,
   haRoutes,
   firewallRoutes,
+  snapshotRoutes,
 ];
 
 /** Every implemented method. */
