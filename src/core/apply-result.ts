@@ -31,6 +31,8 @@ const NON_WRITING_OPS: ReadonlySet<string> = new Set([
   'wait-ha',
   'restarted',
   'restart-held',
+  'snapshot-found',
+  'snapshot-prune-failed',
 ]);
 
 /**

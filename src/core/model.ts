@@ -32,10 +32,25 @@ export interface ClusterSpec {
   restartsInFlight?: number;
   /** Apply windows of its guests (`core/spec/apply-windows.ts`); absent: applies any time. */
   windows?: string[];
+  /** Snapshot policy of its VMs (`core/plan/plan-snapshot.ts`); absent: never. */
+  snapshot?: SnapshotPolicy;
+  /** Snapshots this tool keeps per VM (absent: 3). */
+  snapshotsKept?: number;
   source: SourceRef;
 }
 
 type PowerState = 'running' | 'stopped' | 'ignore';
+
+/** When an apply snapshots a VM first (`snapshot:`, README "Snapshots first"). */
+export type SnapshotPolicy = 'always' | 'risky' | 'never';
+
+/** A snapshot the plan announces before the VM's apply (`GuestPlan.snapshot`). */
+export interface PlannedSnapshot {
+  /** Why, for the reviewer. */
+  reason: string;
+  /** Snapshots of this tool kept on the VM; the oldest past it are deleted after a new one. */
+  keep: number;
+}
 
 /** A restart the plan announces (`GuestPlan.restart`). */
 export interface PlannedRestart {
@@ -95,6 +110,8 @@ export interface GuestSpec {
   dependsOn?: string[];
   /** The guest's own apply windows, in place of its cluster's (`core/spec/apply-windows.ts`). */
   windows?: string[];
+  /** The VM's own snapshot policy, in place of its cluster's. */
+  snapshot?: SnapshotPolicy;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -357,6 +374,8 @@ export interface GuestPlan extends ItemEnvelope<Operation> {
    * the App's queue and the CLI apply it only inside one, unless told `--now`.
    */
   windows?: string[];
+  /** Set when the apply snapshots the VM before its first write (`core/plan/plan-snapshot.ts`). */
+  snapshot?: PlannedSnapshot;
   /**
    * What the executor needs to recompute this guest's change at apply time without the spec
    * files: the head spec (absent for orphans and removed specs) and the cluster's ownership policy.

@@ -33,6 +33,7 @@ import { errorMessage } from '../util/error-message.js';
 import { awaitHaPower, isHaRequestTask } from './ha-power.js';
 import { restartGuest } from './restart-guest.js';
 import { restartHeldOutsideWindow } from './restart-window.js';
+import { snapshotFirst, snapshotName } from './snapshot-first.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -109,6 +110,8 @@ export interface ApplyGuestOptions {
    * restart (`restart-window.ts`). Default: open.
    */
   insideWindow?: () => boolean;
+  /** The name of the snapshot a plan's `snapshot` asks for (`snapshot-first.ts`); default from the clock. */
+  snapshotName?: string;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -189,6 +192,9 @@ class GuestJob {
     this.result.steps.push(step);
     this.options.onEvent?.({ type: 'step', guest: this.plan, step });
   }
+
+  /** The plan's snapshot was taken (or refused) in this run. */
+  #snapshotTaken = false;
 
   get #wrote(): boolean {
     return this.result.steps.some(isWritingStep);
@@ -439,6 +445,19 @@ class GuestJob {
           'failed',
           `a ${type} task on the guest is still running after ${Math.round(this.#lockWaitMs / 1000)} s: ${busy[0]}`,
         );
+      }
+      if (plan.snapshot && !this.#snapshotTaken) {
+        this.#snapshotTaken = true;
+        const refused = await snapshotFirst({
+          plan,
+          writer: this.writer,
+          ref: this.#ref(),
+          name: this.options.snapshotName ?? snapshotName(new Date(this.#clock.now()).toISOString().replace(/\D/g, '').slice(0, 14)),
+          ...(this.options.signal ? { signal: this.options.signal } : {}),
+          emit: (step) => this.#emit(step),
+        });
+        if (refused) return new Finish('failed', refused);
+        continue; // the snapshot changed the config's digest: read again
       }
       const opKey = JSON.stringify(op);
       if (opKey === this.#lastOp) {

@@ -85,6 +85,8 @@ export const ClusterSpecSchema = z.strictObject({
   restart: RestartPolicySchema.optional(),
   restartsInFlight: z.number().int().positive().optional(),
   windows: z.array(z.string().min(1)).optional(),
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
+  snapshotsKept: z.number().int().positive().optional(),
   source: SourceRefSchema,
 });
 
@@ -105,6 +107,7 @@ export const GuestSpecSchema = z.strictObject({
   restart: RestartPolicySchema.optional(),
   dependsOn: z.array(z.string().min(1)).optional(),
   windows: z.array(z.string().min(1)).optional(),
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),
@@ -168,6 +171,7 @@ export const GuestPlanSchema = z.strictObject({
     })
     .optional(),
   windows: z.array(z.string().min(1)).optional(),
+  snapshot: z.strictObject({ reason: z.string(), keep: z.number().int().positive() }).optional(),
   target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
 });
 

@@ -14,6 +14,12 @@ export function restartSentence(guest: GuestPlan): string | undefined {
   return `${when}: ${restart.reason}; clean shutdown within ${restart.timeout} s, ${stop}; at most ${restart.inFlight} restart(s) at once on ${guest.cluster}`;
 }
 
+/** The snapshot the apply takes first, as one sentence; undefined when none. */
+export function snapshotSentence(guest: GuestPlan): string | undefined {
+  if (!guest.snapshot) return undefined;
+  return `${guest.snapshot.reason}; the ${guest.snapshot.keep} newest snapshots of pve-gitops are kept`;
+}
+
 /** When the guest may be applied (its apply windows), as one sentence; undefined when any time. */
 export function windowSentence(guest: GuestPlan): string | undefined {
   if (!guest.windows || guest.windows.length === 0) return undefined;

@@ -493,6 +493,8 @@ function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
     ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
     ...(doc.restartsInFlight !== undefined ? { restartsInFlight: doc.restartsInFlight } : {}),
     ...(doc.windows !== undefined ? { windows: [...doc.windows] } : {}),
+    ...(doc.snapshot !== undefined ? { snapshot: doc.snapshot } : {}),
+    ...(doc.snapshotsKept !== undefined ? { snapshotsKept: doc.snapshotsKept } : {}),
     source,
   };
 }
@@ -535,6 +537,7 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
     ...(doc.dependsOn !== undefined ? { dependsOn: [...doc.dependsOn] } : {}),
     ...(doc.windows !== undefined ? { windows: [...doc.windows] } : {}),
+    ...(doc.snapshot !== undefined ? { snapshot: doc.snapshot } : {}),
     source: at.start,
     keySources,
   };

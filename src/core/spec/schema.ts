@@ -43,6 +43,10 @@ export const ClusterDocument = z.strictObject({
   restartsInFlight: z.int().min(1).max(100).optional(),
   /** When applies may change its guests (apply-windows.ts); absent: any time. */
   windows: z.array(nonEmpty).min(1).optional(),
+  /** Snapshot a VM before its apply (plan-snapshot.ts): always, risky changes only, or never (default). */
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
+  /** Snapshots this tool keeps per VM (the oldest of its own are deleted past it; default 3). */
+  snapshotsKept: z.int().min(1).max(20).optional(),
 });
 export type ClusterDocument = z.infer<typeof ClusterDocument>;
 
@@ -109,6 +113,8 @@ const guestFields = {
   dependsOn: z.array(nonEmpty).optional(),
   /** When applies may change this guest (apply-windows.ts), in place of its cluster's. */
   windows: z.array(nonEmpty).min(1).optional(),
+  /** Snapshot the VM before its apply (plan-snapshot.ts), in place of its cluster's policy. */
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
 };
 
 /** `kind: VM` (QEMU). */

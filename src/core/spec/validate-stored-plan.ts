@@ -123,6 +123,8 @@ function clusterDocument(cluster: ClusterSpec): Record<string, unknown> {
     ...(cluster.restart ? { restart: cluster.restart } : {}),
     ...(cluster.restartsInFlight !== undefined ? { restartsInFlight: cluster.restartsInFlight } : {}),
     ...(cluster.windows ? { windows: cluster.windows } : {}),
+    ...(cluster.snapshot ? { snapshot: cluster.snapshot } : {}),
+    ...(cluster.snapshotsKept !== undefined ? { snapshotsKept: cluster.snapshotsKept } : {}),
   };
 }
 
@@ -144,6 +146,7 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     // and a stored plan holds only the guests it changes.
     ...(spec.restart ? { restart: spec.restart } : {}),
     ...(spec.windows ? { windows: spec.windows } : {}),
+    ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
   };
 }
 

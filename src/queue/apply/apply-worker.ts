@@ -65,6 +65,7 @@ import { awaitDependencies, type DependencyJob, wakeDependents } from './depends
 import { type AcquireRestart, redisRestartSlots } from './restart-slots.js';
 import { restartInterrupted } from '../../engine/restart-guest.js';
 import { runLetInNow } from './apply-now.js';
+import { fencedSnapshots, runSnapshotName } from './fenced-snapshots.js';
 import { awaitWindow, DEFAULT_WINDOW_RECHECK_MS, type WindowClock, type WindowJob, wallClock, windowOpen } from './apply-windows.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from '../redis-slots.js';
@@ -225,6 +226,7 @@ function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<voi
     shutdown: write('shutdown', (ref, context, options) => writer.shutdown(ref, context, options)),
     stop: write('stop', (ref, context) => writer.stop(ref, context)),
     destroy: write('destroy', (ref, context) => writer.destroy(ref, context)),
+    ...fencedSnapshots(writer, before),
   };
 }
 
@@ -655,7 +657,7 @@ function recordProgress(
 
 /** The engine applies the guest's plan through the fenced writer, taking a shared slot before every step. */
 function applyPlanOfGuest(
-  { deps }: GuestJobRun,
+  { deps, runId }: GuestJobRun,
   plan: GuestPlan,
   writer: OpenWriter,
   recorder: ProgressRecorder,
@@ -683,6 +685,7 @@ function applyPlanOfGuest(
     acquireRestart: (cluster, limit) => restartsOf(deps)(cluster, limit, holder, stop.signal),
     restartInterrupted: restartInterrupted(priorSteps),
     insideWindow: () => windowOpen(plan.windows, deps.clock ?? wallClock),
+    snapshotName: runSnapshotName(runId),
   });
 }
 
