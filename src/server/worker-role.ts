@@ -14,6 +14,7 @@ import type { WindowClock } from '../queue/apply/apply-windows.js';
 import { createGuestProcessor } from '../queue/apply/apply-worker.js';
 import { ClusterWriters } from '../queue/apply/cluster-writers.js';
 import { LostRuns } from '../queue/apply/lost-runs.js';
+import { rollbackCommand } from '../queue/apply/rollback-command.js';
 import { createAdoptProcessor } from '../queue/adopt/adopt-worker.js';
 import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { DriftScheduler } from '../queue/drift/drift-schedule.js';
@@ -186,7 +187,16 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     github,
     connections,
     applies: applies.store,
-    commands: { apply: applyCommand(runDeps), drift: driftCommand, adopt: adoptCommand },
+    commands: {
+      apply: applyCommand(runDeps),
+      drift: driftCommand,
+      adopt: adoptCommand,
+      rollback: rollbackCommand({
+        store: applies.store,
+        logger,
+        writer: (cluster, repository) => applies.writers.get(cluster, repository),
+      }),
+    },
   });
   const planWorker = startWorker(
     QUEUE_NAMES.plan,
