@@ -135,6 +135,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     github,
     lockMs: config.jobLockMs,
     lost: applies.lost,
+    deployments: config.apply.deployments,
     planNow: (octokit, target: PlanTarget, log) =>
       planPullRequest(
         { logger: log, octokit, redis: jobRedis, heads, store: planStore, specs, connections, applies: applies.store },

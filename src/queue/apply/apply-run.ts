@@ -41,6 +41,7 @@ import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheck
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
 import { applyOverride, letInNow } from './apply-now.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
+import { syncDeployments } from './deployments.js';
 import type { LostRuns } from './lost-runs.js';
 import {
   type ApplyCause,
@@ -78,6 +79,8 @@ export interface ApplyRunDeps {
   lockMs: number;
   /** This process's memory of unfinished runs, to report one Redis lost (`lost-runs.ts`). */
   lost?: LostRuns;
+  /** A GitHub deployment per cluster per run (`deployments.ts`, `APPLY_DEPLOYMENTS`). */
+  deployments?: boolean;
 }
 
 /** Throws when the posting lock was lost (a worker paused past its expiry): a newer report may have posted since. */
@@ -596,6 +599,7 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
         await deps.store.setCheck(runId, { id, hash, completed: check.complete });
         checkRunId = id;
       }
+      if (deps.deployments) await syncDeployments(deps.redis, deps.store, octokit, record.run, view, log);
       const latest = (await deps.store.latestRun(repo.id, pr)) === runId;
       deps.lost?.note(record.run, { ...(checkRunId !== undefined ? { checkRunId } : {}), latest, view });
       if (latest) {
