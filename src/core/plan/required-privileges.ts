@@ -83,8 +83,9 @@ export function requiredPrivileges(
       if (Object.keys(spec.config).some((k) => extra.keys.test(k))) needed.push({ path, privilege: extra.privilege, why: extra.why });
     }
     if (spec.power !== 'ignore') needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to start and stop guests' });
-    if (effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy !== 'never')
-      needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to restart guests whose changes are pending (restart: allowed or in-window)' });
+    const restart = effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy;
+    if (restart !== 'never')
+      needed.push({ path, privilege: 'VM.PowerMgmt', why: `to restart guests whose changes are pending (restart: ${restart})` });
     if (spec.config.startup !== undefined)
       needed.push({ path: '/', privilege: 'Sys.Modify', why: 'to set a startup order, which changes host behaviour' });
     for (const [key, value] of Object.entries(spec.config)) {
