@@ -111,7 +111,7 @@ export const applyCommand: Command = {
   name: 'apply',
   summary: 'apply a stored plan, or a fresh one after showing it and asking',
   usage:
-    'pve-gitops apply [--specs DIR] [--plan FILE] [--yes] [--format text|markdown|json] [--out FILE] [--lock-wait SECONDS] [--clusters FILE]',
+    'pve-gitops apply [--specs DIR] [--plan FILE] [--yes] [--now] [--format text|markdown|json] [--out FILE] [--lock-wait SECONDS] [--clusters FILE]',
   async run(args, io) {
     const flags = parseFlags(args, {
       specs: { type: 'string', default: '.' },
@@ -121,6 +121,7 @@ export const applyCommand: Command = {
       out: { type: 'string' },
       'lock-wait': { type: 'string' },
       clusters: { type: 'string' },
+      now: { type: 'boolean' },
     });
     const format = parseFormat(flags.format);
     const lockWaitMs = intFlag(flags['lock-wait'], 'lock-wait', 600) * 1000;
@@ -161,6 +162,8 @@ export const applyCommand: Command = {
         onEvent: reportEvent(io),
         ref: plan.ref,
         unread,
+        // Guests outside their apply windows are held unless --now (README "Apply windows").
+        windows: { clock: io.clock ?? Date.now, now: flags.now === true },
         allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
       });
     } finally {

@@ -5,6 +5,8 @@ export interface CommandIO {
   stdin: NodeJS.ReadableStream;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** The time apply windows are judged by, ms since the epoch (default the wall clock; tests inject their own). */
+  clock?: () => number;
 }
 
 /** A subcommand of `pve-gitops`: takes its own arguments, returns the process exit code. */

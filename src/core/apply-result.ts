@@ -30,6 +30,9 @@ const NON_WRITING_OPS: ReadonlySet<string> = new Set([
   'vanished',
   'wait-ha',
   'restarted',
+  'restart-held',
+  'snapshot-found',
+  'snapshot-prune-failed',
 ]);
 
 /**

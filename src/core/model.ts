@@ -30,10 +30,27 @@ export interface ClusterSpec {
   restart?: RestartPolicy;
   /** Restarts in flight at once on the cluster (absent: 1). */
   restartsInFlight?: number;
+  /** Apply windows of its guests (`core/spec/apply-windows.ts`); absent: applies any time. */
+  windows?: string[];
+  /** Snapshot policy of its VMs (`core/plan/plan-snapshot.ts`); absent: never. */
+  snapshot?: SnapshotPolicy;
+  /** Snapshots this tool keeps per VM (absent: 3). */
+  snapshotsKept?: number;
   source: SourceRef;
 }
 
 type PowerState = 'running' | 'stopped' | 'ignore';
+
+/** When an apply snapshots a VM first (`snapshot:`, README "Snapshots first"). */
+export type SnapshotPolicy = 'always' | 'risky' | 'never';
+
+/** A snapshot the plan announces before the VM's apply (`GuestPlan.snapshot`). */
+export interface PlannedSnapshot {
+  /** Why, for the reviewer. */
+  reason: string;
+  /** Snapshots of this tool kept on the VM; the oldest past it are deleted after a new one. */
+  keep: number;
+}
 
 /** A restart the plan announces (`GuestPlan.restart`). */
 export interface PlannedRestart {
@@ -45,6 +62,8 @@ export interface PlannedRestart {
   timeout: number;
   /** Restarts in flight at once on the guest's cluster, at most (its Cluster document's `restartsInFlight`). */
   inFlight: number;
+  /** `restart: in-window`: only inside one of the guest's apply windows; an apply outside one leaves the values pending. */
+  inWindow?: boolean;
 }
 
 /** A restart policy (`restart:`, README "Restarts"), defaults filled in (`core/spec/restart-policy.ts`). */
@@ -107,6 +126,10 @@ export interface GuestSpec {
   template?: boolean;
   /** `cloudinit: regenerate`: a running VM's cloud-init drive is generated again after a cloud-init change. */
   regenerateCloudinit?: boolean;
+  /** The guest's own apply windows, in place of its cluster's (`core/spec/apply-windows.ts`). */
+  windows?: string[];
+  /** The VM's own snapshot policy, in place of its cluster's. */
+  snapshot?: SnapshotPolicy;
   source: SourceRef;
   /** Source positions of individual config keys, for annotations on the YAML line. */
   keySources?: Record<string, SourceRef>;
@@ -381,6 +404,13 @@ export interface GuestPlan extends ItemEnvelope<Operation> {
    * values pending): why, and how it is shut down.
    */
   restart?: PlannedRestart;
+  /**
+   * The apply windows in force for the guest (its own, else its cluster's; `core/spec/apply-windows.ts`):
+   * the App's queue and the CLI apply it only inside one, unless told `--now`.
+   */
+  windows?: string[];
+  /** Set when the apply snapshots the VM before its first write (`core/plan/plan-snapshot.ts`). */
+  snapshot?: PlannedSnapshot;
   /**
    * What the executor needs to recompute this guest's change at apply time without the spec
    * files: the head spec (absent for orphans and removed specs) and the cluster's ownership policy.

@@ -107,4 +107,20 @@ export interface ClusterWriter extends ClusterReader {
   convertToTemplate?(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
   /** Generates a VM's cloud-init drive again (`PUT …/cloudinit`). */
   regenerateCloudinit?(ref: GuestRef): Promise<WriteResult>;
+  /** A VM's snapshots (absent `snaptime`: `current`); optional: writers without snapshots leave them out. */
+  listSnapshots?(ref: GuestRef): Promise<SnapshotInfo[]>;
+  /** Takes a VM snapshot (a task). */
+  snapshot?(ref: GuestRef, name: string, description: string, context?: WriteContext): Promise<WriteResult>;
+  /** Deletes a VM snapshot (a task). */
+  deleteSnapshot?(ref: GuestRef, name: string, context?: WriteContext): Promise<WriteResult>;
+  /** Rolls a VM back to a snapshot (a task; the VM is stopped, and started again with `start`). */
+  rollbackSnapshot?(ref: GuestRef, name: string, context?: WriteContext, options?: { start?: boolean }): Promise<WriteResult>;
+}
+
+/** A snapshot as a writer lists it. */
+export interface SnapshotInfo {
+  name: string;
+  /** Seconds since the epoch. */
+  snaptime?: number;
+  description?: string;
 }

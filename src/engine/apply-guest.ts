@@ -33,6 +33,8 @@ import { type Clock, realClock } from '../util/sleep.js';
 import { errorMessage } from '../util/error-message.js';
 import { awaitHaPower, isHaRequestTask } from './ha-power.js';
 import { restartGuest } from './restart-guest.js';
+import { restartHeldOutsideWindow } from './restart-window.js';
+import { snapshotFirst, snapshotName } from './snapshot-first.js';
 
 /** Progress of an apply, for a person watching (CLI stderr, logs, the App's comment). */
 export type ApplyEvent =
@@ -104,6 +106,13 @@ export interface ApplyGuestOptions {
    * confirmed (the guest may be down): the restart is carried out again even with nothing pending.
    */
   restartInterrupted?: boolean;
+  /**
+   * Whether one of the guest's apply windows is open now, asked before a `restart: in-window`
+   * restart (`restart-window.ts`). Default: open.
+   */
+  insideWindow?: () => boolean;
+  /** The name of the snapshot a plan's `snapshot` asks for (`snapshot-first.ts`); default from the clock. */
+  snapshotName?: string;
 }
 
 const DEFAULT_LOCK_WAIT_MS = 600_000;
@@ -184,6 +193,9 @@ class GuestJob {
     this.result.steps.push(step);
     this.options.onEvent?.({ type: 'step', guest: this.plan, step });
   }
+
+  /** The plan's snapshot was taken (or refused) in this run. */
+  #snapshotTaken = false;
 
   get #wrote(): boolean {
     return this.result.steps.some(isWritingStep);
@@ -469,6 +481,19 @@ class GuestJob {
           `a ${type} task on the guest is still running after ${Math.round(this.#lockWaitMs / 1000)} s: ${busy[0]}`,
         );
       }
+      if (plan.snapshot && !this.#snapshotTaken) {
+        this.#snapshotTaken = true;
+        const refused = await snapshotFirst({
+          plan,
+          writer: this.writer,
+          ref: this.#ref(),
+          name: this.options.snapshotName ?? snapshotName(new Date(this.#clock.now()).toISOString().replace(/\D/g, '').slice(0, 14)),
+          ...(this.options.signal ? { signal: this.options.signal } : {}),
+          emit: (step) => this.#emit(step),
+        });
+        if (refused) return new Finish('failed', refused);
+        continue; // the snapshot changed the config's digest: read again
+      }
       const opKey = JSON.stringify(op);
       if (opKey === this.#lastOp) {
         return new Finish(
@@ -636,7 +661,9 @@ class GuestJob {
       // `unchanged` too: an earlier run wrote the values (or began the restart) and stopped before the end.
       const done = finish.status === 'applied' || finish.status === 'unchanged';
       if (restart && done && ((this.result.pending?.length ?? 0) > 0 || this.options.restartInterrupted === true)) {
-        finish = await this.#restart(restart);
+        const held = restartHeldOutsideWindow(restart, this.options.insideWindow);
+        if (held) this.#emit(held);
+        else finish = await this.#restart(restart);
       }
     } catch (err) {
       if (this.options.signal?.aborted) {

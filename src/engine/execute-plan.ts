@@ -14,6 +14,8 @@ import { Semaphore } from '../util/semaphore.js';
 import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutApply } from './apply-guest.js';
 import { errorMessage } from '../util/error-message.js';
 import { applyObject, heldResult, resultOf } from './apply-object.js';
+import { heldOutsideWindow, type WindowPolicy } from './window-hold.js';
+import { windowsOpen } from '../core/spec/apply-windows.js';
 import { GuestOrder, heldGuestResult } from './guest-order.js';
 
 /** Options of {@link executePlan}. */
@@ -32,6 +34,8 @@ export interface ExecuteOptions
    * `failed` and `retryable` (running the apply again plans them afresh), while the others apply.
    */
   unread?: ReadonlySet<string>;
+  /** Apply windows: the time they are judged by and whether `--now` overrides them (default: the wall clock, no override). */
+  windows?: WindowPolicy;
 }
 
 /** Default guests written at once per cluster and per node (README "How apply decides"). */
@@ -171,7 +175,8 @@ export async function executePlan(
       byCluster.set(guest.cluster, [...(byCluster.get(guest.cluster) ?? []), guest]);
     }
   }
-  const { clusterConcurrency, nodeConcurrency, ref: _ref, now: _now, allowHostAccess, unread: _unread, ...guestOptions } = options;
+  const { clusterConcurrency, nodeConcurrency, ref: _ref, now: _now, allowHostAccess, unread: _unread, windows, ...guestOptions } = options;
+  const windowClock = windows?.clock ?? Date.now;
 
   await Promise.all(
     [...byCluster].map(async ([cluster, guests]) => {
@@ -217,12 +222,14 @@ export async function executePlan(
             acquireReadAhead,
             allowHostAccess: allowHostAccess?.[guest.cluster] ?? [],
             acquireRestart: restarts,
+            insideWindow: () => windowsOpen(guest.windows, windowClock()),
           };
           if (listing) guestOptionsFor.listed = listing.get(guest.vmid) ?? null;
           const blocker = await order.blocker(guest);
+          const outside = blocker ? undefined : heldOutsideWindow(guest, windows);
           const result = blocker
             ? heldGuestResult(guest, blocker, names.get(blocker.key))
-            : await applyGuest(guest, writer, guestOptionsFor);
+            : (outside ?? (await applyGuest(guest, writer, guestOptionsFor)));
           order.settle(guest.key, result.status);
           results.push(result);
         }),

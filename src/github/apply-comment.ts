@@ -15,6 +15,7 @@ import {
 } from '../core/apply-result.js';
 import { codeSpan, escapeText, fitList, markdownTable } from '../core/render/markdown-format.js';
 import { plural } from '../core/render/plan-labels.js';
+import { WINDOW_WAIT } from '../core/spec/apply-windows.js';
 import {
   APPLY_MARKER,
   applyVerdict,
@@ -138,16 +139,28 @@ export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: 
     ...(view.objects ?? []).filter((o) => o.status === 'conflict' || o.status === 'failed').map(objectLine),
     ...view.finished.filter((g) => g.status === 'conflict' || g.status === 'failed').map(guestLine),
   ];
+  const windowWaits = view.inProgress.filter((g) => g.reason?.startsWith(WINDOW_WAIT) === true);
   const summary = [
     context(view),
     '',
+    ...(windowWaits.length > 0
+      ? [
+          fitList(
+            windowWaits.map((g) => `⏳ ${escapeText(`${g.cluster}/${g.name}`)}: ${escapeText(g.reason ?? '')}`),
+            20_000,
+            (omitted) => `…and ${plural(omitted, 'more guest')} outside their windows`,
+          ),
+          '',
+        ]
+      : []),
     markdownTable([noun === 'item' ? 'Items' : 'Guests', String(total)], rows, ['left', 'right']),
     '',
     fitList(unhappy, 40_000, (omitted) => `…and ${plural(omitted, `more ${noun}`)}`),
     `The pull request's apply comment (#${view.pr}) has every ${noun}'s steps, task ids and what moved.`,
   ].join('\n');
   if (!complete) {
-    return { complete, conclusion: 'neutral', title: `Applying: ${done} of ${total} ${noun}s done`, summary };
+    const waits = windowWaits.length > 0 ? `; ${plural(windowWaits.length, 'guest')} waiting for an apply window` : '';
+    return { complete, conclusion: 'neutral', title: `Applying: ${done} of ${total} ${noun}s done${waits}`, summary };
   }
   return {
     complete,

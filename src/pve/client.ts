@@ -22,6 +22,7 @@ import {
   TaskListEntry,
   TaskLogLine,
   TaskStatus,
+  SnapshotEntry,
   Upid,
 } from './schema.js';
 import { observedFromPending } from './observed-guest.js';
@@ -286,6 +287,26 @@ export class PveClient {
       bwlimit,
     };
     return this.#write('POST', `${guestPath(node, type, vmid)}/${move.endpoint}`, Upid, params, { digest });
+  }
+
+  /** `GET …/qemu/{vmid}/snapshot`: the VM's snapshots, then `current` (docs/proxmox-behaviour.md "Snapshots"). */
+  async listSnapshots(node: string, vmid: number): Promise<z.output<typeof SnapshotEntry>[]> {
+    return this.#get(`${guestPath(node, 'qemu', vmid)}/snapshot`, SnapshotEntry.array());
+  }
+
+  /** `POST …/qemu/{vmid}/snapshot` (`qmsnapshot`); returns the UPID. */
+  async snapshot(node: string, vmid: number, snapname: string, description?: string): Promise<string> {
+    return this.#write('POST', `${guestPath(node, 'qemu', vmid)}/snapshot`, Upid, { snapname, description });
+  }
+
+  /** `DELETE …/qemu/{vmid}/snapshot/{snapname}` (`qmdelsnapshot`); returns the UPID. */
+  async deleteSnapshot(node: string, vmid: number, snapname: string): Promise<string> {
+    return this.#write('DELETE', `${guestPath(node, 'qemu', vmid)}/snapshot/${seg(snapname)}`, Upid);
+  }
+
+  /** `POST …/qemu/{vmid}/snapshot/{snapname}/rollback` (`qmrollback`); returns the UPID. */
+  async rollbackSnapshot(node: string, vmid: number, snapname: string, start?: boolean): Promise<string> {
+    return this.#write('POST', `${guestPath(node, 'qemu', vmid)}/snapshot/${seg(snapname)}/rollback`, Upid, start ? { start: 1 } : {});
   }
 
   /** `DELETE /nodes/{node}/{type}/{vmid}`; returns the UPID (QEMU checks locks only in the task). */

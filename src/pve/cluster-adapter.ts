@@ -5,7 +5,7 @@
  */
 import type { ListedGuest, ObservedGuest } from '../core/model.js';
 import { AlreadyInPowerStateError, PortError, TaskFailedError } from '../core/port-errors.js';
-import type { ClusterWriter, GuestRef, ShutdownOptions, WriteContext, WriteResult } from '../core/ports.js';
+import type { ClusterWriter, GuestRef, ShutdownOptions, SnapshotInfo, WriteContext, WriteResult } from '../core/ports.js';
 import type { PveClient } from './client.js';
 import type { WaitOptions } from './task.js';
 import { PveAlreadyExistsError } from './errors.js';
@@ -158,6 +158,30 @@ export class PveClusterAdapter implements ClusterWriter {
     } catch (err) {
       throw powerError(err, 'stopped');
     }
+  }
+
+  listSnapshots(ref: GuestRef): Promise<SnapshotInfo[]> {
+    return mapped(async () =>
+      (await this.#client.listSnapshots(ref.node, ref.vmid))
+        .filter((s) => s.name !== 'current')
+        .map((s) => ({
+          name: s.name,
+          ...(s.snaptime !== undefined ? { snaptime: s.snaptime } : {}),
+          ...(s.description !== undefined ? { description: s.description } : {}),
+        })),
+    );
+  }
+
+  snapshot(ref: GuestRef, name: string, description: string, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () => this.#task(ref.node, await this.#client.snapshot(ref.node, ref.vmid, name, description), context));
+  }
+
+  deleteSnapshot(ref: GuestRef, name: string, context: WriteContext = {}): Promise<WriteResult> {
+    return mapped(async () => this.#task(ref.node, await this.#client.deleteSnapshot(ref.node, ref.vmid, name), context));
+  }
+
+  rollbackSnapshot(ref: GuestRef, name: string, context: WriteContext = {}, options: { start?: boolean } = {}): Promise<WriteResult> {
+    return mapped(async () => this.#task(ref.node, await this.#client.rollbackSnapshot(ref.node, ref.vmid, name, options.start), context));
   }
 
   destroy(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {

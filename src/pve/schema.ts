@@ -108,5 +108,13 @@ export type TaskLogLine = z.infer<typeof TaskLogLine>;
 /** A UPID string (create, power, destroy, move, qemu config POST). */
 export const Upid = z.string().startsWith('UPID:');
 
+/** One entry of `GET …/qemu/{vmid}/snapshot` (`snapshot_list`): a snapshot, or `current`. */
+export const SnapshotEntry = z.looseObject({
+  name: z.string(),
+  snaptime: z.number().optional(),
+  description: z.string().optional(),
+  parent: z.string().optional(),
+});
+
 /** `GET /cluster/nextid`: a JSON string in real PVE although the schema says integer. */
 export const NextId = z.union([z.number().int(), z.string().regex(/^\d+$/)]).transform(Number);

@@ -76,6 +76,8 @@ interface ApplySettings {
   backoffMs: number;
   /** The pull request's apply comment and check run are updated at most this often. */
   reportIntervalMs: number;
+  /** A GitHub deployment per cluster per run, its status following the guests (`APPLY_DEPLOYMENTS`). */
+  deployments: boolean;
 }
 
 /** The outcome of {@link loadServerConfig}: a config, or every problem found. */
@@ -343,6 +345,7 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
       problems,
       'milliseconds between updates of the apply comment',
     ),
+    deployments: flag01(env, 'APPLY_DEPLOYMENTS', problems),
   };
 
   if (worker) await checkConnections(env, options.cwd, problems);
@@ -382,4 +385,13 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
       metricsPort,
     },
   };
+}
+
+/** A `0`/`1` switch of the environment (absent: off); anything else is a problem. */
+function flag01(env: NodeJS.ProcessEnv, name: string, problems: string[]): boolean {
+  const value = env[name];
+  if (value === undefined || value === '' || value === '0') return false;
+  if (value === '1') return true;
+  problems.push(`${name} must be 0 or 1, got '${value}'`);
+  return false;
 }

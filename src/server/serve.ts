@@ -25,7 +25,7 @@ import { AppMetrics, createMetricsServer } from './metrics.js';
 import { openRedis } from './redis-connections.js';
 import { ServerStartError } from './start-error.js';
 import { startWebRole } from './web-role.js';
-import { startWorkerRole } from './worker-role.js';
+import { type ApplyWindowOptions, startWorkerRole } from './worker-role.js';
 
 /** Options of {@link startServer}. */
 export interface StartServerOptions {
@@ -37,6 +37,8 @@ export interface StartServerOptions {
   routes?: Readonly<Record<string, HttpRoute>>;
   /** The spec load thread's budget and its clock (tests run the budget out by hand). */
   specLoads?: Pick<SpecLoadThreadOptions, 'budgetMs' | 'startBudget'>;
+  /** The clock apply windows are judged by, and how often a parked guest looks again (tests move their own clock). */
+  applyWindows?: ApplyWindowOptions;
 }
 
 /** A started App process. */
@@ -104,7 +106,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const probot = createProbot(config, logger);
     const clients = githubClients(probot, metrics);
     const workers =
-      role === 'web' ? [] : await startWorkerRole({ config, logger, metrics, clients, closers, specLoads: options.specLoads });
+      role === 'web'
+        ? []
+        : await startWorkerRole({
+            config,
+            logger,
+            metrics,
+            clients,
+            closers,
+            specLoads: options.specLoads,
+            applyWindows: options.applyWindows,
+          });
     const webhooks = role === 'worker' ? undefined : await startWebRole({ config, logger, metrics, probot, redis, closers });
 
     const readiness = () => checkReadiness(redis, workers, stopping);

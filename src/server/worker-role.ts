@@ -10,9 +10,11 @@ import type { Logger } from 'pino';
 import { ApplyJobs } from '../queue/apply/apply-jobs.js';
 import { type ApplyRunDeps, applyCommand, createRunProcessor, noticeFailedMerge } from '../queue/apply/apply-run.js';
 import { ApplyStore } from '../queue/apply/apply-store.js';
+import type { WindowClock } from '../queue/apply/apply-windows.js';
 import { createGuestProcessor } from '../queue/apply/apply-worker.js';
 import { ClusterWriters } from '../queue/apply/cluster-writers.js';
 import { LostRuns } from '../queue/apply/lost-runs.js';
+import { rollbackCommand } from '../queue/apply/rollback-command.js';
 import { createAdoptProcessor } from '../queue/adopt/adopt-worker.js';
 import { CommitSpecsCache } from '../queue/commit-specs.js';
 import { DriftScheduler } from '../queue/drift/drift-schedule.js';
@@ -45,6 +47,13 @@ interface WorkerRoleOptions {
   closers: Closers;
   /** The spec load thread's budget and its clock (tests run the budget out by hand). */
   specLoads?: Pick<SpecLoadThreadOptions, 'budgetMs' | 'startBudget'> | undefined;
+  applyWindows?: ApplyWindowOptions | undefined;
+}
+
+/** The clock apply windows are judged by (default the wall clock), and the longest a parked guest waits before it looks again. */
+export interface ApplyWindowOptions {
+  clock?: WindowClock;
+  recheckMs?: number;
 }
 
 /** Merge-to-apply's pieces, on connections of their own. */
@@ -126,6 +135,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     github,
     lockMs: config.jobLockMs,
     lost: applies.lost,
+    deployments: config.apply.deployments,
     planNow: (octokit, target: PlanTarget, log) =>
       planPullRequest(
         { logger: log, octokit, redis: jobRedis, heads, store: planStore, specs, connections, applies: applies.store },
@@ -178,7 +188,16 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     github,
     connections,
     applies: applies.store,
-    commands: { apply: applyCommand(runDeps), drift: driftCommand, adopt: adoptCommand },
+    commands: {
+      apply: applyCommand(runDeps),
+      drift: driftCommand,
+      adopt: adoptCommand,
+      rollback: rollbackCommand({
+        store: applies.store,
+        logger,
+        writer: (cluster, repository) => applies.writers.get(cluster, repository),
+      }),
+    },
   });
   const planWorker = startWorker(
     QUEUE_NAMES.plan,
@@ -245,6 +264,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     writer: (cluster, repository) => applies.writers.get(cluster, repository),
     settings: { lockMs: config.jobLockMs, lockWaitMs: config.apply.lockWaitMs, lockPollMs: config.apply.lockPollMs },
     stopping: stoppingApplies.signal,
+    ...(options.applyWindows?.clock ? { clock: options.applyWindows.clock } : {}),
+    ...(options.applyWindows?.recheckMs !== undefined ? { windowRecheckMs: options.applyWindows.recheckMs } : {}),
     onResult: (status) => {
       if (status !== 'skipped') metrics.apply(status);
     },

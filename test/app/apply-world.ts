@@ -12,7 +12,7 @@ import type { ServerRole } from '../../src/server/config.js';
 import { mergeEvent, storePlan } from './apply-flow.js';
 import type { TestApp } from './harness.js';
 import type { RepoFiles } from './spec-repo.js';
-import { startWorld, type World } from './world.js';
+import { startWorld, type World, type WorldOptions } from './world.js';
 
 /** Settings that keep apply tests short (see README "Merge to apply" for what each does). */
 export const FAST_APPLY_ENV: Record<string, string> = {
@@ -61,6 +61,8 @@ export async function startApplyWorld(options: {
   role?: ServerRole;
   env?: Record<string, string | undefined>;
   taskMs?: number;
+  /** The clock apply windows are judged by, and how often a parked guest looks again. */
+  applyWindows?: WorldOptions['applyWindows'];
 }): Promise<ApplyWorld> {
   const world = await startWorld({
     redisUrl: options.redisUrl,
@@ -69,6 +71,7 @@ export async function startApplyWorld(options: {
       lab: { fixture: { guests: options.guests, ...(options.pools ? { pools: options.pools } : {}) }, taskMs: options.taskMs ?? 20 },
     },
     env: { ...FAST_APPLY_ENV, ...options.env },
+    ...(options.applyWindows ? { applyWindows: options.applyWindows } : {}),
   });
   const { app, clusters, repo, installationId } = world;
   return {

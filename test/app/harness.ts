@@ -28,6 +28,8 @@ export interface TestAppOptions {
   logLevel?: string;
   /** The spec load thread's budget and clock. */
   specLoads?: StartServerOptions['specLoads'];
+  /** The clock apply windows are judged by, and how often a parked guest looks again. */
+  applyWindows?: StartServerOptions['applyWindows'];
 }
 
 /** A running App under test. */
@@ -112,7 +114,13 @@ export async function startTestApp(options: TestAppOptions): Promise<TestApp> {
     },
   });
   const logger = createLogger({ level: loaded.config.logLevel, stream });
-  const server = await startServer({ config: loaded.config, role, logger, ...(options.specLoads ? { specLoads: options.specLoads } : {}) });
+  const server = await startServer({
+    config: loaded.config,
+    role,
+    logger,
+    ...(options.specLoads ? { specLoads: options.specLoads } : {}),
+    ...(options.applyWindows ? { applyWindows: options.applyWindows } : {}),
+  });
 
   const inspector = inspectQueue(options.redisUrl, prefix);
 

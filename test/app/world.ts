@@ -30,6 +30,7 @@ export interface WorldOptions {
   role?: ServerRole;
   env?: Record<string, string | undefined>;
   specLoads?: TestAppOptions['specLoads'];
+  applyWindows?: TestAppOptions['applyWindows'];
 }
 
 /** Starts a world; the App plans one job at a time unless `env` says otherwise, so tests read in order. */
@@ -42,6 +43,7 @@ export async function startWorld(options: WorldOptions): Promise<World> {
     role: options.role ?? 'all',
     env: { ...clusters.env, WORKER_CONCURRENCY: '1', ...options.env },
     ...(options.specLoads ? { specLoads: options.specLoads } : {}),
+    ...(options.applyWindows ? { applyWindows: options.applyWindows } : {}),
   });
   const repo = { id: 1_000_000 + randomBytes(3).readUIntBE(0, 3), owner: 'acme', name: 'estate' };
   const installationId = 1 + randomBytes(3).readUIntBE(0, 3);

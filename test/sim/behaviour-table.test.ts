@@ -970,6 +970,62 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'RHS-11': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/qemu/110/clone', { newid: '150', full: '1', storage: 'fast' })),
   'RHS-12': () => onRehearsalCluster(async () => ({ data: await data('/nodes/pve-01/status', sim.auditToken) })),
   'RHS-13': () => onRehearsalCluster(() => task('POST', '/nodes/pve-01/qemu', { vmid: '150', scsi0: 'fast:8' })),
+  'SNP-1': async () => {
+    sim.sim.setTaskMs(300);
+    const res = await call('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' });
+    const upid = String(res.body?.data);
+    const during = ((await data('/nodes/pve-01/qemu/100/config')) as Record<string, unknown>).lock;
+    const write = (await call('PUT', '/nodes/pve-01/qemu/100/config', { memory: '4096' })).body?.message?.replace(/\n$/, '');
+    const status = await waitTask(sim, 'pve-01', upid);
+    sim.sim.setTaskMs(2);
+    const config = (await data('/nodes/pve-01/qemu/100/config')) as Record<string, unknown>;
+    const listed = arr(await data('/nodes/pve-01/qemu/100/snapshot')).map((e) => e.name);
+    const snapshot = (await data('/nodes/pve-01/qemu/100/snapshot/pre-1/config')) as Record<string, unknown>;
+    return {
+      data: {
+        during,
+        write,
+        exitstatus: status.exitstatus,
+        lockAfter: config.lock ?? null,
+        parent: config.parent,
+        listed,
+        snapshot: { memory: snapshot.memory, snapstate: snapshot.snapstate ?? null, hasSnaptime: typeof snapshot.snaptime === 'number' },
+      },
+    };
+  },
+  'SNP-2': () => http('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'current' }),
+  'SNP-3': async () => {
+    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' })).task).toBe('OK');
+    return task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' });
+  },
+  'SNP-4': () => {
+    const guest = sim.sim.guests.get(101);
+    guest?.replaceRaw(guest.raw.replace('local-lvm:vm-101-disk-0', 'local:101/vm-101-disk-0.raw'));
+    return task('POST', '/nodes/pve-01/qemu/101/snapshot', { snapname: 'pre-1' });
+  },
+  'SNP-5': () => http('GET', '/nodes/pve-01/qemu/100/snapshot/nope/config'),
+  'SNP-6': async () => {
+    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' })).task).toBe('OK');
+    expect((await call('PUT', '/nodes/pve-01/qemu/100/config', { memory: '4096', cores: '4' })).status).toBe(200);
+    const rolled = await task('POST', '/nodes/pve-01/qemu/100/snapshot/pre-1/rollback');
+    const config = (await data('/nodes/pve-01/qemu/100/config?current=1')) as Record<string, unknown>;
+    const pending = arr(await data('/nodes/pve-01/qemu/100/pending'))
+      .filter((e) => e.pending !== undefined)
+      .map((e) => e.key);
+    const status = ((await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>).status;
+    return { data: { exitstatus: rolled.task, status, memory: config.memory, cores: config.cores, pending, parent: config.parent } };
+  },
+  'SNP-7': async () => {
+    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'first' })).task).toBe('OK');
+    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'second' })).task).toBe('OK');
+    const deleted = await task('DELETE', '/nodes/pve-01/qemu/100/snapshot/first');
+    const listed = arr(await data('/nodes/pve-01/qemu/100/snapshot'));
+    const b = listed.find((e) => e.name === 'second');
+    const config = (await data('/nodes/pve-01/qemu/100/config')) as Record<string, unknown>;
+    return {
+      data: { exitstatus: deleted.task, listed: listed.map((e) => e.name), secondParent: b?.parent ?? null, parent: config.parent },
+    };
+  },
 };
 
 /** VM 101's firewall, where the FW rows act. */

@@ -1,12 +1,13 @@
 /**
  * What a plan says about order and restarts (README "Order between guests: dependsOn",
  * "Restarts"), added to the guest plans once they are all made: each guest's `after` (the keys of
- * the guests its spec `dependsOn`) and, for a guest whose restart policy is `allowed` and whose
+ * the guests its spec `dependsOn`), its apply windows, and, for a guest whose restart policy is `allowed` or `in-window` and whose
  * change leaves values pending on a running guest, the restart the apply will carry out and why.
  * Pure.
  */
 import { guestKeyText } from '../kinds/resource-key.js';
 import type { ClusterSpec, GuestPlan, GuestSpec } from '../model.js';
+import { effectiveWindows } from '../spec/apply-windows.js';
 import { DEFAULT_RESTARTS_IN_FLIGHT, effectiveRestart } from '../spec/restart-policy.js';
 
 const POWER_OPS: ReadonlySet<string> = new Set(['start', 'shutdown', 'stop']);
@@ -28,17 +29,20 @@ export function planOrderAndRestarts(
       .map((dep) => guestKeyText(dep.cluster, dep.vmid));
     if (after.length > 0) plan.after = after;
     const cluster = clusters.get(spec.cluster);
+    const windows = effectiveWindows(spec.windows, cluster?.windows);
+    if (windows) plan.windows = windows;
     const policy = effectiveRestart(spec.restart, cluster?.restart);
-    if (policy.policy !== 'allowed' || plan.action !== 'update') continue;
+    if (policy.policy === 'never' || plan.action !== 'update') continue;
     // A start or stop in the same plan puts pending values in effect by itself.
     if (plan.operations.some((op) => POWER_OPS.has(op.op))) continue;
     const pending = plan.changes.filter((c) => c.impact === 'pending-restart').map((c) => c.key);
     if (pending.length === 0) continue;
     plan.restart = {
-      reason: `${pending.join(', ')} ${pending.length === 1 ? 'takes' : 'take'} effect only after a restart (restart: allowed)`,
+      reason: `${pending.join(', ')} ${pending.length === 1 ? 'takes' : 'take'} effect only after a restart (restart: ${policy.policy})`,
       force: policy.force,
       timeout: policy.timeout,
       inFlight: cluster?.restartsInFlight ?? DEFAULT_RESTARTS_IN_FLIGHT,
+      ...(policy.policy === 'in-window' ? { inWindow: true } : {}),
     };
   }
 }

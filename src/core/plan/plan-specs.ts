@@ -7,6 +7,7 @@
 import { envPrefix } from '../cluster-name.js';
 import { guestKeyText } from '../kinds/resource-key.js';
 import { planOrderAndRestarts } from './plan-order.js';
+import { planSnapshots } from './plan-snapshot.js';
 import { flavourOf } from '../guest-flavours.js';
 import type { HostAccessRule } from '../key-rules.js';
 import type {
@@ -370,6 +371,7 @@ export function planSpecs(input: PlanInput): Plan {
   }
   refuseMovedIdentities(plan.guests);
   planOrderAndRestarts(plan.guests, head.guests, clusterSpecs);
+  planSnapshots(plan.guests, clusterSpecs);
   const insecure = Object.entries(input.access ?? {})
     .filter(([name, access]) => access.insecure !== undefined && plan.clusters.includes(name))
     .map(([cluster, access]) => ({ cluster, transport: access.insecure! }))

@@ -83,8 +83,9 @@ export function requiredPrivileges(
       if (Object.keys(spec.config).some((k) => extra.keys.test(k))) needed.push({ path, privilege: extra.privilege, why: extra.why });
     }
     if (spec.power !== 'ignore') needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to start and stop guests' });
-    if (effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy === 'allowed')
-      needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to restart guests whose changes are pending (restart: allowed)' });
+    const restart = effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy;
+    if (restart !== 'never')
+      needed.push({ path, privilege: 'VM.PowerMgmt', why: `to restart guests whose changes are pending (restart: ${restart})` });
     // `clone_vm`: VM.Clone on the template (named by VMID here; a name is resolved by the plan).
     const template = spec.clone?.template;
     if (template !== undefined && /^\d+$/.test(template)) {

@@ -94,6 +94,9 @@ export const ClusterSpecSchema = z.strictObject({
   prune: z.boolean(),
   restart: RestartPolicySchema.optional(),
   restartsInFlight: z.number().int().positive().optional(),
+  windows: z.array(z.string().min(1)).optional(),
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
+  snapshotsKept: z.number().int().positive().optional(),
   source: SourceRefSchema,
 });
 
@@ -123,6 +126,8 @@ export const GuestSpecSchema = z.strictObject({
     .optional(),
   template: z.boolean().optional(),
   regenerateCloudinit: z.boolean().optional(),
+  windows: z.array(z.string().min(1)).optional(),
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
   source: SourceRefSchema,
   keySources: z.record(z.string(), SourceRefSchema).transform(sortKeys).optional(),
   refs: z.record(z.string(), z.unknown()).transform(sortKeys).optional(),
@@ -177,8 +182,16 @@ export const GuestPlanSchema = z.strictObject({
   source: SourceRefSchema.optional(),
   after: z.array(z.string().min(1)).optional(),
   restart: z
-    .strictObject({ reason: z.string(), force: z.boolean(), timeout: z.number().int().positive(), inFlight: z.number().int().positive() })
+    .strictObject({
+      reason: z.string(),
+      force: z.boolean(),
+      timeout: z.number().int().positive(),
+      inFlight: z.number().int().positive(),
+      inWindow: z.boolean().optional(),
+    })
     .optional(),
+  windows: z.array(z.string().min(1)).optional(),
+  snapshot: z.strictObject({ reason: z.string(), keep: z.number().int().positive() }).optional(),
   target: z.strictObject({ spec: GuestSpecSchema.optional(), ownerTag: z.string(), prune: z.boolean() }),
 });
 

@@ -32,7 +32,7 @@ import {
   plural,
 } from './plan-labels.js';
 import { isSensitiveKey } from '../key-rules.js';
-import { orderSentence, plannedRestarts, restartSentence } from './render-order.js';
+import { orderSentence, plannedRestarts, restartSentence, snapshotSentence, windowSentence } from './render-order.js';
 import { LIVE_WITHHELD } from '../plan/base-ownership.js';
 
 /** Options of {@link renderPlanMarkdown}. */
@@ -230,7 +230,7 @@ function renderGuest(guest: GuestPlan, plan: Plan): string {
     renderMessages('Warnings', guest.warnings),
     renderMessages(
       'Order and restart',
-      [orderSentence(guest, plan), restartSentence(guest)].filter((s) => s !== undefined),
+      [orderSentence(guest, plan), restartSentence(guest), windowSentence(guest), snapshotSentence(guest)].filter((s) => s !== undefined),
     ),
     renderNotes(guest),
   ].filter((section) => section !== '');

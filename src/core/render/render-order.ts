@@ -10,7 +10,20 @@ export function restartSentence(guest: GuestPlan): string | undefined {
   const restart = guest.restart;
   if (!restart) return undefined;
   const stop = restart.force ? `then a hard stop if it has not stopped` : 'no hard stop (force: false)';
-  return `restarts after the apply: ${restart.reason}; clean shutdown within ${restart.timeout} s, ${stop}; at most ${restart.inFlight} restart(s) at once on ${guest.cluster}`;
+  const when = restart.inWindow ? 'restarts after the apply, inside an apply window only' : 'restarts after the apply';
+  return `${when}: ${restart.reason}; clean shutdown within ${restart.timeout} s, ${stop}; at most ${restart.inFlight} restart(s) at once on ${guest.cluster}`;
+}
+
+/** The snapshot the apply takes first, as one sentence; undefined when none. */
+export function snapshotSentence(guest: GuestPlan): string | undefined {
+  if (!guest.snapshot) return undefined;
+  return `${guest.snapshot.reason}; the ${guest.snapshot.keep} newest snapshots of pve-gitops are kept`;
+}
+
+/** When the guest may be applied (its apply windows), as one sentence; undefined when any time. */
+export function windowSentence(guest: GuestPlan): string | undefined {
+  if (!guest.windows || guest.windows.length === 0) return undefined;
+  return `applies only inside its apply window${guest.windows.length === 1 ? '' : 's'}: ${guest.windows.join('; ')} (an admin's /pve apply --now overrides)`;
 }
 
 /** The guests `guest` applies after, as one sentence; undefined when it depends on none. */

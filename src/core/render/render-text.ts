@@ -2,7 +2,7 @@
  * The plan for a terminal, in the manner of `terraform plan`: a sign and an action per guest, its
  * key changes indented underneath, then drift and pending sections and a one-line total.
  */
-import { orderSentence, restartSentence } from './render-order.js';
+import { orderSentence, restartSentence, snapshotSentence, windowSentence } from './render-order.js';
 import { describeOperation } from '../operations.js';
 import type { GuestAction, GuestPlan, KeyChange, ObjectPlan, Plan } from '../model.js';
 import { objectLabel, objectSteps } from './object-items.js';
@@ -113,7 +113,7 @@ function renderGuest(guest: GuestPlan, paint: Painter): string[] {
     if (text !== undefined) lines.push(`${INDENT}${paint('>', 'cyan')} ${text}`);
   }
   for (const warning of guest.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
-  for (const note of [orderSentence(guest), restartSentence(guest)])
+  for (const note of [orderSentence(guest), restartSentence(guest), windowSentence(guest), snapshotSentence(guest)])
     if (note) lines.push(`${INDENT}${paint('note:', 'cyan')} ${terminalSafe(note, 2_000)}`);
   if (guest.drift.length > 0)
     lines.push(`${INDENT}${paint('drift:', 'yellow')} ${plural(guest.drift.length, 'key')} changed outside git (see Drift below)`);

@@ -493,6 +493,9 @@ function toClusterSpec(doc: ClusterDocument, source: SourceRef): ClusterSpec {
     prune: doc.prune,
     ...(doc.restart !== undefined ? { restart: restartPolicy(doc.restart) } : {}),
     ...(doc.restartsInFlight !== undefined ? { restartsInFlight: doc.restartsInFlight } : {}),
+    ...(doc.windows !== undefined ? { windows: [...doc.windows] } : {}),
+    ...(doc.snapshot !== undefined ? { snapshot: doc.snapshot } : {}),
+    ...(doc.snapshotsKept !== undefined ? { snapshotsKept: doc.snapshotsKept } : {}),
     source,
   };
 }
@@ -552,6 +555,8 @@ function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions,
     ...cloneOf(doc),
     ...(doc.template === true ? { template: true } : {}),
     ...('cloudinit' in doc && doc.cloudinit === 'regenerate' ? { regenerateCloudinit: true } : {}),
+    ...(doc.windows !== undefined ? { windows: [...doc.windows] } : {}),
+    ...(doc.snapshot !== undefined ? { snapshot: doc.snapshot } : {}),
     source: at.start,
     keySources,
   };

@@ -3,7 +3,8 @@
  * that leaves values pending may restart the guest to put them in effect. Written as a word
  * (`never`, `allowed`, `in-window`) or as a mapping (`{ policy: allowed, force: true, timeout: 120 }`):
  * `timeout` is how long a clean shutdown may take, `force` lets a hard stop follow when it does not
- * finish in time. `in-window` needs apply windows, which are not built yet: validation refuses it.
+ * finish in time. `in-window` restarts only inside an apply window, and needs windows on the guest
+ * or its cluster (`apply-windows.ts`): validation refuses it without.
  */
 import { z } from 'zod';
 import type { RestartPolicy } from '../model.js';
@@ -38,6 +39,6 @@ export function effectiveRestart(guest: RestartPolicy | undefined, cluster: Rest
   return guest ?? cluster ?? { policy: 'never', force: false, timeout: DEFAULT_SHUTDOWN_TIMEOUT_S };
 }
 
-/** The refusal of `in-window` (the same words for a guest and a cluster). */
+/** The refusal of `in-window` without windows (the same words for a guest and a cluster). */
 export const IN_WINDOW_REFUSED =
-  'restart: in-window needs apply windows, which pve-gitops does not have yet; use never or allowed (see README "Restarts")';
+  'restart: in-window needs apply windows: add windows: to the guest or its Cluster document, or use never or allowed (see README "Apply windows")';

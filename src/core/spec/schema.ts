@@ -41,6 +41,12 @@ export const ClusterDocument = z.strictObject({
   restart: RestartDocument.optional(),
   /** Guests restarted at once on this cluster, at most (default 1). */
   restartsInFlight: z.int().min(1).max(100).optional(),
+  /** When applies may change its guests (apply-windows.ts); absent: any time. */
+  windows: z.array(nonEmpty).min(1).optional(),
+  /** Snapshot a VM before its apply (plan-snapshot.ts): always, risky changes only, or never (default). */
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
+  /** Snapshots this tool keeps per VM (the oldest of its own are deleted past it; default 3). */
+  snapshotsKept: z.int().min(1).max(20).optional(),
 });
 export type ClusterDocument = z.infer<typeof ClusterDocument>;
 
@@ -131,6 +137,10 @@ const guestFields = {
   dependsOn: z.array(nonEmpty).optional(),
   /** Converted to a template after creation (`POST …/template`) and never started. */
   template: z.boolean().optional(),
+  /** When applies may change this guest (apply-windows.ts), in place of its cluster's. */
+  windows: z.array(nonEmpty).min(1).optional(),
+  /** Snapshot the VM before its apply (plan-snapshot.ts), in place of its cluster's policy. */
+  snapshot: z.enum(['always', 'risky', 'never']).optional(),
 };
 
 /** `kind: VM` (QEMU). */

@@ -45,7 +45,27 @@ describe('dependsOn and restart validation (file:line:col: message)', () => {
       'restart: in-window on a guest',
       { 'a.yaml': vm('a', 100001, 'restart: in-window\n') },
       [
-        'a.yaml:6:10: restart: in-window needs apply windows, which pve-gitops does not have yet; use never or allowed (see README "Restarts")',
+        'a.yaml:6:10: restart: in-window needs apply windows: add windows: to the guest or its Cluster document, or use never or allowed (see README "Apply windows")',
+      ],
+    ],
+    [
+      'restart: in-window with windows of its own',
+      { 'a.yaml': vm('a', 100001, "restart: in-window\nwindows: ['Sat 02:00-05:00 Europe/Berlin']\n") },
+      [],
+    ],
+    [
+      'a window that does not parse, at its list item',
+      {
+        'a.yaml': vm(
+          'a',
+          100001,
+          "windows: ['Sat 02:00-05:00 Europe/Berlin', 'Caturday 02:00-05:00 UTC', 'Sun 25:00-26:00 UTC', 'Sun 01:00-02:00 Mars/Olympus']\n",
+        ),
+      },
+      [
+        "a.yaml:6:44: windows: window 'Caturday 02:00-05:00 UTC': 'Caturday' is not a day, a range of days (Mon-Fri) or 'daily'; days are Mon Tue Wed Thu Fri Sat Sun",
+        "a.yaml:6:72: windows: window 'Sun 25:00-26:00 UTC': times are HH:MM from 00:00 to 23:59 (an end may be 24:00)",
+        "a.yaml:6:95: windows: window 'Sun 01:00-02:00 Mars/Olympus': 'Mars/Olympus' is not an IANA time zone (e.g. Europe/Berlin, UTC)",
       ],
     ],
     ['restart: allowed as a mapping', { 'a.yaml': vm('a', 100001, 'restart: { policy: allowed, force: true, timeout: 120 }\n') }, []],
@@ -59,7 +79,19 @@ describe('dependsOn and restart validation (file:line:col: message)', () => {
     expect(loaded.specs.clusters[0]).toMatchObject({ restart: { policy: 'allowed', force: false, timeout: 180 }, restartsInFlight: 3 });
     const refused = loadSpecs([{ path: 'clusters.yaml', text: `${CLUSTER}restart: in-window\n` }]).errors.map(formatSpecError);
     expect(refused).toEqual([
-      'clusters.yaml:5:10: restart: in-window needs apply windows, which pve-gitops does not have yet; use never or allowed (see README "Restarts")',
+      'clusters.yaml:5:10: restart: in-window needs apply windows: add windows: to the guest or its Cluster document, or use never or allowed (see README "Apply windows")',
     ]);
+  });
+
+  it('takes a cluster default of in-window with the cluster windows, and gives guests the windows in force', () => {
+    const text = `${CLUSTER}restart: in-window\nwindows: ['Sat 02:00-05:00 Europe/Berlin']\n`;
+    const loaded = loadSpecs([
+      { path: 'clusters.yaml', text },
+      { path: 'a.yaml', text: vm('a', 100001) },
+      { path: 'b.yaml', text: vm('b', 100002, "windows: ['daily 03:00-04:00 UTC']\n") },
+    ]);
+    expect(loaded.errors.map(formatSpecError)).toEqual([]);
+    expect(loaded.specs.clusters[0]?.windows).toEqual(['Sat 02:00-05:00 Europe/Berlin']);
+    expect(loaded.specs.guests.find((g) => g.name === 'b')?.windows).toEqual(['daily 03:00-04:00 UTC']);
   });
 });

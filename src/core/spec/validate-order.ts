@@ -1,12 +1,13 @@
 /**
  * The spec rules of apply order and restarts (README "Order between guests: dependsOn",
  * "Restarts"): every `dependsOn` name is another guest of the same cluster, the dependencies
- * form no cycle (a cycle is reported once, naming every guest on it), and `restart: in-window` is
- * refused until apply windows exist.
+ * form no cycle (a cycle is reported once, naming every guest on it), every apply window parses
+ * (README "Apply windows"), and `restart: in-window` is refused where no window is in force.
  */
 import type { ClusterSpec, GuestSpec, SourceRef } from '../model.js';
 import type { DocumentPositions } from './document-positions.js';
 import { SpecError } from './errors.js';
+import { effectiveWindows, parseWindow } from './apply-windows.js';
 import { IN_WINDOW_REFUSED } from './restart-policy.js';
 
 type PositionsOf = (spec: ClusterSpec | GuestSpec) => DocumentPositions;
@@ -23,12 +24,18 @@ export function validateOrder(
   posOf: PositionsOf,
   errors: SpecError[],
 ): void {
+  const clusterOf = new Map(clusters.map((c) => [c.name, c]));
   for (const cluster of clusters) {
-    if (cluster.restart?.policy === 'in-window') errors.push(new SpecError(restartAt(posOf(cluster)), IN_WINDOW_REFUSED));
+    validateWindows(cluster, posOf, errors);
+    // A cluster default of in-window is fine while every guest that takes it has windows: checked per guest below.
+    if (cluster.restart?.policy === 'in-window' && !cluster.windows)
+      errors.push(new SpecError(restartAt(posOf(cluster)), IN_WINDOW_REFUSED));
   }
   const byCluster = new Map<string, Map<string, GuestSpec>>();
   for (const guest of guests) {
-    if (guest.restart?.policy === 'in-window') errors.push(new SpecError(restartAt(posOf(guest)), IN_WINDOW_REFUSED));
+    validateWindows(guest, posOf, errors);
+    if (guest.restart?.policy === 'in-window' && !effectiveWindows(guest.windows, clusterOf.get(guest.cluster)?.windows))
+      errors.push(new SpecError(restartAt(posOf(guest)), IN_WINDOW_REFUSED));
     let names = byCluster.get(guest.cluster);
     if (!names) byCluster.set(guest.cluster, (names = new Map()));
     names.set(guest.name, guest);
@@ -45,6 +52,14 @@ export function validateOrder(
     });
   }
   for (const names of byCluster.values()) reportCycles(names, posOf, errors);
+}
+
+/** Each of a document's `windows` parses; a bad one is reported at its list item. */
+function validateWindows(spec: ClusterSpec | GuestSpec, posOf: PositionsOf, errors: SpecError[]): void {
+  (spec.windows ?? []).forEach((text, i) => {
+    const parsed = parseWindow(text);
+    if (typeof parsed === 'string') errors.push(new SpecError(posOf(spec).value(['windows', i]), `windows: ${parsed}`));
+  });
 }
 
 /** Depth-first search over `dependsOn`; each cycle found is reported at the guest that closes it. */

@@ -122,6 +122,9 @@ function clusterDocument(cluster: ClusterSpec): Record<string, unknown> {
     prune: cluster.prune,
     ...(cluster.restart ? { restart: cluster.restart } : {}),
     ...(cluster.restartsInFlight !== undefined ? { restartsInFlight: cluster.restartsInFlight } : {}),
+    ...(cluster.windows ? { windows: cluster.windows } : {}),
+    ...(cluster.snapshot ? { snapshot: cluster.snapshot } : {}),
+    ...(cluster.snapshotsKept !== undefined ? { snapshotsKept: cluster.snapshotsKept } : {}),
   };
 }
 
@@ -144,6 +147,8 @@ function guestDocument(spec: GuestSpec): Record<string, unknown> {
     ...(spec.restart ? { restart: spec.restart } : {}),
     ...(spec.template ? { template: true } : {}),
     ...(spec.regenerateCloudinit ? { cloudinit: 'regenerate' } : {}),
+    ...(spec.windows ? { windows: spec.windows } : {}),
+    ...(spec.snapshot ? { snapshot: spec.snapshot } : {}),
   };
 }
 

@@ -9,8 +9,16 @@ import type { CommandSpec } from './command.js';
 import { driftCommand } from './drift.js';
 import { helpCommand } from './help.js';
 import { planCommand } from './plan.js';
+import { rollbackCommand } from './rollback.js';
 
-export const COMMANDS = [planCommand, driftCommand, applyCommand, adoptCommand, helpCommand] as const satisfies readonly CommandSpec[];
+export const COMMANDS = [
+  planCommand,
+  driftCommand,
+  applyCommand,
+  rollbackCommand,
+  adoptCommand,
+  helpCommand,
+] as const satisfies readonly CommandSpec[];
 
 /** A command's name. */
 type CommandName = (typeof COMMANDS)[number]['name'];

@@ -12,6 +12,7 @@ import { firewallRoutes } from './kinds/firewall/routes.js';
 import { haRoutes } from './kinds/ha/routes.js';
 import { networkRoutes } from './kinds/network/routes.js';
 import { poolRoutes } from './kinds/pool/routes.js';
+import { snapshotRoutes } from './kinds/snapshot/routes.js';
 import { storageRoutes } from './kinds/storage/routes.js';
 import { taskRoutes } from './kinds/task/routes.js';
 import { vmRoutes } from './kinds/vm/routes.js';
@@ -30,6 +31,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   haRoutes,
   firewallRoutes,
   networkRoutes,
+  snapshotRoutes,
 ];
 
 /** Every implemented method. */

@@ -39,7 +39,9 @@ import {
 import { APPLY_CHECK_NAME } from '../../github/check-names.js';
 import { type CheckTarget, completeCheckRun, createCompletedCheckRun, startCheckRun, updateCheckRun } from '../../github/check-runs.js';
 import { type ApplyJobs, commandRunId, mergeRunId } from './apply-jobs.js';
+import { applyOverride, letInNow } from './apply-now.js';
 import { guestsTheBranchChanged } from './default-branch-check.js';
+import { syncDeployments } from './deployments.js';
 import type { LostRuns } from './lost-runs.js';
 import {
   type ApplyCause,
@@ -77,6 +79,8 @@ export interface ApplyRunDeps {
   lockMs: number;
   /** This process's memory of unfinished runs, to report one Redis lost (`lost-runs.ts`). */
   lost?: LostRuns;
+  /** A GitHub deployment per cluster per run (`deployments.ts`, `APPLY_DEPLOYMENTS`). */
+  deployments?: boolean;
 }
 
 /** Throws when the posting lock was lost (a worker paused past its expiry): a newer report may have posted since. */
@@ -97,6 +101,8 @@ interface RunRequest {
   mergeSha: string;
   /** Seconds since the epoch: `merged_at`, or when `/pve apply` was accepted. */
   order: number;
+  /** An admin's `/pve apply --now`: let in outside the apply windows. */
+  now?: boolean;
 }
 
 function queued(plan: GuestPlan | ObjectPlan): ItemProgress {
@@ -208,6 +214,7 @@ async function startRun(deps: ApplyRunDeps, octokit: ProbotOctokit, request: Run
     mergeSha: request.mergeSha,
     trigger: request.trigger,
     ...(request.requestedBy !== undefined ? { requestedBy: request.requestedBy } : {}),
+    ...(request.now ? { now: true } : {}),
     createdAt: new Date().toISOString(),
     order: request.order,
     guests: guests.map(itemKeyOf),
@@ -392,6 +399,20 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
       await ctx.reply(body);
       await deps.store.markCarriedOut(job.repo.id, cause, 'reply');
     };
+    const override = applyOverride(job.args, ctx.role, `@${job.author}`);
+    if (override.refusal !== undefined) {
+      await answered(override.refusal);
+      return;
+    }
+    // The pull request's run still waiting (for its window, say) is let in now rather than queued behind.
+    const waitingRun = override.now ? await letInNow(deps, job.repo.id, job.pr) : undefined;
+    if (waitingRun !== undefined) {
+      await ctx.reply(
+        `@${job.author} the apply still waiting for this pull request goes ahead now, outside its apply windows (\`--now\`).`,
+      );
+      await deps.store.markCarriedOut(job.repo.id, cause, waitingRun);
+      return;
+    }
     const { data: pr } = await ctx.octokit.rest.pulls.get({ owner: job.repo.owner, repo: job.repo.name, pull_number: job.pr });
     const who = `@${job.author}`;
     if (pr.state === 'open') {
@@ -450,6 +471,7 @@ export function applyCommand(deps: ApplyRunDeps): CommandHandler {
         runId,
         trigger: 'command',
         requestedBy: job.author,
+        ...(override.now ? { now: true } : {}),
         installationId: job.installationId,
         stored,
         mergeSha: pr.merge_commit_sha,
@@ -577,6 +599,7 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
         await deps.store.setCheck(runId, { id, hash, completed: check.complete });
         checkRunId = id;
       }
+      if (deps.deployments) await syncDeployments(deps.redis, deps.store, octokit, record.run, view, log);
       const latest = (await deps.store.latestRun(repo.id, pr)) === runId;
       deps.lost?.note(record.run, { ...(checkRunId !== undefined ? { checkRunId } : {}), latest, view });
       if (latest) {

@@ -187,6 +187,8 @@ export interface ApplyRun {
   trigger: RunTrigger;
   /** Who asked for it (`/pve apply`). */
   requestedBy?: string;
+  /** An admin's `/pve apply --now`: its guests are let in outside their apply windows (`apply-windows.ts`). */
+  now?: boolean;
   createdAt: string;
   /**
    * Order key of the run's tickets, seconds since the epoch: for a merge its second of
@@ -214,6 +216,7 @@ const ApplyRunSchema = z.strictObject({
   mergeSha: CommitSha,
   trigger: z.enum(['merge', 'command']),
   requestedBy: z.string().optional(),
+  now: z.boolean().optional(),
   createdAt: z.string(),
   order: z.number(),
   guests: z.array(z.string()),

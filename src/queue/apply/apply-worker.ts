@@ -64,6 +64,9 @@ import { acquireLock, type HeldLock } from '../redis-lock.js';
 import { awaitDependencies, type DependencyJob, wakeDependents } from './depends-on.js';
 import { type AcquireRestart, redisRestartSlots } from './restart-slots.js';
 import { restartInterrupted } from '../../engine/restart-guest.js';
+import { runLetInNow } from './apply-now.js';
+import { fencedSnapshots, runSnapshotName } from './fenced-snapshots.js';
+import { awaitWindow, DEFAULT_WINDOW_RECHECK_MS, type WindowClock, type WindowJob, wallClock, windowOpen } from './apply-windows.js';
 import type { OpenWriter } from './cluster-writers.js';
 import type { RedisSlots } from '../redis-slots.js';
 import { ItemJobData, itemKeyOfJob, type RepoRef } from '../schema.js';
@@ -94,6 +97,10 @@ export interface GuestWorkerDeps {
   restarts?: AcquireRestart;
   /** Told every guest result this process records (the applies metric). */
   onResult?: (status: ApplyStatus) => void;
+  /** The time apply windows are judged by (default: the wall clock; tests move their own). */
+  clock?: WindowClock;
+  /** The longest a guest parked outside its apply window waits before it looks again (default 5 minutes). */
+  windowRecheckMs?: number;
 }
 
 /** Whether steps of an earlier run of the job changed the guest (a task, or a write that did not fail). */
@@ -220,6 +227,7 @@ function fencedWriter(writer: ClusterWriter, before: (op: string) => Promise<voi
     stop: write('stop', (ref, context) => writer.stop(ref, context)),
     destroy: write('destroy', (ref, context) => writer.destroy(ref, context)),
     ...cloneWrites(writer, write),
+    ...fencedSnapshots(writer, before),
   };
 }
 
@@ -262,7 +270,7 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     if (deps.stopping?.aborted) return handBack(job, token);
     const context = data.kind === 'guest' ? { guest: item } : { item };
     const run: GuestJobRun = { deps, job, token, runId, item, log: deps.logger.child({ job: job.id, run: runId, ...context }) };
-    const { repo, previous, phased } = await readGuestOfRun(run);
+    const { repo, previous, phased, now } = await readGuestOfRun(run);
     if (isFinal(previous.status)) return wakeNextAfterFinished(run, previous);
     if (phased) await waitForPhase(run, previous);
     if (!isGuestProgress(previous)) {
@@ -274,6 +282,8 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     }
     if ((await takeTicket(run, previous)) === 'finished')
       return wakeNextAfterFinished(run, (await deps.store.result(runId, item)) ?? previous);
+    // Its turn: inside an apply window (or a `--now` run), else parked with its ticket until one opens.
+    if (isGuestProgress(previous)) await awaitWindow(windowJob(run), previous, await windowsOf(run), now);
     const lock = await takeLock(run);
     try {
       if (isGuestProgress(previous)) return await applyUnderLock(run, previous, lock, repo);
@@ -375,14 +385,43 @@ function dependencyJob(run: GuestJobRun): DependencyJob {
   };
 }
 
+/** The job as `apply-windows.ts` needs it. */
+function windowJob(run: GuestJobRun): WindowJob {
+  const { deps } = run;
+  return {
+    store: deps.store,
+    jobs: deps.jobs,
+    log: run.log,
+    job: run.job,
+    token: run.token,
+    runId: run.runId,
+    item: run.item,
+    clock: deps.clock ?? wallClock,
+    recheckMs: deps.windowRecheckMs ?? DEFAULT_WINDOW_RECHECK_MS,
+  };
+}
+
+/** The apply windows of the guest's stored plan; none when it cannot be read (the apply step fails it for good). */
+async function windowsOf({ deps, runId, item }: GuestJobRun): Promise<string[] | undefined> {
+  return deps.store.guestPlan(runId, item).then(
+    (plan) => plan.windows,
+    () => undefined,
+  );
+}
+
 /** The run's repository and what the run recorded for the item so far; a run or item gone is unrecoverable. */
-async function readGuestOfRun({ deps, runId, item }: GuestJobRun): Promise<{ repo: RepoRef; previous: ItemProgress; phased: boolean }> {
+async function readGuestOfRun({
+  deps,
+  runId,
+  item,
+}: GuestJobRun): Promise<{ repo: RepoRef; previous: ItemProgress; phased: boolean; now: boolean }> {
   const record = await deps.store.getRun(runId);
   if (!record) throw new UnrecoverableError(`apply run ${runId} is gone (expired or never created)`);
   const previous = await deps.store.result(runId, item);
   if (!previous) throw new UnrecoverableError(`apply run ${runId} has no place for item ${item}`);
   // A run of guests alone (every run stored before other kinds) has one phase: nothing to wait for.
-  return { repo: record.run.repo, previous, phased: (record.run.objects?.length ?? 0) > 0 };
+  const now = await runLetInNow(deps.store, deps.redis, record);
+  return { repo: record.run.repo, previous, phased: (record.run.objects?.length ?? 0) > 0, now };
 }
 
 /** Step 1: an item finished before only makes sure its ticket is out and the next run (and the run's next phase) is woken. */
@@ -633,7 +672,7 @@ function recordProgress(
 
 /** The engine applies the guest's plan through the fenced writer, taking a shared slot before every step. */
 function applyPlanOfGuest(
-  { deps }: GuestJobRun,
+  { deps, runId }: GuestJobRun,
   plan: GuestPlan,
   writer: OpenWriter,
   recorder: ProgressRecorder,
@@ -660,6 +699,8 @@ function applyPlanOfGuest(
     },
     acquireRestart: (cluster, limit) => restartsOf(deps)(cluster, limit, holder, stop.signal),
     restartInterrupted: restartInterrupted(priorSteps),
+    insideWindow: () => windowOpen(plan.windows, deps.clock ?? wallClock),
+    snapshotName: runSnapshotName(runId),
   });
 }
 

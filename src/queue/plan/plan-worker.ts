@@ -48,6 +48,8 @@ export type CommandHandler = (job: CommandJobData, ctx: CommandContext) => Promi
 /** What a command handler gets: the plan context and a way to answer on the pull request. */
 interface CommandContext extends PlanContext {
   reply(body: string): Promise<void>;
+  /** The author's role as GitHub reported it when the permission was checked (`admin`, `write`, …); undefined for a command anyone may run. */
+  role?: string;
   /** Plans the pull request's current head again (what `/pve plan` does). */
   replan(reason: PlanReason): Promise<void>;
 }
@@ -95,8 +97,10 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
     await ctx.octokit.rest.issues.createComment({ owner: job.repo.owner, repo: job.repo.name, issue_number: job.pr, body });
   };
   const command = findCommand(job.command);
+  let role: string | undefined;
   if (command?.who !== 'anyone') {
     const permission = await commandPermission(ctx.octokit, job.repo, job.author);
+    role = permission.role;
     if (!permission.allowed) {
       ctx.logger.info({ author: job.author, role: permission.role }, 'command refused: not a writer');
       await reply(
@@ -116,6 +120,7 @@ async function runCommand(deps: PlanWorkerDeps, ctx: PlanContext, job: CommandJo
   const commandContext: CommandContext = {
     ...ctx,
     reply,
+    ...(role !== undefined ? { role } : {}),
     replan: async (reason) => {
       if ((await planCurrentHead(ctx, job, reason, attempt)) === 'closed')
         await reply('This pull request is closed: it is not planned any more.');

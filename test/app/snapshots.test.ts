@@ -1,0 +1,88 @@
+/**
+ * Issue 21's snapshots first through the App: a merge whose VM has `snapshot: always` snapshots it
+ * (named after the run) before writing, and the apply comment says so; `/pve rollback` on the
+ * pull request first answers with what it would do and writes nothing, and `/pve rollback confirm`
+ * rolls the VM back to that snapshot. Real webhook deliveries, Redis, the queue, GitHub's double
+ * and the simulator over HTTP.
+ */
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
+import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { issueCommentEvent } from './deliveries.js';
+import { expectAcceptedCommand, expectReply } from './plan-flow.js';
+import { rawConfig } from './sim-writes.js';
+import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+
+let world: ApplyWorld | undefined;
+
+afterEach(async (context) => {
+  showAppWarningsOnFailure(context, world);
+  await world?.close();
+  world = undefined;
+});
+
+const WEB = 100101;
+
+describe('snapshots first through the App', () => {
+  it('a merge snapshots the VM before writing; /pve rollback shows what it would do, /pve rollback confirm restores the snapshot', async () => {
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(WEB, 'web-01')] });
+    const w = world;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', 'snapshot: always'), 'vms/web.yaml': vmDoc('web-01', WEB) };
+    const head: RepoFiles = { ...base, 'vms/web.yaml': vmDoc('web-01', WEB, { memory: 4096 }) };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 221;
+    await w.storePlan({ baseSha, base, pr, headSha, head });
+    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2111 });
+    const comment = expectApplyComment(w.github, w.repo, { pr, id: 2211 });
+    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    const body = await comment.until(finishedComment);
+    const name = /pvegitops-run-[0-9a-f]{12}/.exec(body)?.[0];
+    expect(name, body).toBeDefined();
+    expect(rawConfig(sim, WEB)).toContain('memory: 4096');
+    expect(
+      sim.sim.guests
+        .get(WEB)
+        ?.config.snapshots.get(name as string)
+        ?.values.get('memory'),
+    ).toBe('2048');
+
+    // `/pve rollback`: what it would do, nothing written.
+    expectAcceptedCommand(w.github, w.repo, 'alice', 5401);
+    const shown = expectReply(w.github, w.repo, pr, /would roll these VMs back/);
+    const ask = await w.app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({
+        installationId: w.installationId,
+        repo: w.repo,
+        number: pr,
+        body: '/pve rollback',
+        author: 'alice',
+        commentId: 5401,
+      }),
+    });
+    await w.app.jobDone('command', ask.deliveryId);
+    expect(await shown.body()).toContain(`- **lab/web-01** (${WEB}) → \`${name}\``);
+    expect(rawConfig(sim, WEB)).toContain('memory: 4096');
+
+    // `/pve rollback confirm`: done.
+    expectAcceptedCommand(w.github, w.repo, 'alice', 5402);
+    const done = expectReply(w.github, w.repo, pr, /rolled back to the snapshots/);
+    const confirm = await w.app.deliver({
+      event: 'issue_comment',
+      payload: issueCommentEvent({
+        installationId: w.installationId,
+        repo: w.repo,
+        number: pr,
+        body: '/pve rollback confirm',
+        author: 'alice',
+        commentId: 5402,
+      }),
+    });
+    await w.app.jobDone('command', confirm.deliveryId);
+    expect(await done.body()).toMatch(new RegExp(`lab/web-01\\*\\* \\(${WEB}\\) → \`${name}\`: rolled back`));
+    expect(rawConfig(sim, WEB)).toContain('memory: 2048');
+    w.github.verify();
+  }, 60_000);
+});

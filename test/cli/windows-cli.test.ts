@@ -1,0 +1,121 @@
+/**
+ * The CLI with apply windows over HTTP against the simulator, on an injected clock: `plan` says
+ * when a guest may apply; `apply` outside the window holds the guest (skipped, nothing written,
+ * saying when the window opens); `apply --now` applies it but leaves a `restart: in-window`
+ * restart undone; `apply` inside the window applies and restarts.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli.js';
+import type { CommandIO } from '../../src/commands/types.js';
+import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
+import { rawValue } from '../engine/helpers.js';
+
+async function cli(args: string[], env: NodeJS.ProcessEnv, clock: number): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const io: CommandIO = {
+    stdout,
+    stderr,
+    stdin: Readable.from(['']),
+    env: { NO_COLOR: '1', ...env },
+    cwd: process.cwd(),
+    clock: () => clock,
+  };
+  const code = await main(args, io);
+  return { code, stdout: out, stderr: err };
+}
+
+const CLUSTER = `kind: Cluster
+name: lab
+vmids: { lower: 100, upper: 1000 }
+nodes: [pve-01]
+restart: in-window
+windows: ['Sat 02:00-05:00 Europe/Berlin']
+`;
+
+const WEB = `kind: VM
+name: web-01
+cluster: lab
+node: pve-01
+vmid: 100
+config:
+  memory: 4096
+`;
+
+/** Saturday 2026-12-05 00:30 UTC: half an hour before the window (01:00–04:00 UTC in winter). */
+const BEFORE = Date.parse('2026-12-05T00:30:00Z');
+const INSIDE = Date.parse('2026-12-05T01:30:00Z');
+
+let dir: string;
+let lab: RunningSimulator;
+let env: NodeJS.ProcessEnv;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'pve-gitops-windows-'));
+  lab = await startSimulator({
+    port: 0,
+    nodes: ['pve-01'],
+    taskMs: 2,
+    clusterName: 'lab',
+    fixture: {
+      storages: ['local-lvm'],
+      guests: [{ vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: 'name: web-01\ntags: pve-gitops\nmemory: 2048\n' }],
+    },
+  });
+  env = { PVE_CLUSTER_LAB_URL: lab.url, PVE_CLUSTER_LAB_TOKEN: lab.token, PVE_CLUSTER_LAB_ALLOW_HTTP: '1' };
+  await writeFile(join(dir, 'clusters.yaml'), CLUSTER);
+  await writeFile(join(dir, 'web.yaml'), WEB);
+});
+afterEach(async () => {
+  await lab.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+type Result = { guests: { vmid: number; status: string; error?: string; steps: { op: string; detail?: string }[]; pending?: string[] }[] };
+
+async function applyJson(args: string[], clock: number): Promise<{ code: number; web: Result['guests'][number] | undefined }> {
+  const out = join(dir, 'result.json');
+  const run = await cli(['apply', '--specs', dir, '--yes', '--format', 'json', '--out', out, ...args], env, clock);
+  const result = JSON.parse(await readFile(out, 'utf8')) as Result;
+  return { code: run.code, web: result.guests.find((g) => g.vmid === 100) };
+}
+
+describe('apply windows from the command line', () => {
+  it('plan says when the guest may apply; apply outside the window holds it and writes nothing', async () => {
+    const plan = await cli(['plan', '--specs', dir], env, BEFORE);
+    expect(plan.stdout).toContain('note: applies only inside its apply window: Sat 02:00-05:00 Europe/Berlin');
+    expect(plan.stdout).toContain(
+      'restarts after the apply, inside an apply window only: memory takes effect only after a restart (restart: in-window)',
+    );
+
+    const { web } = await applyJson([], BEFORE);
+    expect(web).toMatchObject({ status: 'skipped', steps: [] });
+    expect(web?.error).toBe(
+      'held: outside its apply window: runs when Sat 02:00-05:00 Europe/Berlin opens, Sat 2026-12-05 02:00 Europe/Berlin (01:00 UTC); nothing was written — apply again then, or with --now',
+    );
+    expect(rawValue(lab, 100, 'memory')).toBe('2048');
+  });
+
+  it('--now applies outside the window, leaving the in-window restart undone; inside the window the restart runs', async () => {
+    const now = await applyJson(['--now'], BEFORE);
+    expect(now.web?.status).toBe('applied');
+    expect(now.web?.steps.map((s) => s.op)).toEqual(['config', 'restart-held']);
+    expect(now.web?.pending).toEqual(['memory']);
+    expect(lab.sim.getGuest(100)?.rawConfig).toMatch(/\[PENDING\][^[]*memory: 4096/);
+
+    // Inside the window the values are written already; the plan shows them pending, and a change restarts.
+    await writeFile(join(dir, 'web.yaml'), WEB.replace('memory: 4096', 'memory: 8192'));
+    const inside = await applyJson([], INSIDE);
+    expect(inside.web?.status).toBe('applied');
+    expect(inside.web?.steps.map((s) => s.op)).toEqual(['config', 'shutdown', 'start', 'restarted']);
+    expect(rawValue(lab, 100, 'memory')).toBe('8192');
+  });
+});
