@@ -51,8 +51,8 @@ async function checkPrivileges(
   cluster?: ClusterSpec,
 ): Promise<string[]> {
   const who = mode === 'read' ? 'plan token' : 'apply token';
-  const restartDefaults = new Map(cluster ? [[cluster.name, cluster.restart]] : []);
-  const needed = [...requiredPrivileges(guests, mode, restartDefaults), ...kindPrivileges({ objects, guests }, mode)];
+  const policies = new Map(cluster ? [[cluster.name, cluster]] : []);
+  const needed = [...requiredPrivileges(guests, mode, policies), ...kindPrivileges({ objects, guests }, mode)];
   if (needed.length === 0) return [];
   let tree: PermissionTree;
   try {

@@ -101,7 +101,7 @@ describe('restart: allowed', () => {
     expect(why(requiredPrivileges([spec(100, { power: 'ignore', restart: allowed })], 'apply'))).toEqual([
       '/vms/100 to restart guests whose changes are pending (restart: allowed)',
     ]);
-    expect(why(requiredPrivileges([spec(101, { power: 'ignore' })], 'apply', new Map([['lab', allowed]])))).toEqual([
+    expect(why(requiredPrivileges([spec(101, { power: 'ignore' })], 'apply', new Map([['lab', { restart: allowed }]])))).toEqual([
       '/vms/101 to restart guests whose changes are pending (restart: allowed)',
     ]);
   });
@@ -112,5 +112,23 @@ describe('what a clone needs', () => {
     const needed = requiredPrivileges([spec(100101, { config: {}, clone: { template: '9000', full: true, storage: 'ceph' } })], 'apply');
     expect(needed).toContainEqual({ path: '/vms/9000', privilege: 'VM.Clone', why: 'to clone guests from templates' });
     expect(needed).toContainEqual({ path: '/storage/ceph', privilege: 'Datastore.AllocateSpace', why: 'to allocate disks' });
+  });
+});
+
+describe('snapshot before apply', () => {
+  it("needs VM.Snapshot on a VM whose policy, its own or its cluster's, is not never", () => {
+    const why = (needed: ReturnType<typeof requiredPrivileges>): string[] =>
+      needed.filter((n) => n.privilege === 'VM.Snapshot').map((n) => `${n.path} ${n.why}`);
+    expect(why(requiredPrivileges([spec(100)], 'apply'))).toEqual([]);
+    expect(why(requiredPrivileges([spec(100, { snapshot: 'risky' })], 'apply'))).toEqual([
+      '/vms/100 to snapshot VMs before their apply (snapshot: risky)',
+    ]);
+    expect(why(requiredPrivileges([spec(101)], 'apply', new Map([['lab', { snapshot: 'always' as const }]])))).toEqual([
+      '/vms/101 to snapshot VMs before their apply (snapshot: always)',
+    ]);
+    expect(
+      why(requiredPrivileges([spec(102, { snapshot: 'never' })], 'apply', new Map([['lab', { snapshot: 'always' as const }]]))),
+    ).toEqual([]);
+    expect(why(requiredPrivileges([spec(100, { snapshot: 'risky' })], 'read'))).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@
 import { effectiveRestart } from '../spec/restart-policy.js';
 import { flavourOf } from '../guest-flavours.js';
 import { isDiskKey, isNicKey } from '../key-rules.js';
-import type { GuestSpec, RestartPolicy } from '../model.js';
+import type { ClusterSpec, GuestSpec } from '../model.js';
 import { parsePropertyString, propertyValue } from '../property-string.js';
 
 /** `GET /access/permissions`: path → privilege → propagate (1: also below the path). */
@@ -51,6 +51,9 @@ function diskStorage(spec: GuestSpec, value: string): string | undefined {
   return match?.[1];
 }
 
+/** A cluster's defaults that change what a guest's apply needs (its Cluster document). */
+export type ClusterPolicies = Partial<Pick<ClusterSpec, 'restart' | 'snapshot'>>;
+
 /**
  * The privileges apply needs for these guests (one cluster's specs): reading, configuring,
  * creating and destroying each guest on `/vms/N`, power management where power is managed, and
@@ -59,7 +62,7 @@ function diskStorage(spec: GuestSpec, value: string): string | undefined {
 export function requiredPrivileges(
   guests: readonly GuestSpec[],
   mode: 'apply' | 'read',
-  restartDefaults?: ReadonlyMap<string, RestartPolicy | undefined>,
+  clusters?: ReadonlyMap<string, ClusterPolicies>,
 ): RequiredPrivilege[] {
   const needed: RequiredPrivilege[] = [];
   const storages = new Set<string>();
@@ -83,9 +86,12 @@ export function requiredPrivileges(
       if (Object.keys(spec.config).some((k) => extra.keys.test(k))) needed.push({ path, privilege: extra.privilege, why: extra.why });
     }
     if (spec.power !== 'ignore') needed.push({ path, privilege: 'VM.PowerMgmt', why: 'to start and stop guests' });
-    const restart = effectiveRestart(spec.restart, restartDefaults?.get(spec.cluster)).policy;
+    const restart = effectiveRestart(spec.restart, clusters?.get(spec.cluster)?.restart).policy;
     if (restart !== 'never')
       needed.push({ path, privilege: 'VM.PowerMgmt', why: `to restart guests whose changes are pending (restart: ${restart})` });
+    const snapshot = spec.snapshot ?? clusters?.get(spec.cluster)?.snapshot ?? 'never';
+    if (snapshot !== 'never' && spec.type === 'qemu')
+      needed.push({ path, privilege: 'VM.Snapshot', why: `to snapshot VMs before their apply (snapshot: ${snapshot})` });
     // `clone_vm`: VM.Clone on the template (named by VMID here; a name is resolved by the plan).
     const template = spec.clone?.template;
     if (template !== undefined && /^\d+$/.test(template)) {
