@@ -69,7 +69,9 @@ describe('resolveCloneSource: the template and what Proxmox would refuse', () =>
     if ('error' in source) throw new Error(source.error);
     const full = ct({ template: 'ct-tpl', full: true, storage: 'ceph' }, { vmid: 100201 });
     expect(configAfterClone(full, source).rootfs).toBe('ceph:vm-100201-disk-0,size=4G');
-    expect(configAfterClone(ct({ template: 'ct-tpl', full: true }, { vmid: 100201 }), source).rootfs).toBe('shared:vm-100201-disk-0,size=4G');
+    expect(configAfterClone(ct({ template: 'ct-tpl', full: true }, { vmid: 100201 }), source).rootfs).toBe(
+      'shared:vm-100201-disk-0,size=4G',
+    );
     expect(configAfterClone(ct({ template: 'ct-tpl' }, { vmid: 100201 }), source).rootfs).toBe('shared:base-9100-disk-0,size=4G');
   });
 });
