@@ -309,6 +309,10 @@ describe('pve-gitops demo', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/Plan: 11 to create, 2 to update, 1 to destroy\./);
     expect(run.stdout).toMatch(/Apply: 14 applied, 1 unchanged, 0 conflict, 0 failed, 0 skipped\./);
+    // The clones of the template, with the template, linked or full, and the storage; no move after a full clone.
+    expect(run.stdout).toMatch(/> linked clone of template debian-12-cloud \(VMID 109000\) on pve-01 to node pve-01\n/);
+    expect(run.stdout).toMatch(/> full clone of template debian-12-cloud \(VMID 109000\) on pve-01 to node pve-01 on storage shared-rbd\n/);
+    expect(run.stdout).not.toMatch(/move scsi0/);
     expect(run.stdout).toMatch(/4\. Plan again[\s\S]*No changes\./);
     expect(run.stdout).toMatch(/cpulimit: spec \(unset\), cluster 2/);
   });

@@ -15,7 +15,7 @@ let specs: SpecSet;
 const withoutClones = (set: SpecSet): SpecSet => ({ ...set, guests: set.guests.filter((g) => !g.clone) });
 
 beforeEach(async () => {
-  estate = await startEstate();
+  estate = await startEstate({ template: true });
   specs = await loadExample();
 });
 

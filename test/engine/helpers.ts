@@ -19,7 +19,7 @@ export const LAB_TEMPLATE_FIXTURE: SimFixture = {
   guests: (labFixture as SimFixture).guests?.filter((g) => g.config && typeof g.config === 'object' && g.config.template === 1) ?? [],
 };
 
-/** The two example clusters as simulators (lab holding only the example's template), with read-only and writing adapters. */
+/** The two example clusters as simulators, with read-only and writing adapters. */
 export interface Estate {
   sims: Record<'lab' | 'prod', RunningSimulator>;
   readers: Record<string, PveClusterAdapter>;
@@ -29,7 +29,8 @@ export interface Estate {
 
 const NODES = { lab: ['pve-01', 'pve-02'], prod: ['pve-11', 'pve-12'] } as const;
 
-export async function startEstate(options: { taskMs?: number } = {}): Promise<Estate> {
+/** `template: true` puts specs-example's template and its cloud image on lab; else both are empty. */
+export async function startEstate(options: { taskMs?: number; template?: boolean } = {}): Promise<Estate> {
   const sims = {} as Record<'lab' | 'prod', RunningSimulator>;
   const clients: PveClient[] = [];
   const readers: Record<string, PveClusterAdapter> = {};
@@ -40,7 +41,7 @@ export async function startEstate(options: { taskMs?: number } = {}): Promise<Es
       nodes: [...NODES[name]],
       taskMs: options.taskMs ?? 5,
       clusterName: name,
-      ...(name === 'lab' ? { fixture: LAB_TEMPLATE_FIXTURE } : {}),
+      ...(name === 'lab' && options.template === true ? { fixture: LAB_TEMPLATE_FIXTURE } : {}),
     });
     sims[name] = sim;
     const reader = new PveClient({ cluster: name, url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
