@@ -1,7 +1,8 @@
 /**
- * `pve-gitops demo`: the whole story on two simulated clusters, nothing to set up — validate, plan,
- * apply, plan again, an operator's change outside git, drift, and the plan that reverts it. It runs
- * the real commands against the bundled simulator and `specs-example/`; it is not a test harness.
+ * `pve-gitops demo`: the whole story on two simulated clusters, nothing to set up — validate, plan
+ * (clones of a template among the creates), apply, plan again, an operator's change outside git,
+ * drift, and the plan that reverts it. It runs the real commands against the bundled simulator and
+ * `specs-example/`; it is not a test harness.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -103,7 +104,7 @@ async function runDemo(io: CommandIO, options: { specs?: string; taskMs?: number
       io,
       2,
       'Plan',
-      'A read-only plan against the live clusters, with the read-only audit token: creates, an adoption, a destroy, a change pending until restart. Unowned guests are left alone. The plan is saved for the apply.',
+      'A read-only plan against the live clusters, with the read-only audit token: creates — two cloned from the template debian-12-cloud, which an earlier pull request built from a cloud image — an adoption, a destroy, a change pending until restart. Unowned guests are left alone. The plan is saved for the apply.',
     );
     const first = await run(planCommand, ['--save', savedPlan]);
     if (first !== 2) return 1;

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cli } from './run-cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
-import { SPECS_EXAMPLE } from '../engine/helpers.js';
+import { LAB_TEMPLATE_FIXTURE, SPECS_EXAMPLE } from '../engine/helpers.js';
 import { api } from '../sim/helpers.js';
 
 let dir: string;
@@ -19,7 +19,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-adopt-'));
   specs = join(dir, 'specs');
   await cp(SPECS_EXAMPLE, specs, { recursive: true });
-  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5 });
+  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5, fixture: LAB_TEMPLATE_FIXTURE });
   prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
   env = {
     PVE_CLUSTER_LAB_URL: lab.url,

@@ -6,7 +6,7 @@ import { COMMANDS } from '../../src/cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import { startTinyServer } from '../client/helpers/tiny-server.js';
-import { SPECS_EXAMPLE } from '../engine/helpers.js';
+import { LAB_TEMPLATE_FIXTURE, SPECS_EXAMPLE } from '../engine/helpers.js';
 import { cli } from './run-cli.js';
 
 let dir: string;
@@ -17,7 +17,7 @@ let env: NodeJS.ProcessEnv;
 // Every test gets its own simulated clusters and directory: none depends on what another left.
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-cli-'));
-  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5 });
+  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5, fixture: LAB_TEMPLATE_FIXTURE });
   prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
   env = {
     PVE_CLUSTER_LAB_URL: lab.url,
@@ -49,7 +49,7 @@ describe('pve-gitops validate', () => {
   it('exits 0 for specs-example', async () => {
     const run = await cli(['validate', '--specs', SPECS_EXAMPLE]);
     expect(run).toMatchObject({ code: 0, stdout: '' });
-    expect(run.stderr).toMatch(/valid \(2 clusters, 12 guests\)/);
+    expect(run.stderr).toMatch(/valid \(2 clusters, 15 guests\)/);
   });
 
   it('exits 1 with one file:line:col: message per error', async () => {
@@ -103,8 +103,8 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     const saved = join(dir, 'plan.json');
     const plan = await cli(['plan', '--specs', SPECS_EXAMPLE, '--save', saved], env);
     expect(plan.code).toBe(2);
-    expect(plan.stdout).toMatch(/Plan: 11 to create, 0 to update, 0 to destroy\./);
-    expect(parsePlanJson(await readFile(saved, 'utf8')).summary.create).toBe(11);
+    expect(plan.stdout).toMatch(/Plan: 13 to create, 0 to update, 0 to destroy\./);
+    expect(parsePlanJson(await readFile(saved, 'utf8')).summary.create).toBe(13);
 
     const markdown = await cli(['plan', '--specs', SPECS_EXAMPLE, '--format', 'markdown'], env);
     expect(markdown.code).toBe(2);
@@ -119,7 +119,7 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     const apply = await cli(['apply', '--plan', saved, '--format', 'json'], env);
     expect(apply.code).toBe(0);
     const result = JSON.parse(apply.stdout) as { guests: { status: string }[] };
-    expect(result.guests.filter((g) => g.status === 'applied')).toHaveLength(11);
+    expect(result.guests.filter((g) => g.status === 'applied')).toHaveLength(13);
     expect(apply.stderr).toMatch(/lab\/db-01 \(100201\): create — create on pve-01 \[UPID:pve-01:/);
 
     const again = await cli(['plan', '--specs', SPECS_EXAMPLE], env);
@@ -220,7 +220,7 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     );
     const run = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], { LAB_TOKEN: lab.auditToken });
     expect(run.code).toBe(2);
-    expect(run.stdout).toMatch(/Plan: 11 to create, 0 to update, 0 to destroy\./);
+    expect(run.stdout).toMatch(/Plan: 13 to create, 0 to update, 0 to destroy\./);
     const missing = await cli(['plan', '--specs', SPECS_EXAMPLE, '--clusters', file], {});
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/cluster lab token: environment variable LAB_TOKEN is not set/);
@@ -307,8 +307,12 @@ describe('pve-gitops demo', () => {
     const run = await cli(['demo']);
     expect(run.stderr).not.toMatch(/failed|conflict/);
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/Plan: 9 to create, 2 to update, 1 to destroy\./);
-    expect(run.stdout).toMatch(/Apply: 12 applied, 0 unchanged, 0 conflict, 0 failed, 0 skipped\./);
+    expect(run.stdout).toMatch(/Plan: 11 to create, 2 to update, 1 to destroy\./);
+    expect(run.stdout).toMatch(/Apply: 14 applied, 1 unchanged, 0 conflict, 0 failed, 0 skipped\./);
+    // The clones of the template, with the template, linked or full, and the storage; no move after a full clone.
+    expect(run.stdout).toMatch(/> linked clone of template debian-12-cloud \(VMID 109000\) on pve-01 to node pve-01\n/);
+    expect(run.stdout).toMatch(/> full clone of template debian-12-cloud \(VMID 109000\) on pve-01 to node pve-01 on storage shared-rbd\n/);
+    expect(run.stdout).not.toMatch(/move scsi0/);
     expect(run.stdout).toMatch(/4\. Plan again[\s\S]*No changes\./);
     expect(run.stdout).toMatch(/cpulimit: spec \(unset\), cluster 2/);
   });

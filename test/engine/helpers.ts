@@ -3,12 +3,23 @@ import type { GuestSpec, Plan, SpecSet } from '../../src/core/model.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
+import labFixture from '../../src/demo/lab-fixture.json' with { type: 'json' };
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { SimFixture } from '../../src/pve/sim/schema.js';
 import { readSpecDir } from '../../src/spec-files/read-spec-dir.js';
 
 export const SPECS_EXAMPLE = fileURLToPath(new URL('../../specs-example', import.meta.url));
 
-/** The two example clusters as empty simulators, with read-only and writing adapters. */
+/**
+ * What specs-example needs on an otherwise empty lab cluster: the template its clones are made
+ * from (lab/templates.yaml), built by an earlier pull request, and the cloud image it came from.
+ */
+export const LAB_TEMPLATE_FIXTURE: SimFixture = {
+  files: (labFixture as SimFixture).files ?? [],
+  guests: (labFixture as SimFixture).guests?.filter((g) => g.config && typeof g.config === 'object' && g.config.template === 1) ?? [],
+};
+
+/** The two example clusters as simulators, with read-only and writing adapters. */
 export interface Estate {
   sims: Record<'lab' | 'prod', RunningSimulator>;
   readers: Record<string, PveClusterAdapter>;
@@ -18,13 +29,20 @@ export interface Estate {
 
 const NODES = { lab: ['pve-01', 'pve-02'], prod: ['pve-11', 'pve-12'] } as const;
 
-export async function startEstate(options: { taskMs?: number } = {}): Promise<Estate> {
+/** `template: true` puts specs-example's template and its cloud image on lab; else both are empty. */
+export async function startEstate(options: { taskMs?: number; template?: boolean } = {}): Promise<Estate> {
   const sims = {} as Record<'lab' | 'prod', RunningSimulator>;
   const clients: PveClient[] = [];
   const readers: Record<string, PveClusterAdapter> = {};
   const writers: Record<string, PveClusterAdapter> = {};
   for (const name of ['lab', 'prod'] as const) {
-    const sim = await startSimulator({ port: 0, nodes: [...NODES[name]], taskMs: options.taskMs ?? 5, clusterName: name });
+    const sim = await startSimulator({
+      port: 0,
+      nodes: [...NODES[name]],
+      taskMs: options.taskMs ?? 5,
+      clusterName: name,
+      ...(name === 'lab' && options.template === true ? { fixture: LAB_TEMPLATE_FIXTURE } : {}),
+    });
     sims[name] = sim;
     const reader = new PveClient({ cluster: name, url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
     const writer = new PveClient({ cluster: name, url: sim.url, token: sim.token, retries: 0 });

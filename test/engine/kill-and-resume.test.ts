@@ -21,7 +21,7 @@ let dir: string;
 beforeEach(async () => {
   // Slow tasks, so the kill lands while Proxmox is still creating guests: a slot frees for the
   // guests not yet sent only after a create and a start (about 600 ms), a wide margin for the kill.
-  estate = await startEstate({ taskMs: 300 });
+  estate = await startEstate({ taskMs: 300, template: true });
   specs = await loadExample();
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-kill-'));
 });

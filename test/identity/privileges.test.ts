@@ -19,7 +19,7 @@ let specs: SpecSet;
 const clients: PveClient[] = [];
 
 beforeEach(async () => {
-  estate = await startEstate();
+  estate = await startEstate({ template: true });
   specs = await loadExample();
   const plan = await runPlan({ head: specs, readers: estate.readers });
   await executePlan(plan, estate.writers, { lockPollMs: 20 });

@@ -63,6 +63,17 @@ describe('resolveCloneSource: the template and what Proxmox would refuse', () =>
     });
     expect(withoutMac('qemu', 'virtio=BC:24:11:00:90:00,bridge=vmbr0')).toBe('virtio,bridge=vmbr0');
   });
+
+  it('a full clone has its disks on its storage (the template’s without one), as volumes of the new guest', () => {
+    const source = resolveCloneSource(ct({ template: 'ct-tpl' }), seen('lxc', CT_TEMPLATE));
+    if ('error' in source) throw new Error(source.error);
+    const full = ct({ template: 'ct-tpl', full: true, storage: 'ceph' }, { vmid: 100201 });
+    expect(configAfterClone(full, source).rootfs).toBe('ceph:vm-100201-disk-0,size=4G');
+    expect(configAfterClone(ct({ template: 'ct-tpl', full: true }, { vmid: 100201 }), source).rootfs).toBe(
+      'shared:vm-100201-disk-0,size=4G',
+    );
+    expect(configAfterClone(ct({ template: 'ct-tpl' }, { vmid: 100201 }), source).rootfs).toBe('shared:base-9100-disk-0,size=4G');
+  });
 });
 
 describe('templates and ownership', () => {

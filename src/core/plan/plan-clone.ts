@@ -120,6 +120,17 @@ export function configAfterClone(spec: GuestSpec, source: CloneSource): Record<s
     after[key] = /^net\d+$/.test(key) ? withoutMac(spec.type, value) : value;
   }
   after[nameKey] = spec.config[nameKey] ?? spec.name;
+  // A full clone copies every disk, to `storage` when given, as a volume of the new guest
+  // (docs/design.md, "Creating guests by cloning"): the plan must not move it again.
+  if (spec.clone?.full === true) {
+    for (const [key, volume] of volumesOf(spec.type, after)) {
+      const colon = volume.indexOf(':');
+      if (colon <= 0 || volume.startsWith('/')) continue;
+      const storage = spec.clone.storage ?? volume.slice(0, colon);
+      const volname = volume.slice(colon + 1).replace(/^((?:\d+\/)?)(?:base|vm)-\d+-/, `$1vm-${spec.vmid}-`);
+      after[key] = (after[key] ?? '').replace(volume, `${storage}:${volname}`);
+    }
+  }
   return after;
 }
 
