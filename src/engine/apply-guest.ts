@@ -628,8 +628,8 @@ class GuestJob {
         this.#lastOp = opKey;
         return undefined;
       }
-      if (op.op === 'create' && portFailure(err, VmidTakenError)) {
-        // Someone holds the VMID now: another run of this plan, or a stranger. Look at the guest
+      if ((op.op === 'create' || op.op === 'clone') && portFailure(err, VmidTakenError)) {
+        // Someone holds the VMID now: another run of this plan (its create or its clone), or a stranger. Look at the guest
         // that holds it; the next read tells which (and a stranger's guest is a conflict).
         this.#takenAtCreate = errorMessage(err);
         this.#emit({ op: 'vmid-taken', detail: `${summariseOperation(op)}: ${errorMessage(err)}; looking at the guest that holds it` });

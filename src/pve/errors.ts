@@ -264,6 +264,8 @@ export function classifyMessage(message: string, init: PveErrorInit, sent: SentC
 
   const exists = EXISTS_RE.exec(message);
   if (exists) return new PveAlreadyExistsError(message, { ...init, vmid: Number(exists[1]), node: exists[2] });
+  const cloneExists = CLONE_EXISTS_RE.exec(message);
+  if (cloneExists) return new PveAlreadyExistsError(message, { ...init, vmid: Number(cloneExists[1]) });
 
   if (NOT_FOUND_RE.test(message)) return new PveNotFoundError(message, init);
   if (PROTECTED_RE.test(message)) return new PveProtectedError(message, init);
@@ -283,6 +285,8 @@ const LOCK_FILE_RE = /can't lock file '([^']+)' - got timeout/;
 // Cluster::check_vmid_unused (create) and nextid's "VM 100 already exists"; the first match is the
 // existing guest because the "unable to create VM 100 -" prefix has no "already exists".
 const EXISTS_RE = /\b(?:VM|CT) (\d+) already exists(?: on node '([^']*)')?/;
+// qemu-server clone_vm: the new VMID's config file is there already (docs/proxmox-behaviour.md, QCL-16).
+const CLONE_EXISTS_RE = /^unable to create VM (\d+): config file already exists$/;
 const NOT_FOUND_RE = /Configuration file '[^']*' does not exist|\bno such task\b/;
 const PROTECTED_RE = /protection mode enabled/;
 // qemu destroy_vm / lxc destroy early checks.

@@ -176,6 +176,8 @@ describe('classifyMessage', () => {
     ["CT 100 already exists on node 'x'", PveAlreadyExistsError, { vmid: 100, node: 'x' }],
     ["unable to create CT 100 - VM 100 already exists on node 'pve2'", PveAlreadyExistsError, { vmid: 100, node: 'pve2' }],
     ["unable to create VM 105 - VM 105 already exists on node 'pve'", PveAlreadyExistsError, { vmid: 105, node: 'pve' }],
+    // qemu-server PVE/API2/Qemu.pm clone_vm: the new VMID's config file is there already.
+    ['unable to create VM 150: config file already exists', PveAlreadyExistsError, { vmid: 150 }],
     // qemu-server PVE/QemuServer.pm vm_start_nolock; pve-container PVE/API2/LXC/Status.pm vm_start, vm_stop.
     ['VM 100 already running', PvePowerStateError, { running: true }],
     ['CT 101 already running', PvePowerStateError, { running: true }],

@@ -165,6 +165,11 @@ export function cloneScenarios(t: ScenarioTools): Record<string, () => Promise<C
       const rules = arr(await t.data('/nodes/pve-01/qemu/150/firewall/rules'));
       return { data: rules.map((r) => r.comment) };
     },
+    'QCL-16': async () => {
+      addVmTemplate();
+      await cloned('qemu', 110, { newid: '150' });
+      return t.http('POST', '/nodes/pve-01/qemu/110/clone', { newid: '150' });
+    },
     'LCL-1': () => t.http('POST', '/nodes/pve-01/lxc/201/clone', { newid: '250' }, LIMITED),
     'LCL-2': () => {
       addCtTemplate();
