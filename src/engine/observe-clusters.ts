@@ -111,6 +111,12 @@ export async function observeClusters(
       for (const l of cluster.listing) {
         if (!wanted.includes(l) && (sources.has(String(l.vmid)) || (l.name !== undefined && sources.has(l.name)))) wanted.push(l);
       }
+      // A template named in a clone that no listed name matches may be one the listing shows
+      // without its name (it lags behind new guests): the nameless ones are read to find it.
+      const listedNames = new Set(cluster.listing.map((l) => l.name));
+      if ([...sources].some((s) => s !== undefined && !/^\d+$/.test(s) && !listedNames.has(s))) {
+        for (const l of cluster.listing) if (l.name === undefined && !wanted.includes(l)) wanted.push(l);
+      }
       const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
       const bounded = (fn: () => Promise<void>): Promise<void> => (limit ? limit.run(fn) : fn());
       // One fresh listing, shared, for guests that migrated between the listing and their read.

@@ -57,7 +57,10 @@ export function resolveCloneSource(spec: GuestSpec, seen: CloneSourceSeen | unde
   if (!seen) return { error: `create.clone: the template '${wanted}' was not looked up (re-run the plan)` };
   const nameKey = flavourOf(spec.type).nameKey;
   const byVmid = /^\d+$/.test(wanted);
-  const matches = seen.listing.filter((l) => (byVmid ? l.vmid === Number(wanted) : l.name === wanted));
+  // A guest the listing shows without a name (published before it had one: the listing lags) is
+  // matched by the name its config holds, when the observation read it.
+  const named = (l: ListedGuest): boolean => l.name === wanted || (l.name === undefined && seen.guests[l.vmid]?.current[nameKey] === wanted);
+  const matches = seen.listing.filter((l) => (byVmid ? l.vmid === Number(wanted) : named(l)));
   const ofType = matches.filter((l) => l.type === spec.type);
   if (ofType.length === 0) {
     if (matches.length > 0)
