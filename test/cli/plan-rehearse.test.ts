@@ -7,26 +7,20 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli.js';
-import type { CommandIO } from '../../src/commands/types.js';
+import labFixture from '../../src/demo/lab-fixture.json' with { type: 'json' };
+import prodFixture from '../../src/demo/prod-fixture.json' with { type: 'json' };
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { SimFixture } from '../../src/pve/sim/schema.js';
+import { SPECS_EXAMPLE } from '../engine/helpers.js';
+import { type Run, cli as runCli } from './run-cli.js';
 
 let dir: string;
 let lab: RunningSimulator;
 let env: NodeJS.ProcessEnv;
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const io: CommandIO = { stdout, stderr, stdin: Readable.from(['']), env: { NO_COLOR: '1', ...env }, cwd: dir };
-  const code = await main(args, io);
-  return { code, stdout: out, stderr: err };
+function cli(args: string[]): Promise<Run> {
+  return runCli(args, env, dir);
 }
 
 const CLUSTER = `kind: Cluster
@@ -110,5 +104,46 @@ describe('pve-gitops plan --rehearse', () => {
     const run = await cli(['plan', '--specs', dirOf]);
     expect(run.code).toBe(2);
     expect(run.stdout).not.toContain('Rehearsal:');
+  });
+});
+
+describe('on the demo clusters', () => {
+  it('rehearses the example specs clean: every guest the demo applies would apply', async () => {
+    const demoLab = await startSimulator({
+      port: 0,
+      nodes: ['pve-01', 'pve-02'],
+      taskMs: 2,
+      clusterName: 'lab',
+      fixture: labFixture as SimFixture,
+    });
+    const demoProd = await startSimulator({
+      port: 0,
+      nodes: ['pve-11', 'pve-12'],
+      taskMs: 2,
+      clusterName: 'prod',
+      fixture: prodFixture as SimFixture,
+    });
+    try {
+      const demoEnv: NodeJS.ProcessEnv = {};
+      for (const [name, sim] of [
+        ['LAB', demoLab],
+        ['PROD', demoProd],
+      ] as const) {
+        demoEnv[`PVE_CLUSTER_${name}_URL`] = sim.url;
+        demoEnv[`PVE_CLUSTER_${name}_TOKEN`] = sim.token;
+        demoEnv[`PVE_CLUSTER_${name}_READ_TOKEN`] = sim.auditToken;
+        demoEnv[`PVE_CLUSTER_${name}_ALLOW_HTTP`] = '1';
+      }
+      const writes = demoLab.sim.stats().writes.total + demoProd.sim.stats().writes.total;
+      const run = await runCli(['plan', '--specs', SPECS_EXAMPLE, '--rehearse'], demoEnv, dir);
+      expect(run.code, run.stdout + run.stderr).toBe(2);
+      const line = /Rehearsal: (\d+) of (\d+) guests applied on a simulated copy/.exec(run.stdout);
+      expect(line, run.stdout).not.toBeNull();
+      expect(Number(line?.[1])).toBeGreaterThan(0);
+      expect(line?.[1]).toBe(line?.[2]);
+      expect(demoLab.sim.stats().writes.total + demoProd.sim.stats().writes.total).toBe(writes);
+    } finally {
+      await Promise.allSettled([demoLab.close(), demoProd.close()]);
+    }
   });
 });

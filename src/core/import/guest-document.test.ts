@@ -168,3 +168,24 @@ describe('importGuest: what the file says', () => {
     expect(text(observed('qemu', reversed))).toBe(text(observed('qemu', VM)));
   });
 });
+
+describe('a template', () => {
+  it('is written template: true on the document, never config.template, and round-trips as an adoption only', () => {
+    const template = observed(
+      'qemu',
+      {
+        name: 'debian-12-cloud',
+        template: '1',
+        ostype: 'l26',
+        scsi0: 'local-lvm:base-150-disk-0,size=2G',
+        net0: 'virtio=BC:24:11:10:90:00,bridge=vmbr0',
+      },
+      { status: 'stopped' },
+    );
+    const trip = roundTrip(template);
+    expect(trip.text).toMatch(/^adopt: true\ntemplate: true\nconfig:$/m);
+    expect(trip.text).not.toMatch(/^ {2}template:/m);
+    expect(trip.errors).toEqual([]);
+    expect(trip.changes).toEqual(['tags']);
+  });
+});

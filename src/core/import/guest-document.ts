@@ -23,6 +23,8 @@ export interface GuestDocument {
   node: string;
   vmid: number;
   adopt: true;
+  /** A template: `template: true` on the document, never `config.template` (README "Templates in git"). */
+  template?: true;
   /** The pool it is a member of (the pool-member kind's guest key). */
   pool?: string;
   /** Its HA resource's fields (the HA kind's guest key). */
@@ -93,12 +95,19 @@ export function importGuest(
   const host: string[] = [];
   const storages = new Set<string>();
   const bridges = new Set<string>();
+  let isTemplate = false;
   for (const key of orderedKeys(type, Object.keys(effective))) {
     const value = effective[key] ?? '';
     if (key === 'digest' || key === flavour.nameKey) continue;
     if (key === 'tags') {
       const tags = specTags(value, ownerTag);
       if (tags.length > 0) config.tags = tags;
+      continue;
+    }
+    if (key === 'template') {
+      // The document's `template: true`; as a config key, validate refuses it (Proxmox would set
+      // the flag without converting the disks to base images).
+      if (value === '1') isTemplate = true;
       continue;
     }
     if (GENERATED[type].has(key)) {
@@ -170,6 +179,7 @@ export function importGuest(
     node: listed.node,
     vmid: observed.vmid,
     adopt: true,
+    ...(isTemplate ? { template: true as const } : {}),
     ...(ignore.length > 0 ? { ignore: ignore.sort() } : {}),
     config,
   };
