@@ -59,7 +59,8 @@ export function resolveCloneSource(spec: GuestSpec, seen: CloneSourceSeen | unde
   const byVmid = /^\d+$/.test(wanted);
   // A guest the listing shows without a name (published before it had one: the listing lags) is
   // matched by the name its config holds, when the observation read it.
-  const named = (l: ListedGuest): boolean => l.name === wanted || (l.name === undefined && seen.guests[l.vmid]?.current[nameKey] === wanted);
+  const named = (l: ListedGuest): boolean =>
+    l.name === wanted || (l.name === undefined && seen.guests[l.vmid]?.current[nameKey] === wanted);
   const matches = seen.listing.filter((l) => (byVmid ? l.vmid === Number(wanted) : named(l)));
   const ofType = matches.filter((l) => l.type === spec.type);
   if (ofType.length === 0) {
