@@ -31,9 +31,11 @@ export const driftCommand: Command = {
       const plan = await runDrift({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
       await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
+      // Pools, HA resources, firewalls and backup jobs drift too: counted apart from the guests.
+      const objects = plan.objects.filter((o) => o.drift.length > 0).length;
       note(
         io,
-        `${plural(drifted, 'drifted guest')}, ${plural(plan.summary.orphan, 'orphan')}, ${plan.summary.pending} with pending changes`,
+        `${plural(drifted, 'drifted guest')}${objects > 0 ? `, ${plural(objects, 'drifted object')}` : ''}, ${plural(plan.summary.orphan, 'orphan')}, ${plan.summary.pending} with pending changes`,
       );
       if (planHasErrors(plan)) return 1;
       return planHasDrift(plan) ? 2 : 0;

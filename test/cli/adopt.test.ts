@@ -156,6 +156,10 @@ describe('pve-gitops adopt', () => {
     ];
     for (const [method, at, form] of edits) expect((await api(lab, method as 'PUT', at, { form })).status, `${method} ${at}`).toBe(200);
     const before = await readFile(path, 'utf8');
+    // `drift` counts the firewall apart from the guests: only an object drifted here.
+    const drift = await cli(['drift', '--specs', specs], env);
+    expect(drift.code).toBe(2);
+    expect(drift.stderr).toMatch(/0 drifted guests, 1 drifted object, /);
     // `firewall.rules` names the rule findings (`firewall.rules (was #1)`: the rule the plan would remove), `firewall.options` each option's.
     const rules = await cli(['adopt', '--specs', specs, '--key', 'firewall.rules', '--dry-run'], env);
     expect(rules.stdout).toContain('  firewall.rules (was #1): (not set) → IN ACCEPT -p icmp');

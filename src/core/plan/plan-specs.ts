@@ -530,9 +530,9 @@ export function planHasErrors(plan: Plan): boolean {
   return plan.errors.length > 0 || plan.summary.error > 0;
 }
 
-/** True when an owned guest differs from its spec outside git, or an orphan exists. */
+/** True when an owned guest or another managed object (a pool, an HA resource, a firewall…) differs from its spec outside git, or an orphan exists. */
 export function planHasDrift(plan: Plan): boolean {
-  return plan.guests.some((g) => g.drift.length > 0 || g.action === 'orphan');
+  return plan.guests.some((g) => g.drift.length > 0 || g.action === 'orphan') || plan.objects.some((o) => o.drift.length > 0);
 }
 
 /** Every error of a plan as one line each: plan-level first, then per guest. */
