@@ -57,3 +57,25 @@ export function failedOutcome(err: unknown, steps: ObjectApplyOutcome['steps']):
   const message = err instanceof Error ? err.message : String(err);
   return { status: 'failed', steps, error: message, ...(err instanceof UnavailableError ? { retryable: !err.writeUncertain } : {}) };
 }
+
+/**
+ * Carries out an item's operations in order: `run` does one (given when it started), pushes its
+ * step, and returns an outcome to stop with, or nothing to go on. A port error ends the item as
+ * `failedOutcome` with the steps made so far; an item whose operations all went on is `applied`
+ * when a step was made, `unchanged` when none was needed.
+ */
+export async function runOperations(
+  operations: readonly ObjectOperation[],
+  steps: ObjectApplyOutcome['steps'],
+  run: (op: ObjectOperation, started: number) => Promise<ObjectApplyOutcome | undefined>,
+): Promise<ObjectApplyOutcome> {
+  for (const op of operations) {
+    try {
+      const stop = await run(op, Date.now());
+      if (stop) return stop;
+    } catch (err) {
+      return failedOutcome(err, steps);
+    }
+  }
+  return { status: steps.length > 0 ? 'applied' : 'unchanged', steps };
+}

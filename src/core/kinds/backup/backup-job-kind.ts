@@ -15,7 +15,7 @@
  * `remove_vmid_from_backup_jobs`), so its absence is no drift once the spec no longer names it.
  * Proxmox's side: pve-manager `API2/Backup.pm` (docs/proxmox-behaviour.md, "Backup jobs").
  */
-import { failedOutcome, type ItemParts, item } from '../object-item.js';
+import { type ItemParts, item, runOperations } from '../object-item.js';
 import type { GuestPlan, GuestSpec, KeyChange, ObjectOperation, ObjectPlan, ObjectSpec, SpecSet } from '../../model.js';
 import { PermissionDeniedError } from '../../port-errors.js';
 import {
@@ -343,46 +343,41 @@ async function readValues(port: BackupJobPort, id: string): Promise<JobValues | 
 
 async function execute(stored: ObjectPlan, port: BackupJobPort): Promise<ObjectApplyOutcome> {
   const steps: ObjectApplyOutcome['steps'] = [];
-  for (const op of stored.operations) {
+  return runOperations(stored.operations, steps, async (op, started) => {
     const id = String(op.id);
-    const started = Date.now();
-    try {
-      const now = await readValues(port, id);
-      if (op.op === 'create-backup-job') {
-        const params = op.params as JobValues;
-        if (now) return { status: 'conflict', steps, conflict: [`backup job '${id}' was created on the cluster after the review`] };
-        await port.createJob(id, params);
-        const after = await readValues(port, id);
-        if (!after || !holds(after, params, []))
-          return { status: 'failed', steps, error: `backup job '${id}' does not hold what was sent after its create` };
-        steps.push({ op: 'create-backup-job', detail: `backup job '${id}'`, ms: Date.now() - started });
-      } else if (op.op === 'update-backup-job') {
-        const set = op.set as JobValues;
-        const remove = op.remove as string[];
-        if (!now) return { status: 'conflict', steps, conflict: [`backup job '${id}' was removed from the cluster after the review`] };
-        if (holds(now, set, remove)) return { status: 'unchanged', steps };
-        const changed = moved(op.reviewed as JobValues, now);
-        if (changed.length > 0) return { status: 'conflict', steps, conflict: changed.map((line) => `backup job '${id}', ${line}`) };
-        await port.updateJob(id, set, remove);
-        const after = await readValues(port, id);
-        if (!after || !holds(after, set, remove))
-          return { status: 'failed', steps, error: `backup job '${id}' does not hold what was sent after its update` };
-        steps.push({ op: 'update-backup-job', detail: describe(op) ?? id, ms: Date.now() - started });
-      } else if (op.op === 'destroy-backup-job') {
-        if (!now) return { status: 'unchanged', steps };
-        const changed = moved(op.reviewed as JobValues, now);
-        if (changed.length > 0) return { status: 'conflict', steps, conflict: changed.map((line) => `backup job '${id}', ${line}`) };
-        await port.deleteJob(id);
-        if (await readValues(port, id)) return { status: 'failed', steps, error: `backup job '${id}' is still there after its destroy` };
-        steps.push({ op: 'destroy-backup-job', detail: `backup job '${id}'`, ms: Date.now() - started });
-      } else {
-        return { status: 'failed', steps, error: `unknown backup job operation '${op.op}'` };
-      }
-    } catch (err) {
-      return failedOutcome(err, steps);
+    const now = await readValues(port, id);
+    if (op.op === 'create-backup-job') {
+      const params = op.params as JobValues;
+      if (now) return { status: 'conflict', steps, conflict: [`backup job '${id}' was created on the cluster after the review`] };
+      await port.createJob(id, params);
+      const after = await readValues(port, id);
+      if (!after || !holds(after, params, []))
+        return { status: 'failed', steps, error: `backup job '${id}' does not hold what was sent after its create` };
+      steps.push({ op: 'create-backup-job', detail: `backup job '${id}'`, ms: Date.now() - started });
+    } else if (op.op === 'update-backup-job') {
+      const set = op.set as JobValues;
+      const remove = op.remove as string[];
+      if (!now) return { status: 'conflict', steps, conflict: [`backup job '${id}' was removed from the cluster after the review`] };
+      if (holds(now, set, remove)) return { status: 'unchanged', steps };
+      const changed = moved(op.reviewed as JobValues, now);
+      if (changed.length > 0) return { status: 'conflict', steps, conflict: changed.map((line) => `backup job '${id}', ${line}`) };
+      await port.updateJob(id, set, remove);
+      const after = await readValues(port, id);
+      if (!after || !holds(after, set, remove))
+        return { status: 'failed', steps, error: `backup job '${id}' does not hold what was sent after its update` };
+      steps.push({ op: 'update-backup-job', detail: describe(op) ?? id, ms: Date.now() - started });
+    } else if (op.op === 'destroy-backup-job') {
+      if (!now) return { status: 'unchanged', steps };
+      const changed = moved(op.reviewed as JobValues, now);
+      if (changed.length > 0) return { status: 'conflict', steps, conflict: changed.map((line) => `backup job '${id}', ${line}`) };
+      await port.deleteJob(id);
+      if (await readValues(port, id)) return { status: 'failed', steps, error: `backup job '${id}' is still there after its destroy` };
+      steps.push({ op: 'destroy-backup-job', detail: `backup job '${id}'`, ms: Date.now() - started });
+    } else {
+      return { status: 'failed', steps, error: `unknown backup job operation '${op.op}'` };
     }
-  }
-  return { status: steps.length > 0 ? 'applied' : 'unchanged', steps };
+    return undefined;
+  });
 }
 
 /**

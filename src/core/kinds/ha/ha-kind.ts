@@ -26,7 +26,7 @@ import {
 } from '../kind.js';
 import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText, keyText, resourceKey } from '../resource-key.js';
-import { failedOutcome, item, storedString } from '../object-item.js';
+import { item, storedString, runOperations } from '../object-item.js';
 import type { HaFields, HaPort, HaResource } from './port.js';
 import { flavourOf } from '../../guest-flavours.js';
 
@@ -293,76 +293,71 @@ function afterUpdate(from: HaFields, set: HaFields, remove: readonly string[]): 
 
 async function execute(stored: ObjectPlan, port: HaPort): Promise<ObjectApplyOutcome> {
   const steps: ObjectApplyOutcome['steps'] = [];
-  for (const op of stored.operations) {
+  return runOperations(stored.operations, steps, async (op, started) => {
     const sid = String(op.sid);
-    const started = Date.now();
-    try {
-      if (op.op === 'add-ha') {
-        const set = op.set as HaFields;
-        const now = await port.readResource(sid);
-        if (now) {
-          if (sameFields(now.resource, set)) return { status: 'unchanged', steps };
-          return { status: 'conflict', steps, conflict: [`HA resource ${sid} was added on the cluster after the review`] };
-        }
-        await port.createResource(sid, set);
-        const after = await port.readResource(sid);
-        if (!after || !sameFields(after.resource, set))
-          return { status: 'failed', steps, error: `HA resource ${sid} is not as planned after its creation` };
-        steps.push({ op: 'add-ha', detail: `${sid} (${fieldText(set)})`, ms: Date.now() - started });
-      } else if (op.op === 'update-ha') {
-        const from = op.from as HaFields;
-        const set = op.set as HaFields;
-        const remove = op.delete as string[];
-        const target = afterUpdate(from, set, remove);
-        let attempt = 0;
-        for (;;) {
-          attempt += 1;
-          const now = await port.readResource(sid);
-          if (!now) return { status: 'conflict', steps, conflict: [`HA resource ${sid} was removed on the cluster after the review`] };
-          if (sameFields(now.resource, target)) {
-            if (attempt === 1) return { status: 'unchanged', steps };
-            break;
-          }
-          if (!sameFields(now.resource, from)) return { status: 'conflict', steps, conflict: moved(sid, from, now.resource) };
-          try {
-            await port.updateResource(sid, set, remove, now.digest);
-            break;
-          } catch (err) {
-            // The digest covers every resource: another guest's HA edit makes it stale. Re-read and retry while this one is as reviewed.
-            if (!(err instanceof DigestConflictError)) throw err;
-            if (attempt >= HA_DIGEST_ATTEMPTS)
-              return {
-                status: 'failed',
-                steps,
-                retryable: true,
-                error: `HA resource ${sid}: resources.cfg changed under each of ${HA_DIGEST_ATTEMPTS} attempts (${err.message})`,
-              };
-          }
-        }
-        const after = await port.readResource(sid);
-        if (!after || !sameFields(after.resource, target))
-          return { status: 'failed', steps, error: `HA resource ${sid} is not as planned after the update` };
-        steps.push({
-          op: 'update-ha',
-          detail: `${sid} (${fieldText(set)}${remove.length > 0 ? `; default: ${remove.join(', ')}` : ''})`,
-          ms: Date.now() - started,
-        });
-      } else if (op.op === 'remove-ha') {
-        const from = op.from as HaFields;
-        const now = await port.readResource(sid);
-        if (!now) return { status: 'unchanged', steps };
-        if (!sameFields(now.resource, from)) return { status: 'conflict', steps, conflict: moved(sid, from, now.resource) };
-        await port.deleteResource(sid);
-        if (await port.readResource(sid)) return { status: 'failed', steps, error: `HA resource ${sid} is still there after its removal` };
-        steps.push({ op: 'remove-ha', detail: sid, ms: Date.now() - started });
-      } else {
-        return { status: 'failed', steps, error: `unknown ha operation '${op.op}'` };
+    if (op.op === 'add-ha') {
+      const set = op.set as HaFields;
+      const now = await port.readResource(sid);
+      if (now) {
+        if (sameFields(now.resource, set)) return { status: 'unchanged', steps };
+        return { status: 'conflict', steps, conflict: [`HA resource ${sid} was added on the cluster after the review`] };
       }
-    } catch (err) {
-      return failedOutcome(err, steps);
+      await port.createResource(sid, set);
+      const after = await port.readResource(sid);
+      if (!after || !sameFields(after.resource, set))
+        return { status: 'failed', steps, error: `HA resource ${sid} is not as planned after its creation` };
+      steps.push({ op: 'add-ha', detail: `${sid} (${fieldText(set)})`, ms: Date.now() - started });
+    } else if (op.op === 'update-ha') {
+      const from = op.from as HaFields;
+      const set = op.set as HaFields;
+      const remove = op.delete as string[];
+      const target = afterUpdate(from, set, remove);
+      let attempt = 0;
+      for (;;) {
+        attempt += 1;
+        const now = await port.readResource(sid);
+        if (!now) return { status: 'conflict', steps, conflict: [`HA resource ${sid} was removed on the cluster after the review`] };
+        if (sameFields(now.resource, target)) {
+          if (attempt === 1) return { status: 'unchanged', steps };
+          break;
+        }
+        if (!sameFields(now.resource, from)) return { status: 'conflict', steps, conflict: moved(sid, from, now.resource) };
+        try {
+          await port.updateResource(sid, set, remove, now.digest);
+          break;
+        } catch (err) {
+          // The digest covers every resource: another guest's HA edit makes it stale. Re-read and retry while this one is as reviewed.
+          if (!(err instanceof DigestConflictError)) throw err;
+          if (attempt >= HA_DIGEST_ATTEMPTS)
+            return {
+              status: 'failed',
+              steps,
+              retryable: true,
+              error: `HA resource ${sid}: resources.cfg changed under each of ${HA_DIGEST_ATTEMPTS} attempts (${err.message})`,
+            };
+        }
+      }
+      const after = await port.readResource(sid);
+      if (!after || !sameFields(after.resource, target))
+        return { status: 'failed', steps, error: `HA resource ${sid} is not as planned after the update` };
+      steps.push({
+        op: 'update-ha',
+        detail: `${sid} (${fieldText(set)}${remove.length > 0 ? `; default: ${remove.join(', ')}` : ''})`,
+        ms: Date.now() - started,
+      });
+    } else if (op.op === 'remove-ha') {
+      const from = op.from as HaFields;
+      const now = await port.readResource(sid);
+      if (!now) return { status: 'unchanged', steps };
+      if (!sameFields(now.resource, from)) return { status: 'conflict', steps, conflict: moved(sid, from, now.resource) };
+      await port.deleteResource(sid);
+      if (await port.readResource(sid)) return { status: 'failed', steps, error: `HA resource ${sid} is still there after its removal` };
+      steps.push({ op: 'remove-ha', detail: sid, ms: Date.now() - started });
+    } else {
+      return { status: 'failed', steps, error: `unknown ha operation '${op.op}'` };
     }
-  }
-  return { status: steps.length > 0 ? 'applied' : 'unchanged', steps };
+    return undefined;
+  });
 }
 
 export const haKind: ObjectKind<HaPort, HaObserved> = {

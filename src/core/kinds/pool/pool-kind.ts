@@ -16,7 +16,7 @@ import {
   SAMPLE_CLUSTER,
 } from '../kind.js';
 import { POOL_KIND, poolKey, quoted } from './common.js';
-import { failedOutcome, item, storedString } from '../object-item.js';
+import { item, storedString, runOperations } from '../object-item.js';
 import { NewPoolId } from './pool-id.js';
 import type { PoolPort } from './port.js';
 import { parentPools, type PoolRead, readPools } from './read.js';
@@ -215,51 +215,46 @@ function describe(op: ObjectOperation): string | undefined {
 
 async function execute(stored: ObjectPlan, port: PoolPort): Promise<ObjectApplyOutcome> {
   const steps: ObjectApplyOutcome['steps'] = [];
-  for (const op of stored.operations) {
+  return runOperations(stored.operations, steps, async (op, started) => {
     const poolid = String(op.poolid);
-    const started = Date.now();
-    try {
-      const now = await port.readPool(poolid);
-      if (op.op === 'create-pool') {
-        if (now) return { status: 'conflict', steps, conflict: [`pool '${poolid}' was created on the cluster after the review`] };
-        await port.createPool(poolid, op.comment as string | undefined);
-        const after = await port.readPool(poolid);
-        if (!after) return { status: 'failed', steps, error: `pool '${poolid}' is not there after its create` };
-        steps.push({ op: 'create-pool', detail: `pool '${poolid}'`, ms: Date.now() - started });
-      } else if (op.op === 'update-pool') {
-        const want = op.comment as string;
-        if (!now) return { status: 'conflict', steps, conflict: [`pool '${poolid}' was removed from the cluster after the review`] };
-        if (now.comment === want) return { status: 'unchanged', steps };
-        if (now.comment !== op.from) {
-          return {
-            status: 'conflict',
-            steps,
-            conflict: [
-              `comment of pool '${poolid}': reviewed ${quoted(op.from as string | undefined)} → '${want}', now ${quoted(now.comment)}`,
-            ],
-          };
-        }
-        await port.updatePool(poolid, { comment: want });
-        const after = await port.readPool(poolid);
-        if (after?.comment !== want)
-          return { status: 'failed', steps, error: `pool '${poolid}' has comment ${quoted(after?.comment)} after its update` };
-        steps.push({ op: 'update-pool', detail: `comment '${want}'`, ms: Date.now() - started });
-      } else if (op.op === 'destroy-pool') {
-        if (!now) return { status: 'unchanged', steps };
-        const members = [...now.vmids.map((v) => `VM ${v}`), ...now.storage.map((s) => `storage '${s}'`)];
-        if (members.length > 0)
-          return { status: 'conflict', steps, conflict: [`pool '${poolid}' has members since the review: ${members.join(', ')}`] };
-        await port.deletePool(poolid);
-        if (await port.readPool(poolid)) return { status: 'failed', steps, error: `pool '${poolid}' is still there after its destroy` };
-        steps.push({ op: 'destroy-pool', detail: `pool '${poolid}'`, ms: Date.now() - started });
-      } else {
-        return { status: 'failed', steps, error: `unknown pool operation '${op.op}'` };
+    const now = await port.readPool(poolid);
+    if (op.op === 'create-pool') {
+      if (now) return { status: 'conflict', steps, conflict: [`pool '${poolid}' was created on the cluster after the review`] };
+      await port.createPool(poolid, op.comment as string | undefined);
+      const after = await port.readPool(poolid);
+      if (!after) return { status: 'failed', steps, error: `pool '${poolid}' is not there after its create` };
+      steps.push({ op: 'create-pool', detail: `pool '${poolid}'`, ms: Date.now() - started });
+    } else if (op.op === 'update-pool') {
+      const want = op.comment as string;
+      if (!now) return { status: 'conflict', steps, conflict: [`pool '${poolid}' was removed from the cluster after the review`] };
+      if (now.comment === want) return { status: 'unchanged', steps };
+      if (now.comment !== op.from) {
+        return {
+          status: 'conflict',
+          steps,
+          conflict: [
+            `comment of pool '${poolid}': reviewed ${quoted(op.from as string | undefined)} → '${want}', now ${quoted(now.comment)}`,
+          ],
+        };
       }
-    } catch (err) {
-      return failedOutcome(err, steps);
+      await port.updatePool(poolid, { comment: want });
+      const after = await port.readPool(poolid);
+      if (after?.comment !== want)
+        return { status: 'failed', steps, error: `pool '${poolid}' has comment ${quoted(after?.comment)} after its update` };
+      steps.push({ op: 'update-pool', detail: `comment '${want}'`, ms: Date.now() - started });
+    } else if (op.op === 'destroy-pool') {
+      if (!now) return { status: 'unchanged', steps };
+      const members = [...now.vmids.map((v) => `VM ${v}`), ...now.storage.map((s) => `storage '${s}'`)];
+      if (members.length > 0)
+        return { status: 'conflict', steps, conflict: [`pool '${poolid}' has members since the review: ${members.join(', ')}`] };
+      await port.deletePool(poolid);
+      if (await port.readPool(poolid)) return { status: 'failed', steps, error: `pool '${poolid}' is still there after its destroy` };
+      steps.push({ op: 'destroy-pool', detail: `pool '${poolid}'`, ms: Date.now() - started });
+    } else {
+      return { status: 'failed', steps, error: `unknown pool operation '${op.op}'` };
     }
-  }
-  return { status: steps.length > 0 ? 'applied' : 'unchanged', steps };
+    return undefined;
+  });
 }
 
 export const poolKind: ObjectKind<PoolPort, PoolObserved> = {

@@ -24,7 +24,7 @@ import {
 import { declaresGuestKey, planGuestParts } from '../guest-part.js';
 import { guestKeyText } from '../resource-key.js';
 import { memberKey, POOL_MEMBER_KIND, poolKey, quoted } from './common.js';
-import { failedOutcome, type ItemParts, item, storedString } from '../object-item.js';
+import { type ItemParts, item, storedString, runOperations } from '../object-item.js';
 import { PoolId } from './pool-id.js';
 import type { PoolPort } from './port.js';
 import { type PoolRead, readPools } from './read.js';
@@ -215,49 +215,43 @@ async function poolNow(port: PoolPort, vmid: number, candidates: readonly string
 
 async function execute(stored: ObjectPlan, port: PoolPort): Promise<ObjectApplyOutcome> {
   const steps: ObjectApplyOutcome['steps'] = [];
-  for (const op of stored.operations) {
+  return runOperations(stored.operations, steps, async (op, started) => {
     const vmid = op.vmid as number;
     const pool = op.pool as string;
-    const started = Date.now();
-    try {
-      if (op.op === 'join-pool') {
-        const from = (op.from as string | null | undefined) ?? null;
-        const now = await poolNow(port, vmid, from === null ? [pool] : [pool, from]);
-        if (now === pool) return { status: 'unchanged', steps };
-        if (now !== from) {
-          return {
-            status: 'conflict',
-            steps,
-            conflict: [`pool of guest ${vmid}: reviewed ${quoted(from)} → '${pool}', now ${quoted(now)}`],
-          };
-        }
-        await port.updatePool(pool, { vms: [vmid], ...(from !== null ? { allowMove: true } : {}) });
-        const after = await port.readPool(pool);
-        if (!after?.vmids.includes(vmid))
-          return { status: 'failed', steps, error: `guest ${vmid} is not a member of pool '${pool}' after the update` };
-        steps.push({
-          op: 'join-pool',
-          detail: from === null ? `guest ${vmid} → '${pool}'` : `guest ${vmid} '${from}' → '${pool}'`,
-          ms: Date.now() - started,
-        });
-      } else if (op.op === 'leave-pool') {
-        const now = await poolNow(port, vmid, [pool]);
-        if (now === null) return { status: 'unchanged', steps };
-        if (now !== pool)
-          return { status: 'conflict', steps, conflict: [`pool of guest ${vmid}: reviewed '${pool}' → none, now '${now}'`] };
-        await port.updatePool(pool, { vms: [vmid], delete: true });
-        const after = await port.readPool(pool);
-        if (after?.vmids.includes(vmid))
-          return { status: 'failed', steps, error: `guest ${vmid} is still a member of pool '${pool}' after the update` };
-        steps.push({ op: 'leave-pool', detail: `guest ${vmid} leaves '${pool}'`, ms: Date.now() - started });
-      } else {
-        return { status: 'failed', steps, error: `unknown pool-member operation '${op.op}'` };
+    if (op.op === 'join-pool') {
+      const from = (op.from as string | null | undefined) ?? null;
+      const now = await poolNow(port, vmid, from === null ? [pool] : [pool, from]);
+      if (now === pool) return { status: 'unchanged', steps };
+      if (now !== from) {
+        return {
+          status: 'conflict',
+          steps,
+          conflict: [`pool of guest ${vmid}: reviewed ${quoted(from)} → '${pool}', now ${quoted(now)}`],
+        };
       }
-    } catch (err) {
-      return failedOutcome(err, steps);
+      await port.updatePool(pool, { vms: [vmid], ...(from !== null ? { allowMove: true } : {}) });
+      const after = await port.readPool(pool);
+      if (!after?.vmids.includes(vmid))
+        return { status: 'failed', steps, error: `guest ${vmid} is not a member of pool '${pool}' after the update` };
+      steps.push({
+        op: 'join-pool',
+        detail: from === null ? `guest ${vmid} → '${pool}'` : `guest ${vmid} '${from}' → '${pool}'`,
+        ms: Date.now() - started,
+      });
+    } else if (op.op === 'leave-pool') {
+      const now = await poolNow(port, vmid, [pool]);
+      if (now === null) return { status: 'unchanged', steps };
+      if (now !== pool) return { status: 'conflict', steps, conflict: [`pool of guest ${vmid}: reviewed '${pool}' → none, now '${now}'`] };
+      await port.updatePool(pool, { vms: [vmid], delete: true });
+      const after = await port.readPool(pool);
+      if (after?.vmids.includes(vmid))
+        return { status: 'failed', steps, error: `guest ${vmid} is still a member of pool '${pool}' after the update` };
+      steps.push({ op: 'leave-pool', detail: `guest ${vmid} leaves '${pool}'`, ms: Date.now() - started });
+    } else {
+      return { status: 'failed', steps, error: `unknown pool-member operation '${op.op}'` };
     }
-  }
-  return { status: steps.length > 0 ? 'applied' : 'unchanged', steps };
+    return undefined;
+  });
 }
 
 export const poolMemberKind: ObjectKind<PoolPort, MemberObserved> = {
