@@ -370,8 +370,9 @@ export function planSpecs(input: PlanInput): Plan {
     }
   }
   refuseMovedIdentities(plan.guests);
+  // Before the order: a guest whose snapshot would be refused is an error, which holds its dependents.
+  planSnapshots(plan.guests, clusterSpecs, observed);
   planOrderAndRestarts(plan.guests, head.guests, clusterSpecs);
-  planSnapshots(plan.guests, clusterSpecs);
   const insecure = Object.entries(input.access ?? {})
     .filter(([name, access]) => access.insecure !== undefined && plan.clusters.includes(name))
     .map(([cluster, access]) => ({ cluster, transport: access.insecure! }))
