@@ -24,6 +24,8 @@ export interface ObserveOptions {
   concurrency?: number;
   /** Called as guests are read, for progress output. */
   onProgress?: (event: { cluster: string; read: number; total: number }) => void;
+  /** A drift report's reads: the storages, which only a plan's snapshot check needs, are not read. */
+  driftReport?: boolean;
   /** Called with each guest read, as it arrives (the planner plans it while the others are read). */
   onGuestRead?: (cluster: string, listed: ListedGuest, observed: ObservedGuest) => void;
 }
@@ -93,7 +95,7 @@ export async function observeClusters(
         }
       }
       const clusterSpec = clusterSpecs.get(name);
-      const storages = readStorageTypes(reader, cluster, specs.head, scope, clusterSpec, listedVmids);
+      const storages = options.driftReport ? undefined : readStorageTypes(reader, cluster, specs.head, scope, clusterSpec, listedVmids);
       const ownerTag = clusterSpec?.ownerTag;
       // Orphans are looked for only inside the document's own VMID range (the planner's rule).
       const inRange = (vmid: number): boolean =>

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ClusterSpec, GuestSpec } from '../../src/core/model.js';
 import { planHasErrors } from '../../src/core/plan/plan-specs.js';
 import { executePlan } from '../../src/engine/execute-plan.js';
-import { runPlan } from '../../src/engine/run-plan.js';
+import { runDrift, runPlan } from '../../src/engine/run-plan.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
@@ -104,7 +104,7 @@ describe('snapshots first', () => {
   it('snapshot: always takes one before the first write, keeps the newest of its own, and a rollback restores the old value', async () => {
     const { plan, byVmid } = await planAndApply(cluster({ snapshot: 'always', snapshotsKept: 2 }), [vm(100, 'web-01', DISK)]);
     expect(plan.guests.find((g) => g.vmid === 100)?.snapshot).toEqual({
-      reason: 'snapshot before the apply (snapshot: always); its volumes can all be snapshotted (local-lvm (lvmthin))',
+      reason: 'snapshot before the apply (snapshot: always); its volumes can all be snapshotted (local-lvm: lvmthin)',
       keep: 2,
     });
     const web = byVmid[100];
@@ -123,7 +123,7 @@ describe('snapshots first', () => {
   it('a container is snapshotted the same way, its own oldest pruned, and a rollback restores it', async () => {
     const { plan, byVmid } = await planAndApply(cluster({ snapshot: 'always', snapshotsKept: 2 }), [ct(200, 'ct-01')]);
     expect(plan.guests.find((g) => g.vmid === 200)?.snapshot?.reason).toBe(
-      'snapshot before the apply (snapshot: always); its volumes can all be snapshotted (local-lvm (lvmthin))',
+      'snapshot before the apply (snapshot: always); its volumes can all be snapshotted (local-lvm: lvmthin)',
     );
     const ct1 = byVmid[200];
     expect(ct1?.status).toBe('applied');
@@ -163,6 +163,17 @@ describe('snapshots first', () => {
     expect(rawValue(sim, 101, 'memory')).toBe('2048');
     expect(rawValue(sim, 201, 'memory')).toBe('512');
     expect(await snapshotNames(201, 'lxc')).toEqual([]);
+  });
+
+  it('a drift report, which applies nothing, neither reads the storages nor makes a guest an error for its snapshot', async () => {
+    const before = resourceReads();
+    const drift = await runDrift({
+      head: { clusters: [cluster({ snapshot: 'always' })], guests: [vm(101, 'raw-01', 'local:101/vm-101-disk-0.raw,size=8G')] },
+      readers: { lab: adapter },
+    });
+    expect(resourceReads() - before).toBe(1);
+    expect(drift.guests.find((g) => g.vmid === 101)).toMatchObject({ action: 'update', errors: [] });
+    expect(planHasErrors(drift)).toBe(false);
   });
 
   it('where the plan cannot see a storage it says so, and the apply is refused by Proxmox with nothing written', async () => {

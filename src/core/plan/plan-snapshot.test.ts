@@ -14,7 +14,6 @@ function planned(current: Record<string, string>, seen: Partial<ObservedCluster>
   const spec = makeGuestSpec({ vmid: 100101 });
   const plan = makeGuestPlan({
     target: { spec, ownerTag: 'pve-gitops', prune: false },
-    changes: [{ key: 'memory', to: '4096' }],
     ...extra,
   });
   const cluster: ObservedCluster = { name: 'lab', nodes: [], listing: [], guests: { 100101: makeObserved(current) }, ...seen };

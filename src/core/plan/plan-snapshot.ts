@@ -29,7 +29,7 @@ interface StorageVerdict {
   refused: string[];
   unsure: string[];
   why: Set<string>;
-  /** `storage (type)` of the volumes that can be snapshotted. */
+  /** `storage: type` of the volumes that can be snapshotted. */
   fine: Set<string>;
 }
 
@@ -68,7 +68,7 @@ function verdictOf(type: GuestType, current: Readonly<Record<string, string>>, s
     if (can === undefined) {
       out.unsure.push(on);
       out.why.add(`storage type '${plugin}' is not one the plan knows`);
-    } else if (can) out.fine.add(`${v.storage} (${plugin})`);
+    } else if (can) out.fine.add(`${v.storage}: ${plugin}`);
     else
       out.refused.push(
         withheld ? `${v.key} is on a storage whose type cannot snapshot it` : `${named} on ${v.storage} (${plugin}) cannot be snapshotted`,
