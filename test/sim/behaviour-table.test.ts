@@ -1015,7 +1015,7 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
       },
     };
   },
-  'CSN-7': async () => ({ data: await rolledBack('/nodes/pve-02/lxc/200', { memory: '2048', cores: '4' }, true) }),
+  'CSN-7': async () => ({ data: await rolledBack('/nodes/pve-02/lxc/200', { memory: '2048', ostype: 'alpine' }, true) }),
   'CSN-8': async () => ({ data: await snapshotDeleted('/nodes/pve-01/lxc/201') }),
   'CSN-9': async () => ({
     data: arr(await data('/cluster/resources?type=storage')).map((e) => ({ storage: e.storage, node: e.node, plugintype: e.plugintype })),
@@ -1061,19 +1061,23 @@ function snapshotOf(vmid: number, from: string, to: string): Promise<Observed> {
   return task('POST', `/nodes/pve-01/${guest?.type}/${vmid}/snapshot`, { snapname: 'pre-1' });
 }
 
-/** Snapshot `pre-1`, `written` written after it, then a rollback (with `start=1` when asked): what the guest is after. */
+/** Snapshot `pre-1`, `written` written after it, then a rollback (with `start=1` when asked): what was pending before, what the guest is after. */
 async function rolledBack(path: string, written: Record<string, string>, start = false): Promise<Record<string, unknown>> {
   expect((await task('POST', `${path}/snapshot`, { snapname: 'pre-1' })).task).toBe('OK');
   expect((await call('PUT', `${path}/config`, written)).status).toBe(200);
+  const pendingKeys = async (): Promise<unknown[]> =>
+    arr(await data(`${path}/pending`))
+      .filter((e) => e.pending !== undefined)
+      .map((e) => e.key);
+  const pendingBefore = await pendingKeys();
   const res = await call('POST', `${path}/snapshot/pre-1/rollback`, start ? { start: '1' } : undefined);
   const upid = String(res.body?.data);
   const rolled = await upidDone(upid);
   const config = (await data(`${path}/config?current=1`)) as Record<string, unknown>;
-  const pending = arr(await data(`${path}/pending`))
-    .filter((e) => e.pending !== undefined)
-    .map((e) => e.key);
+  const pending = await pendingKeys();
   const status = ((await data(`${path}/status/current`)) as Record<string, unknown>).status;
   return {
+    pendingBefore,
     type: upidType(upid),
     exitstatus: rolled.exitstatus,
     status,
