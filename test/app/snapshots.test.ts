@@ -9,9 +9,10 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent } from './deliveries.js';
-import { expectAcceptedCommand, expectReply } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, containerDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { openPullRequest } from './world.js';
 
 let world: ApplyWorld | undefined;
 
@@ -140,5 +141,30 @@ describe('snapshots first through the App', () => {
     expect(rawConfig(sim, CT)).toContain('memory: 512');
     expect(rawConfig(sim, WEB)).toContain('memory: 2048');
     w.github.verify();
+  }, 60_000);
+
+  it('a pull request changing a container whose root file system cannot be snapshotted fails its plan check, naming the volume, before anything is merged', async () => {
+    const container = {
+      vmid: CT,
+      type: 'lxc',
+      node: 'pve-01',
+      // `local` is a directory storage: a container's raw image there has no snapshot feature.
+      config: { hostname: 'ct-01', memory: 512, rootfs: `local:${CT}/vm-${CT}-disk-0.raw,size=8G`, tags: 'pve-gitops' },
+    };
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [container] });
+    const w = world;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', 'snapshot: always'), 'cts/ct.yaml': containerDoc('ct-01', CT) };
+    const [baseSha, headSha] = [newSha(), newSha()];
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, { ...base, 'cts/ct.yaml': containerDoc('ct-01', CT, { memory: 1024 }) });
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 223, id: 2113 });
+    const comment = expectNewComment(w.github, w.repo, 223, 2213);
+    await w.app.jobDone('plan', await openPullRequest(w, 223, headSha, baseSha));
+    w.github.verify();
+    // The plan's own error, not a rehearsal's failure on the simulated copy: nothing is rehearsed.
+    expect(await check.result()).toMatchObject({ conclusion: 'failure', output: { title: 'Plan errors: No changes, 1 error' } });
+    expect(await comment.body()).toContain(
+      `snapshot refused: local:${CT}/vm-${CT}-disk-0.raw (rootfs) on local (dir) cannot be snapshotted; the apply would fail this guest with nothing written`,
+    );
   }, 60_000);
 });
