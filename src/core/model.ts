@@ -214,6 +214,13 @@ export interface ObservedCluster {
    * cannot see it. A VMID missing here was not asked about.
    */
   unlisted?: Record<number, boolean>;
+  /**
+   * Each storage's plugin type by id, read when a guest in scope may be snapshotted
+   * (`core/plan/plan-snapshot.ts`); absent: not read. A storage the token may not see is not in it.
+   */
+  storageTypes?: Record<string, string>;
+  /** Why the storages could not be read, when they were asked for and the read failed. */
+  storageTypesError?: string;
   /** What each kind other than the guest read for the plan, by kind name (`KindModule.observe`). */
   objects?: Record<string, unknown>;
   /** Kinds whose read failed, with the reason. */

@@ -16,6 +16,12 @@ export interface ClusterReader {
   /** Nodes of the cluster. */
   listNodes(): Promise<string[]>;
   /**
+   * The plugin type of each storage this reader may see (`dir`, `lvmthin`, …), by id, in one
+   * request: what the plan needs to tell whether a guest's snapshot will be refused
+   * (`core/snapshot-support.ts`). Optional: a reader without it leaves the plan unsure.
+   */
+  storageTypes?(): Promise<Record<string, string>>;
+  /**
    * One guest read for planning: current values, pending values and the digest of that read, in
    * one request. `status` comes from the listing unless `liveStatus` asks the node for it (one
    * more request), as it does when the listing does not say running or stopped.
@@ -107,13 +113,13 @@ export interface ClusterWriter extends ClusterReader {
   convertToTemplate?(ref: GuestRef, context?: WriteContext): Promise<WriteResult>;
   /** Generates a VM's cloud-init drive again (`PUT …/cloudinit`). */
   regenerateCloudinit?(ref: GuestRef): Promise<WriteResult>;
-  /** A VM's snapshots (absent `snaptime`: `current`); optional: writers without snapshots leave them out. */
+  /** A guest's snapshots (without `current`); optional: writers without snapshots leave them out. */
   listSnapshots?(ref: GuestRef): Promise<SnapshotInfo[]>;
-  /** Takes a VM snapshot (a task). */
+  /** Takes a snapshot of a VM or container (a task). */
   snapshot?(ref: GuestRef, name: string, description: string, context?: WriteContext): Promise<WriteResult>;
-  /** Deletes a VM snapshot (a task). */
+  /** Deletes a guest's snapshot (a task). */
   deleteSnapshot?(ref: GuestRef, name: string, context?: WriteContext): Promise<WriteResult>;
-  /** Rolls a VM back to a snapshot (a task; the VM is stopped, and started again with `start`). */
+  /** Rolls a guest back to a snapshot (a task; the guest is stopped, and started again with `start`). */
   rollbackSnapshot?(ref: GuestRef, name: string, context?: WriteContext, options?: { start?: boolean }): Promise<WriteResult>;
 }
 

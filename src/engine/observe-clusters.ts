@@ -13,6 +13,7 @@ import { Semaphore } from '../util/semaphore.js';
 import { errorMessage } from '../util/error-message.js';
 import { OBJECT_KINDS } from '../core/kinds/registry.js';
 import { kindConcerns } from '../core/plan/plan-objects.js';
+import { snapshotPolicy } from '../core/plan/plan-snapshot.js';
 
 /** Options of {@link observeClusters}. */
 export interface ObserveOptions {
@@ -23,6 +24,8 @@ export interface ObserveOptions {
   concurrency?: number;
   /** Called as guests are read, for progress output. */
   onProgress?: (event: { cluster: string; read: number; total: number }) => void;
+  /** A drift report's reads: the storages, which only a plan's snapshot check needs, are not read. */
+  driftReport?: boolean;
   /** Called with each guest read, as it arrives (the planner plans it while the others are read). */
   onGuestRead?: (cluster: string, listed: ListedGuest, observed: ObservedGuest) => void;
 }
@@ -92,6 +95,7 @@ export async function observeClusters(
         }
       }
       const clusterSpec = clusterSpecs.get(name);
+      const storages = options.driftReport ? undefined : readStorageTypes(reader, cluster, specs.head, scope, clusterSpec, listedVmids);
       const ownerTag = clusterSpec?.ownerTag;
       // Orphans are looked for only inside the document's own VMID range (the planner's rule).
       const inRange = (vmid: number): boolean =>
@@ -167,11 +171,44 @@ export async function observeClusters(
         options.onProgress?.({ cluster: name, read, total: wanted.length });
       };
       await Promise.all(wanted.map((listed) => bounded(() => readOne(listed))));
+      await storages;
       await observeObjects(reader, name, specs, cluster);
       state.clusters[name] = cluster;
     }),
   );
   return state;
+}
+
+/**
+ * The storages' plugin types, read (one request, beside the guest reads) when an existing guest
+ * of the cluster in scope may be snapshotted first: the plan tells from them whether Proxmox will
+ * refuse the snapshot (`core/plan/plan-snapshot.ts`). A failed read is recorded for the plan.
+ */
+function readStorageTypes(
+  reader: ClusterReader,
+  cluster: ObservedCluster,
+  head: SpecSet,
+  scope: PlanScope,
+  clusterSpec: ClusterSpec | undefined,
+  listed: ReadonlySet<number>,
+): Promise<void> | undefined {
+  if (!reader.storageTypes) return undefined;
+  const snapshotted = head.guests.some(
+    (g) =>
+      g.cluster === cluster.name &&
+      listed.has(g.vmid) &&
+      scope.guests.has(guestKeyText(cluster.name, g.vmid)) &&
+      snapshotPolicy(g, clusterSpec) !== 'never',
+  );
+  if (!snapshotted) return undefined;
+  return reader.storageTypes().then(
+    (types) => {
+      cluster.storageTypes = types;
+    },
+    (err: unknown) => {
+      cluster.storageTypesError = errorMessage(err);
+    },
+  );
 }
 
 /**

@@ -108,8 +108,20 @@ export async function runDrift(input: Omit<RunPlanInput, 'base'>): Promise<Plan>
 export async function observeDrift(input: Omit<RunPlanInput, 'base'>): Promise<{ plan: Plan; observed: ObservedState }> {
   const scope = planScope(input.head);
   const prePlanned = new GuestPrePlans(input.head, input.head);
-  const observed = await observeClusters(input.readers, { head: input.head }, scope, withPrePlans(input, prePlanned));
+  const observed = await observeClusters(input.readers, { head: input.head }, scope, {
+    ...withPrePlans(input, prePlanned),
+    driftReport: true,
+  });
   if (input.unavailable) observed.errors = { ...observed.errors, ...input.unavailable };
-  const plan = planSpecs({ head: input.head, base: input.head, observed, scope, ref: input.ref, access: input.access, prePlanned });
+  const plan = planSpecs({
+    head: input.head,
+    base: input.head,
+    observed,
+    scope,
+    ref: input.ref,
+    access: input.access,
+    prePlanned,
+    driftReport: true,
+  });
   return { plan, observed };
 }

@@ -1,10 +1,11 @@
 /**
- * Snapshots first (README "Snapshots first"): before the first write of a VM whose plan announces
+ * Snapshots first (README "Snapshots first"): before the first write of a guest (a VM or a
+ * container) whose plan announces
  * a snapshot (`GuestPlan.snapshot`), the apply takes one named after the run (`pvegitops-…`) and
  * then deletes the oldest snapshots of its own past the plan's `keep` — only snapshots whose name
  * has this tool's prefix, never anyone else's. A snapshot of that name already there (an earlier
  * run of this apply took it) is not taken again. When the snapshot fails (a storage without the
- * snapshot feature, the VM locked) nothing of the change is written.
+ * snapshot feature, the guest locked) nothing of the change is written.
  */
 import type { ApplyStep } from '../core/apply-result.js';
 import type { GuestPlan } from '../core/model.js';

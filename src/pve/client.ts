@@ -23,6 +23,7 @@ import {
   TaskLogLine,
   TaskStatus,
   SnapshotEntry,
+  StorageResource,
   Upid,
 } from './schema.js';
 import { observedFromPending } from './observed-guest.js';
@@ -289,24 +290,34 @@ export class PveClient {
     return this.#write('POST', `${guestPath(node, type, vmid)}/${move.endpoint}`, Upid, params, { digest });
   }
 
-  /** `GET …/qemu/{vmid}/snapshot`: the VM's snapshots, then `current` (docs/proxmox-behaviour.md "Snapshots"). */
-  async listSnapshots(node: string, vmid: number): Promise<z.output<typeof SnapshotEntry>[]> {
-    return this.#get(`${guestPath(node, 'qemu', vmid)}/snapshot`, SnapshotEntry.array());
+  /** `GET …/{type}/{vmid}/snapshot`: the guest's snapshots, then `current` (docs/proxmox-behaviour.md "Snapshots"). */
+  async listSnapshots(node: string, type: GuestType, vmid: number): Promise<z.output<typeof SnapshotEntry>[]> {
+    return this.#get(`${guestPath(node, type, vmid)}/snapshot`, SnapshotEntry.array());
   }
 
-  /** `POST …/qemu/{vmid}/snapshot` (`qmsnapshot`); returns the UPID. */
-  async snapshot(node: string, vmid: number, snapname: string, description?: string): Promise<string> {
-    return this.#write('POST', `${guestPath(node, 'qemu', vmid)}/snapshot`, Upid, { snapname, description });
+  /** `POST …/{type}/{vmid}/snapshot` (`qmsnapshot`, `vzsnapshot`); returns the UPID. */
+  async snapshot(node: string, type: GuestType, vmid: number, snapname: string, description?: string): Promise<string> {
+    return this.#write('POST', `${guestPath(node, type, vmid)}/snapshot`, Upid, { snapname, description });
   }
 
-  /** `DELETE …/qemu/{vmid}/snapshot/{snapname}` (`qmdelsnapshot`); returns the UPID. */
-  async deleteSnapshot(node: string, vmid: number, snapname: string): Promise<string> {
-    return this.#write('DELETE', `${guestPath(node, 'qemu', vmid)}/snapshot/${seg(snapname)}`, Upid);
+  /** `DELETE …/{type}/{vmid}/snapshot/{snapname}` (`qmdelsnapshot`, `vzdelsnapshot`); returns the UPID. */
+  async deleteSnapshot(node: string, type: GuestType, vmid: number, snapname: string): Promise<string> {
+    return this.#write('DELETE', `${guestPath(node, type, vmid)}/snapshot/${seg(snapname)}`, Upid);
   }
 
-  /** `POST …/qemu/{vmid}/snapshot/{snapname}/rollback` (`qmrollback`); returns the UPID. */
-  async rollbackSnapshot(node: string, vmid: number, snapname: string, start?: boolean): Promise<string> {
-    return this.#write('POST', `${guestPath(node, 'qemu', vmid)}/snapshot/${seg(snapname)}/rollback`, Upid, start ? { start: 1 } : {});
+  /** `POST …/{type}/{vmid}/snapshot/{snapname}/rollback` (`qmrollback`, `vzrollback`); returns the UPID. */
+  async rollbackSnapshot(node: string, type: GuestType, vmid: number, snapname: string, start?: boolean): Promise<string> {
+    return this.#write('POST', `${guestPath(node, type, vmid)}/snapshot/${seg(snapname)}/rollback`, Upid, start ? { start: 1 } : {});
+  }
+
+  /**
+   * `GET /cluster/resources?type=storage`: each storage's plugin type (`dir`, `lvmthin`, …), by
+   * id. One entry per storage and node, of the storages the token holds Datastore.Audit on
+   * (docs/proxmox-behaviour.md, CSN-9, RES-4): one a token cannot see is not there.
+   */
+  async storageTypes(): Promise<Record<string, string>> {
+    const entries = await this.#get('/cluster/resources', StorageResource.array(), { type: 'storage' });
+    return Object.fromEntries(entries.filter((e) => e.plugintype !== undefined).map((e) => [e.storage, e.plugintype as string]));
   }
 
   /** `DELETE /nodes/{node}/{type}/{vmid}`; returns the UPID (QEMU checks locks only in the task). */

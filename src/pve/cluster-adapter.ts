@@ -70,6 +70,10 @@ export class PveClusterAdapter implements ClusterWriter {
     return mapped(() => this.#client.clusterResources());
   }
 
+  storageTypes(): Promise<Record<string, string>> {
+    return mapped(() => this.#client.storageTypes());
+  }
+
   listNodes(): Promise<string[]> {
     return mapped(async () => (await this.#client.nodes()).map((n) => n.node));
   }
@@ -162,7 +166,7 @@ export class PveClusterAdapter implements ClusterWriter {
 
   listSnapshots(ref: GuestRef): Promise<SnapshotInfo[]> {
     return mapped(async () =>
-      (await this.#client.listSnapshots(ref.node, ref.vmid))
+      (await this.#client.listSnapshots(ref.node, ref.type, ref.vmid))
         .filter((s) => s.name !== 'current')
         .map((s) => ({
           name: s.name,
@@ -173,15 +177,17 @@ export class PveClusterAdapter implements ClusterWriter {
   }
 
   snapshot(ref: GuestRef, name: string, description: string, context: WriteContext = {}): Promise<WriteResult> {
-    return mapped(async () => this.#task(ref.node, await this.#client.snapshot(ref.node, ref.vmid, name, description), context));
+    return mapped(async () => this.#task(ref.node, await this.#client.snapshot(ref.node, ref.type, ref.vmid, name, description), context));
   }
 
   deleteSnapshot(ref: GuestRef, name: string, context: WriteContext = {}): Promise<WriteResult> {
-    return mapped(async () => this.#task(ref.node, await this.#client.deleteSnapshot(ref.node, ref.vmid, name), context));
+    return mapped(async () => this.#task(ref.node, await this.#client.deleteSnapshot(ref.node, ref.type, ref.vmid, name), context));
   }
 
   rollbackSnapshot(ref: GuestRef, name: string, context: WriteContext = {}, options: { start?: boolean } = {}): Promise<WriteResult> {
-    return mapped(async () => this.#task(ref.node, await this.#client.rollbackSnapshot(ref.node, ref.vmid, name, options.start), context));
+    return mapped(async () =>
+      this.#task(ref.node, await this.#client.rollbackSnapshot(ref.node, ref.type, ref.vmid, name, options.start), context),
+    );
   }
 
   destroy(ref: GuestRef, context: WriteContext = {}): Promise<WriteResult> {

@@ -116,5 +116,11 @@ export const SnapshotEntry = z.looseObject({
   parent: z.string().optional(),
 });
 
+/** One entry of `GET /cluster/resources?type=storage` (`extract_storage_stats`): what the plan reads of it. */
+export const StorageResource = z.looseObject({
+  storage: z.string(),
+  plugintype: z.string().optional(),
+});
+
 /** `GET /cluster/nextid`: a JSON string in real PVE although the schema says integer. */
 export const NextId = z.union([z.number().int(), z.string().regex(/^\d+$/)]).transform(Number);

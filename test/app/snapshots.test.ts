@@ -9,9 +9,10 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent } from './deliveries.js';
-import { expectAcceptedCommand, expectReply } from './plan-flow.js';
+import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
-import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { clusterDoc, containerDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { openPullRequest } from './world.js';
 
 let world: ApplyWorld | undefined;
 
@@ -22,6 +23,17 @@ afterEach(async (context) => {
 });
 
 const WEB = 100101;
+const CT = 100102;
+
+/** Delivers `/pve rollback …` by alice on pull request `pr` and waits for its command job; resolves the reply. */
+async function rollbackComment(w: ApplyWorld, pr: number, body: string, commentId: number, reply: RegExp): Promise<string> {
+  expectAcceptedCommand(w.github, w.repo, 'alice', commentId);
+  const answer = expectReply(w.github, w.repo, pr, reply);
+  const payload = issueCommentEvent({ installationId: w.installationId, repo: w.repo, number: pr, body, author: 'alice', commentId });
+  const delivered = await w.app.deliver({ event: 'issue_comment', payload });
+  await w.app.jobDone('command', delivered.deliveryId);
+  return answer.body();
+}
 
 describe('snapshots first through the App', () => {
   it('a merge snapshots the VM before writing; /pve rollback shows what it would do, /pve rollback confirm restores the snapshot', async () => {
@@ -50,7 +62,7 @@ describe('snapshots first through the App', () => {
 
     // `/pve rollback`: what it would do, nothing written.
     expectAcceptedCommand(w.github, w.repo, 'alice', 5401);
-    const shown = expectReply(w.github, w.repo, pr, /would roll these VMs back/);
+    const shown = expectReply(w.github, w.repo, pr, /would roll these guests \(VMs and containers\) back/);
     const ask = await w.app.deliver({
       event: 'issue_comment',
       payload: issueCommentEvent({
@@ -84,5 +96,75 @@ describe('snapshots first through the App', () => {
     expect(await done.body()).toMatch(new RegExp(`lab/web-01\\*\\* \\(${WEB}\\) → \`${name}\`: rolled back`));
     expect(rawConfig(sim, WEB)).toContain('memory: 2048');
     w.github.verify();
+  }, 60_000);
+
+  it('a container is snapshotted under the same policy, and /pve rollback confirm rolls it back with the VM', async () => {
+    const container = {
+      vmid: CT,
+      type: 'lxc',
+      node: 'pve-01',
+      config: { hostname: 'ct-01', memory: 512, rootfs: `local-lvm:vm-${CT}-disk-0,size=8G`, tags: 'pve-gitops' },
+    };
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(WEB, 'web-01'), container] });
+    const w = world;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = {
+      'cluster.yaml': clusterDoc('lab', 'snapshot: always'),
+      'vms/web.yaml': vmDoc('web-01', WEB),
+      'cts/ct.yaml': containerDoc('ct-01', CT),
+    };
+    const head: RepoFiles = {
+      ...base,
+      'vms/web.yaml': vmDoc('web-01', WEB, { memory: 4096 }),
+      'cts/ct.yaml': containerDoc('ct-01', CT, { memory: 1024 }),
+    };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 222;
+    await w.storePlan({ baseSha, base, pr, headSha, head });
+    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2112 });
+    const comment = expectApplyComment(w.github, w.repo, { pr, id: 2212 });
+    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    const body = await comment.until(finishedComment);
+    const name = /pvegitops-run-[0-9a-f]{12}/.exec(body)?.[0] as string;
+    expect(name, body).toBeDefined();
+    expect(rawConfig(sim, CT)).toContain('memory: 1024');
+    expect(sim.sim.guests.get(CT)?.config.snapshots.get(name)?.values.get('memory')).toBe('512');
+
+    const shown = await rollbackComment(w, pr, '/pve rollback', 5411, /would roll these guests/);
+    expect(shown).toContain(`- **lab/ct-01** (${CT}) → \`${name}\``);
+    expect(rawConfig(sim, CT)).toContain('memory: 1024');
+
+    const done = await rollbackComment(w, pr, '/pve rollback confirm', 5412, /rolled back to the snapshots/);
+    expect(done).toMatch(new RegExp(`lab/ct-01\\*\\* \\(${CT}\\) → \`${name}\`: rolled back`));
+    expect(done).toMatch(new RegExp(`lab/web-01\\*\\* \\(${WEB}\\) → \`${name}\`: rolled back`));
+    expect(rawConfig(sim, CT)).toContain('memory: 512');
+    expect(rawConfig(sim, WEB)).toContain('memory: 2048');
+    w.github.verify();
+  }, 60_000);
+
+  it('a pull request changing a container whose root file system cannot be snapshotted fails its plan check, naming the volume, before anything is merged', async () => {
+    const container = {
+      vmid: CT,
+      type: 'lxc',
+      node: 'pve-01',
+      // `local` is a directory storage: a container's raw image there has no snapshot feature.
+      config: { hostname: 'ct-01', memory: 512, rootfs: `local:${CT}/vm-${CT}-disk-0.raw,size=8G`, tags: 'pve-gitops' },
+    };
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [container] });
+    const w = world;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', 'snapshot: always'), 'cts/ct.yaml': containerDoc('ct-01', CT) };
+    const [baseSha, headSha] = [newSha(), newSha()];
+    await expectArchive(w.github, w.repo, baseSha, base);
+    await expectArchive(w.github, w.repo, headSha, { ...base, 'cts/ct.yaml': containerDoc('ct-01', CT, { memory: 1024 }) });
+    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 223, id: 2113 });
+    const comment = expectNewComment(w.github, w.repo, 223, 2213);
+    await w.app.jobDone('plan', await openPullRequest(w, 223, headSha, baseSha));
+    w.github.verify();
+    // The plan's own error, not a rehearsal's failure on the simulated copy: nothing is rehearsed.
+    expect(await check.result()).toMatchObject({ conclusion: 'failure', output: { title: 'Plan errors: No changes, 1 error' } });
+    expect(await comment.body()).toContain(
+      `snapshot refused: local:${CT}/vm-${CT}-disk-0.raw (rootfs) on local (dir) cannot be snapshotted; the apply would fail this guest with nothing written`,
+    );
   }, 60_000);
 });

@@ -71,3 +71,11 @@ export function vmDoc(name: string, vmid: number, config: Record<string, string 
     lines.push(`  ${key}: ${value}`);
   return `${lines.join('\n')}\n`;
 }
+
+/** A small container spec on `lab` (its template named, as a create would need). */
+export function containerDoc(name: string, vmid: number, config: Record<string, string | number> = {}): string {
+  const lines = [`kind: Container`, `name: ${name}`, 'cluster: lab', 'node: pve-01', `vmid: ${vmid}`, 'create:'];
+  lines.push('  ostemplate: local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst', 'config:');
+  for (const [key, value] of Object.entries({ memory: 512, ...config })) lines.push(`  ${key}: ${value}`);
+  return `${lines.join('\n')}\n`;
+}

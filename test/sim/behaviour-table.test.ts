@@ -971,24 +971,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'RHS-12': () => onRehearsalCluster(async () => ({ data: await data('/nodes/pve-01/status', sim.auditToken) })),
   'RHS-13': () => onRehearsalCluster(() => task('POST', '/nodes/pve-01/qemu', { vmid: '150', scsi0: 'fast:8' })),
   'SNP-1': async () => {
-    sim.sim.setTaskMs(300);
-    const res = await call('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' });
-    const upid = String(res.body?.data);
-    const during = ((await data('/nodes/pve-01/qemu/100/config')) as Record<string, unknown>).lock;
-    const write = (await call('PUT', '/nodes/pve-01/qemu/100/config', { memory: '4096' })).body?.message?.replace(/\n$/, '');
-    const status = await waitTask(sim, 'pve-01', upid);
-    sim.sim.setTaskMs(2);
-    const config = (await data('/nodes/pve-01/qemu/100/config')) as Record<string, unknown>;
-    const listed = arr(await data('/nodes/pve-01/qemu/100/snapshot')).map((e) => e.name);
+    const taken = await snapshotTaken('/nodes/pve-01/qemu/100');
     const snapshot = (await data('/nodes/pve-01/qemu/100/snapshot/pre-1/config')) as Record<string, unknown>;
     return {
       data: {
-        during,
-        write,
-        exitstatus: status.exitstatus,
-        lockAfter: config.lock ?? null,
-        parent: config.parent,
-        listed,
+        ...taken,
+        listed: taken.listed.map((e) => e.name),
         snapshot: { memory: snapshot.memory, snapstate: snapshot.snapstate ?? null, hasSnaptime: typeof snapshot.snaptime === 'number' },
       },
     };
@@ -998,35 +986,124 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
     expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' })).task).toBe('OK');
     return task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' });
   },
-  'SNP-4': () => {
-    const guest = sim.sim.guests.get(101);
-    guest?.replaceRaw(guest.raw.replace('local-lvm:vm-101-disk-0', 'local:101/vm-101-disk-0.raw'));
-    return task('POST', '/nodes/pve-01/qemu/101/snapshot', { snapname: 'pre-1' });
-  },
+  'SNP-4': () => snapshotOf(101, 'local-lvm:vm-101-disk-0', 'local:101/vm-101-disk-0.raw'),
   'SNP-5': () => http('GET', '/nodes/pve-01/qemu/100/snapshot/nope/config'),
-  'SNP-6': async () => {
-    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'pre-1' })).task).toBe('OK');
-    expect((await call('PUT', '/nodes/pve-01/qemu/100/config', { memory: '4096', cores: '4' })).status).toBe(200);
-    const rolled = await task('POST', '/nodes/pve-01/qemu/100/snapshot/pre-1/rollback');
-    const config = (await data('/nodes/pve-01/qemu/100/config?current=1')) as Record<string, unknown>;
-    const pending = arr(await data('/nodes/pve-01/qemu/100/pending'))
-      .filter((e) => e.pending !== undefined)
-      .map((e) => e.key);
-    const status = ((await data('/nodes/pve-01/qemu/100/status/current')) as Record<string, unknown>).status;
-    return { data: { exitstatus: rolled.task, status, memory: config.memory, cores: config.cores, pending, parent: config.parent } };
+  'SNP-6': async () => ({ data: await rolledBack('/nodes/pve-01/qemu/100', { memory: '4096', cores: '4' }) }),
+  'SNP-7': async () => ({ data: await snapshotDeleted('/nodes/pve-01/qemu/100') }),
+  'CSN-1': async () => {
+    const taken = await snapshotTaken('/nodes/pve-01/lxc/201');
+    return { data: { ...taken, listed: taken.listed.map((e) => ({ name: e.name, vmstate: e.vmstate ?? null })) } };
   },
-  'SNP-7': async () => {
-    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'first' })).task).toBe('OK');
-    expect((await task('POST', '/nodes/pve-01/qemu/100/snapshot', { snapname: 'second' })).task).toBe('OK');
-    const deleted = await task('DELETE', '/nodes/pve-01/qemu/100/snapshot/first');
-    const listed = arr(await data('/nodes/pve-01/qemu/100/snapshot'));
-    const b = listed.find((e) => e.name === 'second');
-    const config = (await data('/nodes/pve-01/qemu/100/config')) as Record<string, unknown>;
+  'CSN-2': () => http('POST', '/nodes/pve-01/lxc/201/snapshot', { snapname: 'vzdump' }),
+  'CSN-3': () => snapshotOf(201, '\nswap:', '\nmp0: /srv/data,mp=/data\nswap:'),
+  'CSN-4': () => snapshotOf(201, 'local-lvm:vm-201-disk-0', 'local:201/vm-201-disk-0.raw'),
+  'CSN-5': () => snapshotOf(201, '\nswap:', '\nmp0: local:201/vm-201-disk-1.raw,mp=/data,backup=0,size=4G\nswap:'),
+  'CSN-6': async () => {
+    const guest = sim.sim.guests.get(201);
+    guest?.replaceRaw(`${guest.raw}lxc.apparmor.profile: unconfined\n`);
+    expect((await task('POST', '/nodes/pve-01/lxc/201/snapshot', { snapname: 'pre-1' })).task).toBe('OK');
+    const snapshot = (await data('/nodes/pve-01/lxc/201/snapshot/pre-1/config')) as Record<string, unknown>;
+    const current = (await data('/nodes/pve-01/lxc/201/config')) as Record<string, unknown>;
+    const inFile = /\[pre-1\][^[]*lxc\.apparmor\.profile: unconfined/.test(guest?.raw ?? '');
     return {
-      data: { exitstatus: deleted.task, listed: listed.map((e) => e.name), secondParent: b?.parent ?? null, parent: config.parent },
+      data: {
+        hostname: snapshot.hostname,
+        lxc: snapshot.lxc ?? null,
+        digest: snapshot.digest ?? null,
+        currentHasLxc: Array.isArray(current.lxc),
+        inFile,
+      },
     };
   },
+  'CSN-7': async () => ({ data: await rolledBack('/nodes/pve-02/lxc/200', { memory: '2048', ostype: 'alpine' }, true) }),
+  'CSN-8': async () => ({ data: await snapshotDeleted('/nodes/pve-01/lxc/201') }),
+  'CSN-9': async () => ({
+    data: arr(await data('/cluster/resources?type=storage')).map((e) => ({ storage: e.storage, node: e.node, plugintype: e.plugintype })),
+  }),
+  'CSN-10': () => snapshotOf(101, 'local-lvm:vm-101-disk-0', 'local:101/vm-101-disk-0.qcow2'),
 };
+
+/** Waits for the task `upid` names, on its node. */
+const upidDone = (upid: string): ReturnType<typeof waitTask> => waitTask(sim, /^UPID:([^:]+):/.exec(upid)?.[1] as string, upid);
+
+/** The type a UPID names (`UPID:node:pid:pstart:starttime:type:id:user:`). */
+const upidType = (upid: string): string | undefined => upid.split(':')[5];
+
+/**
+ * Snapshot `pre-1` of the guest at `path` with tasks long enough to look in: its lock and a config
+ * write while the task runs, then the task's type and exit status, the config's lock and parent,
+ * and the listing.
+ */
+async function snapshotTaken(path: string): Promise<Record<string, unknown> & { listed: Record<string, unknown>[] }> {
+  sim.sim.setTaskMs(300);
+  const upid = String((await call('POST', `${path}/snapshot`, { snapname: 'pre-1' })).body?.data);
+  const during = ((await data(`${path}/config`)) as Record<string, unknown>).lock;
+  const write = (await call('PUT', `${path}/config`, { memory: '4096' })).body?.message?.replace(/\n$/, '');
+  const status = await upidDone(upid);
+  sim.sim.setTaskMs(2);
+  const config = (await data(`${path}/config`)) as Record<string, unknown>;
+  const listed = arr(await data(`${path}/snapshot`));
+  return {
+    type: upidType(upid),
+    during,
+    write,
+    exitstatus: status.exitstatus,
+    lockAfter: config.lock ?? null,
+    parent: config.parent,
+    listed,
+  };
+}
+
+/** Snapshot `pre-1` of guest `vmid` (on pve-01) once `from` in its config file reads `to`. */
+function snapshotOf(vmid: number, from: string, to: string): Promise<Observed> {
+  const guest = sim.sim.guests.get(vmid);
+  guest?.replaceRaw(guest.raw.replace(from, to));
+  return task('POST', `/nodes/pve-01/${guest?.type}/${vmid}/snapshot`, { snapname: 'pre-1' });
+}
+
+/** Snapshot `pre-1`, `written` written after it, then a rollback (with `start=1` when asked): what was pending before, what the guest is after. */
+async function rolledBack(path: string, written: Record<string, string>, start = false): Promise<Record<string, unknown>> {
+  expect((await task('POST', `${path}/snapshot`, { snapname: 'pre-1' })).task).toBe('OK');
+  expect((await call('PUT', `${path}/config`, written)).status).toBe(200);
+  const pendingKeys = async (): Promise<unknown[]> =>
+    arr(await data(`${path}/pending`))
+      .filter((e) => e.pending !== undefined)
+      .map((e) => e.key);
+  const pendingBefore = await pendingKeys();
+  const res = await call('POST', `${path}/snapshot/pre-1/rollback`, start ? { start: '1' } : undefined);
+  const upid = String(res.body?.data);
+  const rolled = await upidDone(upid);
+  const config = (await data(`${path}/config?current=1`)) as Record<string, unknown>;
+  const pending = await pendingKeys();
+  const status = ((await data(`${path}/status/current`)) as Record<string, unknown>).status;
+  return {
+    pendingBefore,
+    type: upidType(upid),
+    exitstatus: rolled.exitstatus,
+    status,
+    memory: config.memory,
+    cores: config.cores,
+    pending,
+    parent: config.parent,
+  };
+}
+
+/** Snapshots `first` then `second`, then `first` deleted: the task, the listing, the parent links. */
+async function snapshotDeleted(path: string): Promise<Record<string, unknown>> {
+  expect((await task('POST', `${path}/snapshot`, { snapname: 'first' })).task).toBe('OK');
+  expect((await task('POST', `${path}/snapshot`, { snapname: 'second' })).task).toBe('OK');
+  const upid = String((await call('DELETE', `${path}/snapshot/first`)).body?.data);
+  const deleted = await upidDone(upid);
+  const listed = arr(await data(`${path}/snapshot`));
+  const config = (await data(`${path}/config`)) as Record<string, unknown>;
+  return {
+    type: upidType(upid),
+    exitstatus: deleted.exitstatus,
+    listed: listed.map((e) => e.name),
+    secondParent: listed.find((e) => e.name === 'second')?.parent ?? null,
+    parent: config.parent,
+  };
+}
 
 /** VM 101's firewall, where the FW rows act. */
 const FW = '/nodes/pve-01/qemu/101/firewall';

@@ -108,9 +108,10 @@ describe("the simulator's route modules", () => {
     const pathsOf = (name: string): string[] => ROUTE_MODULES.find((m) => m.name === name)?.routes.map((r) => r.path) ?? [];
     expect(pathsOf('vm').every((p) => p.startsWith('/nodes/{node}/qemu'))).toBe(true);
     expect(pathsOf('container').every((p) => p.startsWith('/nodes/{node}/lxc'))).toBe(true);
-    // A guest's firewall file is the VMID's either way: its own module serves both flavours; VM snapshots have theirs.
+    // A guest's firewall file is the VMID's either way: its own module serves both flavours, and so does the snapshots'.
     const guestOwn = (k: string): boolean => !k.includes('/firewall/') && !k.includes('/snapshot');
-    expect(pathsOf('snapshot').every((p) => p.startsWith('/nodes/{node}/qemu/{vmid}/snapshot'))).toBe(true);
+    expect(pathsOf('snapshot').every((p) => /^\/nodes\/\{node\}\/(qemu|lxc)\/\{vmid\}\/snapshot/.test(p))).toBe(true);
+    expect(SCHEMA_KEYS.filter((k) => k.includes('/snapshot')).length).toBe(pathsOf('snapshot').length);
     expect(SCHEMA_KEYS.filter((k) => k.includes('/qemu') && guestOwn(k)).length).toBe(pathsOf('vm').length);
     expect(SCHEMA_KEYS.filter((k) => k.includes('/lxc') && guestOwn(k)).length).toBe(pathsOf('container').length);
   });

@@ -64,12 +64,11 @@ ENDPOINTS += [
     ("/cluster/ha/resources/{sid}", "GET"),
     ("/cluster/ha/resources/{sid}", "PUT"),
     ("/cluster/ha/resources/{sid}", "DELETE"),
-    # VM snapshots (qemu-server `API2/Qemu.pm`), taken before risky changes.
-    ("/nodes/{node}/qemu/{vmid}/snapshot", "GET"),
-    ("/nodes/{node}/qemu/{vmid}/snapshot", "POST"),
-    ("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}", "DELETE"),
-    ("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback", "POST"),
-    ("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/config", "GET"),
+    # Guest snapshots (qemu-server `API2/Qemu.pm`, pve-container `API2/LXC/Snapshot.pm`), taken before risky changes.
+] + [
+    (f"/nodes/{{node}}/{kind}/{{vmid}}/snapshot{suffix}", method)
+    for kind in ("qemu", "lxc")
+    for suffix, method in (("", "GET"), ("", "POST"), ("/{snapname}", "DELETE"), ("/{snapname}/rollback", "POST"), ("/{snapname}/config", "GET"))
 ]
 # The guest firewall (pve-firewall `API2/Firewall/VM.pm`, `Rules.pm`, `IPSet.pm`, `Aliases.pm`).
 for kind in ("qemu", "lxc"):

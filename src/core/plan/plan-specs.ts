@@ -137,6 +137,11 @@ export interface PlanInput {
    * used when its inputs are exactly those this plan gives it, else the guest is planned again.
    */
   prePlanned?: GuestPrePlans;
+  /**
+   * A drift report, which applies nothing: no snapshot is announced or checked
+   * (`plan-snapshot.ts`), so a storage without snapshots makes no guest an error there.
+   */
+  driftReport?: boolean;
 }
 
 /** The Cluster documents of a plan by name: the base's, with the head's in their place. */
@@ -370,8 +375,9 @@ export function planSpecs(input: PlanInput): Plan {
     }
   }
   refuseMovedIdentities(plan.guests);
+  // Before the order: a guest whose snapshot would be refused is an error, which holds its dependents.
+  if (!input.driftReport) planSnapshots(plan.guests, clusterSpecs, observed);
   planOrderAndRestarts(plan.guests, head.guests, clusterSpecs);
-  planSnapshots(plan.guests, clusterSpecs);
   const insecure = Object.entries(input.access ?? {})
     .filter(([name, access]) => access.insecure !== undefined && plan.clusters.includes(name))
     .map(([cluster, access]) => ({ cluster, transport: access.insecure! }))

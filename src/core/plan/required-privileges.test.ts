@@ -116,19 +116,22 @@ describe('what a clone needs', () => {
 });
 
 describe('snapshot before apply', () => {
-  it("needs VM.Snapshot on a VM whose policy, its own or its cluster's, is not never", () => {
+  it("needs VM.Snapshot on a guest whose policy, its own or its cluster's, is not never — a container too", () => {
     const why = (needed: ReturnType<typeof requiredPrivileges>): string[] =>
       needed.filter((n) => n.privilege === 'VM.Snapshot').map((n) => `${n.path} ${n.why}`);
     expect(why(requiredPrivileges([spec(100)], 'apply'))).toEqual([]);
     expect(why(requiredPrivileges([spec(100, { snapshot: 'risky' })], 'apply'))).toEqual([
-      '/vms/100 to snapshot VMs before their apply (snapshot: risky)',
+      '/vms/100 to snapshot guests before their apply (snapshot: risky)',
     ]);
     expect(why(requiredPrivileges([spec(101)], 'apply', new Map([['lab', { snapshot: 'always' as const }]])))).toEqual([
-      '/vms/101 to snapshot VMs before their apply (snapshot: always)',
+      '/vms/101 to snapshot guests before their apply (snapshot: always)',
     ]);
     expect(
       why(requiredPrivileges([spec(102, { snapshot: 'never' })], 'apply', new Map([['lab', { snapshot: 'always' as const }]]))),
     ).toEqual([]);
     expect(why(requiredPrivileges([spec(100, { snapshot: 'risky' })], 'read'))).toEqual([]);
+    expect(why(requiredPrivileges([spec(200, { type: 'lxc', kind: 'Container', snapshot: 'always' })], 'apply'))).toEqual([
+      '/vms/200 to snapshot guests before their apply (snapshot: always)',
+    ]);
   });
 });

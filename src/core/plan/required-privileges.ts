@@ -9,6 +9,7 @@
  * `GuestHelpers.pm` (`check_vnet_access`), pve-storage (Datastore.AllocateSpace), and
  * pve-access-control `RPCEnvironment.pm` (`get_effective_permissions`, `compile_acl_path`).
  */
+import { snapshotPolicy } from './plan-snapshot.js';
 import { effectiveRestart } from '../spec/restart-policy.js';
 import { flavourOf } from '../guest-flavours.js';
 import { isDiskKey, isNicKey } from '../key-rules.js';
@@ -89,9 +90,9 @@ export function requiredPrivileges(
     const restart = effectiveRestart(spec.restart, clusters?.get(spec.cluster)?.restart).policy;
     if (restart !== 'never')
       needed.push({ path, privilege: 'VM.PowerMgmt', why: `to restart guests whose changes are pending (restart: ${restart})` });
-    const snapshot = spec.snapshot ?? clusters?.get(spec.cluster)?.snapshot ?? 'never';
-    if (snapshot !== 'never' && spec.type === 'qemu')
-      needed.push({ path, privilege: 'VM.Snapshot', why: `to snapshot VMs before their apply (snapshot: ${snapshot})` });
+    const snapshot = snapshotPolicy(spec, clusters?.get(spec.cluster));
+    if (snapshot !== 'never')
+      needed.push({ path, privilege: 'VM.Snapshot', why: `to snapshot guests before their apply (snapshot: ${snapshot})` });
     // `clone_vm`: VM.Clone on the template (named by VMID here; a name is resolved by the plan).
     const template = spec.clone?.template;
     if (template !== undefined && /^\d+$/.test(template)) {

@@ -1,9 +1,9 @@
 /**
- * `/pve rollback` (README "Snapshots first"): rolls the VMs that a merged pull request's latest
- * apply snapshotted back to those snapshots. The plan worker has checked that the author may
- * write and reacted. Without `confirm` it only answers with what it would do — which VM goes back
- * to which snapshot, and that what changed since is lost; `/pve rollback confirm` does it, one VM
- * after the other (`POST …/snapshot/{name}/rollback`, started again when it was running), and
+ * `/pve rollback` (README "Snapshots first"): rolls the guests (VMs and containers) that a merged
+ * pull request's latest apply snapshotted back to those snapshots. The plan worker has checked
+ * that the author may write and reacted. Without `confirm` it only answers with what it would do —
+ * which guest goes back to which snapshot, and that what changed since is lost; `/pve rollback
+ * confirm` does it, one guest after the other (`POST …/snapshot/{name}/rollback`, started again when it was running), and
  * answers with how each ended. A comment is carried out once, whatever deliveries repeat it.
  */
 import type { Logger } from 'pino';
@@ -21,7 +21,7 @@ export interface RollbackDeps {
   writer: (cluster: string, repository: string) => Promise<OpenWriter>;
 }
 
-/** A VM of the run and the snapshot its apply took. */
+/** A guest of the run and the snapshot its apply took. */
 interface Target {
   guest: GuestProgress;
   snapshot: string;
@@ -76,8 +76,8 @@ export function rollbackCommand(deps: RollbackDeps): CommandHandler {
     const merge = `\`${record.run.mergeSha.slice(0, 7)}\``;
     if (!confirm) {
       await answer(
-        `${who} \`/pve rollback confirm\` would roll these VMs back to the snapshots the apply of ${merge} took before it wrote anything. ` +
-          'Each VM is stopped, its configuration and disks are put back as the snapshot has them — whatever changed since is lost — and a VM that was running is started again:\n\n' +
+        `${who} \`/pve rollback confirm\` would roll these guests (VMs and containers) back to the snapshots the apply of ${merge} took before it wrote anything. ` +
+          'Each is stopped, its configuration and volumes are put back as the snapshot has them — whatever changed since is lost — and one that was running is started again:\n\n' +
           `${targets.map(line).join('\n')}\n\nThe specs are not changed: revert the pull request too, or the next merge applies its change again.`,
       );
       return;
@@ -89,16 +89,21 @@ export function rollbackCommand(deps: RollbackDeps): CommandHandler {
   };
 }
 
-/** Rolls one VM back; its line for the answer. */
+/** Rolls one guest back; its line for the answer. */
 async function rollBack(deps: RollbackDeps, repository: string, target: Target): Promise<string> {
   const { guest, snapshot } = target;
   try {
     const { writer } = await deps.writer(guest.cluster, repository);
     if (!writer.rollbackSnapshot) throw new Error('this connection cannot roll back snapshots');
     const listed = (await writer.listGuests()).find((g) => g.vmid === guest.vmid);
-    if (!listed) throw new Error('the VM is not on the cluster any more');
+    if (!listed) throw new Error('the guest is not on the cluster any more');
     const running = listed.status === 'running';
-    const result = await writer.rollbackSnapshot({ node: listed.node, type: 'qemu', vmid: guest.vmid }, snapshot, {}, { start: running });
+    const result = await writer.rollbackSnapshot(
+      { node: listed.node, type: listed.type, vmid: guest.vmid },
+      snapshot,
+      {},
+      { start: running },
+    );
     return `${line(target)}: rolled back${running ? ' and started again' : ''}${result.upid ? ` (\`${result.upid}\`)` : ''}`;
   } catch (error) {
     return `${line(target)}: **not rolled back** — ${errorMessage(error)}`;

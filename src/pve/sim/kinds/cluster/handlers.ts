@@ -171,9 +171,11 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
     });
   }
   if (type === undefined || type === 'storage') {
-    for (const node of ctx.sim.nodes) {
-      for (const id of ctx.sim.volumes.storageIds()) {
-        if (!hasPrivilege(ctx.principal, `/storage/${id}`, 'Datastore.Audit')) continue;
+    // Per storage, then per node (`foreach my $storeid (@sids) { foreach my $node … } }`); real
+    // Proxmox takes the storages in hash order, the simulator in `storage.cfg`'s.
+    for (const id of ctx.sim.volumes.storageIds()) {
+      if (!hasPrivilege(ctx.principal, `/storage/${id}`, 'Datastore.Audit')) continue;
+      for (const node of ctx.sim.nodes) {
         const storage = ctx.sim.volumes.storage(id) as SimStorage;
         parts.push(
           JSON.stringify({

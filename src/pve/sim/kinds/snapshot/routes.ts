@@ -1,57 +1,81 @@
 /**
- * VM snapshots (`/nodes/{node}/qemu/{vmid}/snapshot`; qemu-server `API2/Qemu.pm`, `snapshot_list`,
- * `snapshot`, `get_snapshot_config`, `rollback`, `delsnapshot`; pve-guest-common
- * `AbstractConfig.pm`, `snapshot_create`, `snapshot_rollback`, `snapshot_delete`). Each write is a
- * task whose config changes are made under the config lock at its start and its end, with the
- * guest's `lock:` (`snapshot`, `rollback`, `snapshot-delete`) held in between, so other writers
- * meet "VM is locked (…)" while the volumes are worked on. docs/proxmox-behaviour.md "Snapshots".
+ * Guest snapshots (`/nodes/{node}/{qemu,lxc}/{vmid}/snapshot`; qemu-server `API2/Qemu.pm` and
+ * pve-container `API2/LXC/Snapshot.pm`, `snapshot_list`/`list`, `snapshot`, `get_snapshot_config`,
+ * `rollback`, `delsnapshot`; both call pve-guest-common `AbstractConfig.pm`, `snapshot_create`,
+ * `snapshot_rollback`, `snapshot_delete`, so one implementation serves both flavours and
+ * {@link SNAPSHOT_FLAVOURS} holds what differs). Each write is a task whose config changes are
+ * made under the config lock at its start and its end, with the guest's `lock:` (`snapshot`,
+ * `rollback`, `snapshot-delete`) held in between, so other writers meet "VM is locked (…)" /
+ * "CT is locked (…)" while the volumes are worked on. docs/proxmox-behaviour.md "Snapshots",
+ * "Container snapshots".
  */
 import { param, type HandlerResult, type RequestContext } from '../../context.js';
 import { DieError } from '../../errors.js';
 import { emptySection, type ConfigSection } from '../../config-file.js';
-import { GUEST_FLAVOURS } from '../../guest/flavours.js';
+import { flavourOf } from '../../guest/flavours.js';
 import type { Guest } from '../../guest/guest.js';
 import { perlTrue } from '../../guest/guest.js';
 import { pathGuest } from '../../guest/path-guest.js';
 import { guestAudit, guestModify, route, type RouteModule } from '../../route.js';
 import { TaskFailure } from '../../tasks.js';
+import type { GuestType } from '../../../../core/guest-flavours.js';
 import { canSnapshot } from './snapshot-feature.js';
 
-const Q = GUEST_FLAVOURS.qemu.apiPath;
+/** What the two APIs do differently around the shared `AbstractConfig` code. */
+interface SnapshotFlavour {
+  /** The names `POST …/snapshot` refuses before forking its task (qemu: `current`, `pending` any case; pve-container: `current`, `vzdump`). */
+  reserved(name: string): string | undefined;
+  /** qemu-server's listing says whether each snapshot saved the RAM (`vmstate`); pve-container's has no such field. */
+  listsVmstate: boolean;
+}
+
+const SNAPSHOT_FLAVOURS: Readonly<Record<GuestType, SnapshotFlavour>> = {
+  qemu: {
+    reserved: (name) => (name === 'current' ? 'current' : name.toLowerCase() === 'pending' ? 'pending' : undefined),
+    listsVmstate: true,
+  },
+  lxc: {
+    reserved: (name) => (name === 'current' || name === 'vzdump' ? name : undefined),
+    listsVmstate: false,
+  },
+};
 
 /** Keys `__snapshot_copy_config` leaves behind. */
 function copied(key: string): boolean {
   return !['snapstate', 'snaptime', 'vmstate', 'lock', 'digest', 'description'].includes(key) && !/^unused\d+$/.test(key);
 }
 
-function copyConfig(from: ReadonlyMap<string, string>, to: Map<string, string>): void {
-  for (const [key, value] of from) if (copied(key)) to.set(key, value);
+/** `__snapshot_copy_config`: a container's raw `lxc.*` lines are one more key it copies. */
+function copyConfig(from: ConfigSection, to: ConfigSection): void {
+  for (const [key, value] of from.values) if (copied(key)) to.values.set(key, value);
+  to.lxc = from.lxc.map(([k, v]) => [k, v]);
 }
 
-/** `check_lock`. */
+/** `check_lock`: `guest_type()` names the guest (`VM`, `CT`). */
 function checkLock(guest: Guest): void {
-  if (guest.lock) throw new TaskFailure(`VM is locked (${guest.lock})`);
+  if (guest.lock) throw new TaskFailure(`${flavourOf(guest.type).label} is locked (${guest.lock})`);
 }
 
 /** Runs `fn` on the guest under its config lock, then writes the config (`lock_config` + `write_config`). */
 async function underLock(ctx: RequestContext, guest: Guest, fn: () => void): Promise<void> {
-  await ctx.sim.configLocks.run('qemu', guest.vmid, () => {
-    if (ctx.sim.guests.get(guest.vmid) !== guest) throw new TaskFailure(`unable to find configuration file for VM ${guest.vmid}`);
+  await ctx.sim.configLocks.run(guest.type, guest.vmid, () => {
+    if (ctx.sim.guests.get(guest.vmid) !== guest)
+      throw new TaskFailure(`unable to find configuration file for ${flavourOf(guest.type).label} ${guest.vmid}`);
     fn();
     guest.commit();
   });
 }
 
 /** `GET …/snapshot`: every snapshot, then `current` (the config's `parent`, running or not). */
-function listSnapshots(ctx: RequestContext): HandlerResult {
-  const guest = pathGuest(ctx, 'qemu');
+function listSnapshots(type: GuestType, ctx: RequestContext): HandlerResult {
+  const guest = pathGuest(ctx, type);
   const out: Record<string, unknown>[] = [];
   for (const name of [...guest.config.snapshots.keys()].sort()) {
     const values = (guest.config.snapshots.get(name) as ConfigSection).values;
     const item: Record<string, unknown> = {
       name,
       snaptime: Number(values.get('snaptime') ?? 0),
-      vmstate: perlTrue(values.get('vmstate')) ? 1 : 0,
+      ...(SNAPSHOT_FLAVOURS[type].listsVmstate ? { vmstate: perlTrue(values.get('vmstate')) ? 1 : 0 } : {}),
       description: values.get('description') ?? '',
     };
     if (values.get('parent')) item.parent = values.get('parent');
@@ -69,16 +93,17 @@ function listSnapshots(ctx: RequestContext): HandlerResult {
   return { data: out };
 }
 
-/** `POST …/snapshot`: `qmsnapshot`; prepare (lock, copy, `snapstate: prepare`), the volumes, commit (`parent`). */
-function createSnapshot(ctx: RequestContext): HandlerResult {
+/** `POST …/snapshot`: `qmsnapshot`/`vzsnapshot`; prepare (lock, copy, `snapstate: prepare`), the volumes, commit (`parent`). */
+function createSnapshot(type: GuestType, ctx: RequestContext): HandlerResult {
   const name = param(ctx, 'snapname');
-  if (name === 'current') throw new DieError("unable to use snapshot name 'current' (reserved name)\n");
-  if (name.toLowerCase() === 'pending') throw new DieError("unable to use snapshot name 'pending' (reserved name)\n");
-  const guest = pathGuest(ctx, 'qemu');
+  const reserved = SNAPSHOT_FLAVOURS[type].reserved(name);
+  if (reserved) throw new DieError(`unable to use snapshot name '${reserved}' (reserved name)\n`);
+  const guest = pathGuest(ctx, type);
+  const prefix = flavourOf(type).taskPrefix;
   const description = ctx.params.description;
   const task = ctx.startTask(
     param(ctx, 'node'),
-    'qmsnapshot',
+    `${prefix}snapshot`,
     String(guest.vmid),
     async (log) => {
       await underLock(ctx, guest, () => {
@@ -90,7 +115,7 @@ function createSnapshot(ctx: RequestContext): HandlerResult {
         if (!canSnapshot(guest, guest.main, ctx.sim.volumes)) throw new TaskFailure('snapshot feature is not available');
         for (const other of snapshots.values()) if (other.values.get('parent') === name) other.values.delete('parent');
         const section = emptySection();
-        copyConfig(guest.main, section.values);
+        copyConfig(guest.config.main, section);
         section.values.set('snapstate', 'prepare');
         section.values.set('snaptime', String(Math.floor(Date.now() / 1000)));
         if (description) section.values.set('description', String(description));
@@ -117,24 +142,25 @@ function createSnapshot(ctx: RequestContext): HandlerResult {
 }
 
 /** `GET …/snapshot/{snapname}/config`: the snapshot section as stored. */
-function snapshotConfig(ctx: RequestContext): HandlerResult {
-  const guest = pathGuest(ctx, 'qemu');
+function snapshotConfig(type: GuestType, ctx: RequestContext): HandlerResult {
+  const guest = pathGuest(ctx, type);
   const name = param(ctx, 'snapname');
   const view = guest.snapshotView(name);
   if (!view) throw new DieError(`snapshot '${name}' does not exist\n`);
-  // `get_snapshot_config` returns the section itself: no whole-file digest.
-  const { digest: _digest, ...section } = view;
+  // `get_snapshot_config` returns the section itself: no whole-file digest, and pve-container's
+  // deletes the raw `lxc.*` keys.
+  const { digest: _digest, lxc: _lxc, ...section } = view;
   return { data: section };
 }
 
-/** `POST …/snapshot/{snapname}/rollback`: `qmrollback`; stop the VM, `lock: rollback`, then the snapshot's config. */
-function rollbackSnapshot(ctx: RequestContext): HandlerResult {
-  const guest = pathGuest(ctx, 'qemu');
+/** `POST …/snapshot/{snapname}/rollback`: `qmrollback`/`vzrollback`; stop the guest, `lock: rollback`, then the snapshot's config. */
+function rollbackSnapshot(type: GuestType, ctx: RequestContext): HandlerResult {
+  const guest = pathGuest(ctx, type);
   const name = param(ctx, 'snapname');
   const start = perlTrue(ctx.params.start === undefined ? undefined : String(ctx.params.start));
   const task = ctx.startTask(
     param(ctx, 'node'),
-    'qmrollback',
+    `${flavourOf(type).taskPrefix}rollback`,
     String(guest.vmid),
     async (log) => {
       const snapshotOf = (): ConfigSection => {
@@ -148,7 +174,7 @@ function rollbackSnapshot(ctx: RequestContext): HandlerResult {
       await underLock(ctx, guest, () => {
         snapshotOf();
         checkLock(guest);
-        guest.setRunning(false); // __snapshot_rollback_vm_stop: vm_stop with a 5 s timeout
+        guest.setRunning(false); // __snapshot_rollback_vm_stop: qemu's vm_stop with a 5 s timeout, pve-container's kills
         guest.main.set('lock', 'rollback');
       });
       await log.elapsed;
@@ -158,7 +184,7 @@ function rollbackSnapshot(ctx: RequestContext): HandlerResult {
         const kept = [...guest.main].filter(([key]) => /^unused\d+$/.test(key) || key === 'description');
         guest.main.clear();
         for (const [key, value] of kept) guest.main.set(key, value);
-        copyConfig(snap.values, guest.main);
+        copyConfig(snap, guest.config.main);
         guest.main.set('parent', name);
         // __snapshot_apply_config builds a new config of the snapshot list and the copy: nothing pending survives.
         guest.config.pending.values.clear();
@@ -170,13 +196,13 @@ function rollbackSnapshot(ctx: RequestContext): HandlerResult {
   return { data: task.upid };
 }
 
-/** `DELETE …/snapshot/{snapname}`: `qmdelsnapshot`; `lock: snapshot-delete`, the volumes, then the section and its parent links. */
-function deleteSnapshot(ctx: RequestContext): HandlerResult {
-  const guest = pathGuest(ctx, 'qemu');
+/** `DELETE …/snapshot/{snapname}`: `qmdelsnapshot`/`vzdelsnapshot`; `lock: snapshot-delete`, the volumes, then the section and its parent links. */
+function deleteSnapshot(type: GuestType, ctx: RequestContext): HandlerResult {
+  const guest = pathGuest(ctx, type);
   const name = param(ctx, 'snapname');
   const task = ctx.startTask(
     param(ctx, 'node'),
-    'qmdelsnapshot',
+    `${flavourOf(type).taskPrefix}delsnapshot`,
     String(guest.vmid),
     async (log) => {
       await underLock(ctx, guest, () => {
@@ -207,16 +233,24 @@ function deleteSnapshot(ctx: RequestContext): HandlerResult {
   return { data: task.upid };
 }
 
-const S = `${Q}/{vmid}/snapshot`;
+/** The five snapshot routes under one flavour's API folder. */
+function routesOf(type: GuestType): RouteModule['routes'] {
+  const S = `${flavourOf(type).apiPath}/{vmid}/snapshot`;
+  const on =
+    (handler: (type: GuestType, ctx: RequestContext) => HandlerResult) =>
+    (ctx: RequestContext): HandlerResult =>
+      handler(type, ctx);
+  return [
+    route('GET', S, guestAudit, on(listSnapshots)),
+    route('POST', S, guestModify('VM.Snapshot'), on(createSnapshot), true),
+    route('GET', `${S}/{snapname}/config`, guestAudit, on(snapshotConfig)),
+    route('POST', `${S}/{snapname}/rollback`, guestModify('VM.Snapshot'), on(rollbackSnapshot), true),
+    route('DELETE', `${S}/{snapname}`, guestModify('VM.Snapshot'), on(deleteSnapshot), true),
+  ];
+}
 
-/** The snapshot routes of VMs. */
+/** The snapshot routes of VMs and containers. */
 export const snapshotRoutes: RouteModule = {
   name: 'snapshot',
-  routes: [
-    route('GET', S, guestAudit, listSnapshots),
-    route('POST', S, guestModify('VM.Snapshot'), createSnapshot, true),
-    route('GET', `${S}/{snapname}/config`, guestAudit, snapshotConfig),
-    route('POST', `${S}/{snapname}/rollback`, guestModify('VM.Snapshot'), rollbackSnapshot, true),
-    route('DELETE', `${S}/{snapname}`, guestModify('VM.Snapshot'), deleteSnapshot, true),
-  ],
+  routes: [...routesOf('qemu'), ...routesOf('lxc')],
 };

@@ -1,37 +1,19 @@
 /**
- * Whether a VM's disks can be snapshotted (qemu-server `QemuConfig.pm`, `has_feature`: every
- * drive but a CD-ROM must have the `snapshot` feature; pve-storage `volume_has_feature` per
- * plugin): LVM-thin, ZFS and RBD volumes can, file storages (`Plugin.pm`) and thick LVM
- * (`LVMPlugin.pm`) only for qcow2 images. docs/proxmox-behaviour.md "Snapshots".
+ * Whether a guest's volumes can be snapshotted (`has_feature('snapshot', …)` of qemu-server
+ * `QemuConfig.pm` and pve-container `LXC/Config.pm`): every volume the core's
+ * `snapshotVolumes` names — a VM's drives but CD-ROMs, a container's root file system and
+ * mount points — must be a storage volume whose plugin has the feature
+ * (`core/snapshot-support.ts`); a host path (a bind or device mount point) or a storage this
+ * cluster does not have never has it. docs/proxmox-behaviour.md "Snapshots".
  */
-import { isCdrom } from '../../../../core/hotplug.js';
+import { snapshotVolumes, storageCanSnapshot } from '../../../../core/snapshot-support.js';
 import type { Guest } from '../../guest/guest.js';
-import { flavourOf } from '../../guest/flavours.js';
-import { parseOption, parseVolumeId } from '../../property-format.js';
 import type { VolumeStore } from '../../volumes.js';
 
-/** Plugins whose volumes have the snapshot feature whatever their format. */
-const ANY_FORMAT = new Set(['lvmthin', 'zfspool', 'rbd']);
-
-/** `volume_has_feature($storecfg, 'snapshot', $volid)` for a current (not base) volume. */
-function volumeCanSnapshot(volumes: VolumeStore, volid: string): boolean {
-  const parsed = parseVolumeId(volid);
-  if (!parsed) return false; // a path, not a storage volume
-  const storage = volumes.storage(parsed.storage);
-  if (!storage) return false;
-  if (ANY_FORMAT.has(storage.type)) return true;
-  return /\.qcow2$/.test(parsed.volname);
-}
-
-/** Whether every non-CD-ROM drive of `values` (a config section) can be snapshotted. */
+/** Whether every volume of `values` (a config section of `guest`) can be snapshotted. */
 export function canSnapshot(guest: Guest, values: ReadonlyMap<string, string>, volumes: VolumeStore): boolean {
-  const flavour = flavourOf(guest.type);
-  for (const [key, value] of values) {
-    if (!flavour.isVolumeKey(key)) continue;
-    const parsed = parseOption(guest.type, key, value);
-    if (!parsed || isCdrom(parsed)) continue;
-    const volid = parsed[flavour.volumeProperty];
-    if (volid && !volumeCanSnapshot(volumes, volid)) return false;
-  }
-  return true;
+  return snapshotVolumes(guest.type, Object.fromEntries(values)).every((v) => {
+    const storage = v.storage === undefined ? undefined : volumes.storage(v.storage);
+    return storage !== undefined && storageCanSnapshot(storage.type, v.volname as string) === true;
+  });
 }
