@@ -56,7 +56,11 @@ export function withRehearsalCheck(
       : [];
   const annotations: Annotation[] = [
     ...refused.flatMap((g) =>
-      annotate(refusalSource(g, byKey.get(`${g.cluster}/${g.vmid}`)), `${g.cluster}/${g.name}: rehearsal refused ${g.step ?? 'the apply'}`, g.error),
+      annotate(
+        refusalSource(g, byKey.get(`${g.cluster}/${g.vmid}`)),
+        `${g.cluster}/${g.name}: rehearsal refused ${g.step ?? 'the apply'}`,
+        g.error,
+      ),
     ),
     ...objects.flatMap((o) => annotate(o.source, `${o.cluster}/${o.label}: rehearsal refused ${o.step ?? 'the apply'}`, o.error)),
   ];

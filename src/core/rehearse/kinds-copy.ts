@@ -2,7 +2,7 @@
  * The objects of other kinds in a rehearsal's copy (docs/rehearsal.md, "The copy"): what the
  * plan's own reads hold of the objects its apply touches, so no object is read twice — the pools
  * the specs name with their members, the HA resources of the guests in the copy (and whether
- * their service is in `error` state, from the guests' reads), the firewall files of the guests
+ * their service is in `error` state, from the plan's listing), the firewall files of the guests
  * whose firewall the plan changes, and the backup jobs the plan changes. Pure: it reads
  * `ObservedCluster.objects` as each kind's observe left it; the sandbox writes it into the
  * simulator (`pve/rehearse/sandbox.ts`).
@@ -28,9 +28,9 @@ export interface PoolCopy {
 export interface KindsCopy {
   /** Pools the specs name, by id, with their members (pools only listed by name have none here). */
   pools: Record<string, PoolCopy>;
-  /** The HA resources of the copy's guests. */
+  /** The HA resources of the copy's guests (as the HA kind read them, else as the listing's `hastate` shows them). */
   ha: HaResource[];
-  /** SIDs whose HA service is in `error` state (`status/current`'s `ha.state` in the guest's read). */
+  /** SIDs whose HA service is in `error` state (the listing's `hastate`). */
   haErrors: string[];
   /** The firewall files of guests whose firewall the plan changes, by VMID, every section as read. */
   firewalls: Record<string, FirewallState>;
@@ -83,10 +83,20 @@ export function buildKindsCopy(plan: Plan, observed: ObservedCluster, guests: Re
   const ha = Object.values(readOf<HaObserved>(observed, HA_KIND)?.resources ?? {}).filter((r) =>
     guests.has(Number(r.sid.slice(r.sid.indexOf(':') + 1))),
   );
-  const haErrors = [...guests].flatMap((vmid) => {
-    const read = observed.guests[vmid];
-    return read?.ha?.state === 'error' ? [haSid(read.type, vmid)] : [];
-  });
+  // A guest HA manages whose spec does not declare `ha:` was not read by the HA kind: the listing
+  // says it is managed, so its power goes through the HA manager on the copy too.
+  const read = new Set(ha.map((r) => r.sid));
+  for (const listed of observed.listing) {
+    const sid = haSid(listed.type, listed.vmid);
+    if (!guests.has(listed.vmid) || listed.hastate === undefined || read.has(sid)) continue;
+    ha.push({ sid, state: listed.hastate === 'stopped' || listed.hastate === 'ignored' ? listed.hastate : 'started' });
+  }
+  // The plan's listing (`hastate`) or, where the plan read it, the guest's `status/current`.
+  const haErrors = observed.listing.flatMap((listed) =>
+    guests.has(listed.vmid) && (listed.hastate ?? observed.guests[listed.vmid]?.ha?.state) === 'error'
+      ? [haSid(listed.type, listed.vmid)]
+      : [],
+  );
   const firewallRead = readOf<FirewallObserved>(observed, FIREWALL_KIND)?.guests ?? {};
   const firewalls: Record<string, FirewallState> = {};
   for (const vmid of ids(FIREWALL_KIND, 'vmid')) {

@@ -60,7 +60,15 @@ describe('rehearsalOf', () => {
         ...result([{}, {}, { status: 'skipped' }, { status: 'unchanged' }]),
         objects: [
           { kind: 'pool', key: 'lab/pool/web', cluster: 'lab', name: 'web', status: 'applied', steps: [{ op: 'create-pool' }] },
-          { kind: 'ha', key: 'lab/ha/100', cluster: 'lab', name: 'vm-0', status: 'failed', steps: [], error: "service 'vm:100' in error state" },
+          {
+            kind: 'ha',
+            key: 'lab/ha/100',
+            cluster: 'lab',
+            name: 'vm-0',
+            status: 'failed',
+            steps: [],
+            error: "service 'vm:100' in error state",
+          },
           { kind: 'pool', key: 'lab/pool/db', cluster: 'lab', name: 'db', status: 'unchanged', steps: [] },
         ],
       },
@@ -72,8 +80,12 @@ describe('rehearsalOf', () => {
       ['HA resource of vm-0 (vm:100)', 'update-ha', "service 'vm:100' in error state"],
     ]);
     expect(rehearsal.objects?.[0]?.source).toEqual({ file: 'pools.yaml', line: 3, col: 1 });
-    expect(renderRehearsalText(rehearsal)).toContain("✗ lab/HA resource of vm-0 (vm:100): update-ha refused — service 'vm:100' in error state");
-    expect(renderRehearsalMarkdown(rehearsal)).toContain("| lab/HA resource of vm-0 (vm:100) | update-ha | `service 'vm:100' in error state` |");
+    expect(renderRehearsalText(rehearsal)).toContain(
+      "✗ lab/HA resource of vm-0 (vm:100): update-ha refused — service 'vm:100' in error state",
+    );
+    expect(renderRehearsalMarkdown(rehearsal)).toContain(
+      "| lab/HA resource of vm-0 (vm:100) | update-ha | `service 'vm:100' in error state` |",
+    );
     expect(objectRefusals(withholdRehearsalLive(rehearsal, PLAN))[0]?.error).not.toContain('error state');
   });
 

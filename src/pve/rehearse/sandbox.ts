@@ -50,7 +50,11 @@ function firewallFileOf(state: FirewallState): SimFirewallFile {
   for (const [name, set] of Object.entries(state.ipsets ?? {}))
     file.ipsets.set(name, {
       ...(set.comment ? { comment: set.comment } : {}),
-      entries: set.entries.map((e) => ({ cidr: e.cidr, ...(e.nomatch ? { nomatch: 1 as const } : {}), ...(e.comment ? { comment: e.comment } : {}) })),
+      entries: set.entries.map((e) => ({
+        cidr: e.cidr,
+        ...(e.nomatch ? { nomatch: 1 as const } : {}),
+        ...(e.comment ? { comment: e.comment } : {}),
+      })),
     });
   for (const [key, alias] of Object.entries(state.aliases ?? {}))
     file.aliases.set(key, { ...alias, ipversion: alias.cidr.includes(':') ? 6 : 4 });
