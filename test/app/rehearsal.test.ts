@@ -8,7 +8,7 @@
  * repository that chose `rehearsal: warn` sees the refusal without a failed check.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { saveFirewallFile, SimFirewallFile } from '../../src/pve/sim/kinds/firewall/state.js';
+import { clusterFirewall, saveFirewallFile, SimFirewallFile } from '../../src/pve/sim/kinds/firewall/state.js';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import type { Simulator } from '../../src/pve/sim/simulator.js';
 import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
@@ -264,7 +264,7 @@ const ONE_OBJECT = '0 of 1 other object';
  */
 const KIND_CASES: Case[] = [
   {
-    // POL-22: pve-manager `API2/Pool.pm` `create_pool` (the plan only warns that the parent has no document).
+    // RHK-1: pve-manager `API2/Pool.pm` `create_pool` (the plan only warns that the parent has no document).
     what: 'a nested pool whose parent pool does not exist',
     head: { 'pools.yaml': 'kind: Pool\nname: team/web\ncluster: lab\n' },
     guest: 'lab/pool team/web',
@@ -274,7 +274,7 @@ const KIND_CASES: Case[] = [
     counted: ONE_OBJECT,
   },
   {
-    // RHK-1: pve-manager `API2/Backup.pm` `create_job`, `check_pool_exist`.
+    // RHK-2: pve-manager `API2/Backup.pm` `create_job`, `check_pool_exist`.
     what: 'a backup job of a pool that does not exist',
     head: { 'backup.yaml': 'kind: BackupJob\nname: nightly\ncluster: lab\nschedule: "sun 01:00"\nstorage: local\npool: nope\n' },
     guest: 'lab/backup job nightly',
@@ -294,7 +294,7 @@ const KIND_CASES: Case[] = [
     counted: ONE_OBJECT,
   },
   {
-    // RHK-2: pve-firewall `verify_rule`, `$pve_fw_preferred_macro_names`.
+    // RHK-3: pve-firewall `verify_rule`, `$pve_fw_preferred_macro_names`.
     what: 'a firewall rule with a macro Proxmox does not know',
     head: { 'app.yaml': app(oneRule('{ type: in, action: ACCEPT, macro: HTTPX }')) },
     guest: 'lab/firewall of app-01 (100201)',
@@ -405,14 +405,18 @@ describe('the apply rehearsal of a pull request', () => {
   it('passes a clean pull request that changes objects of every kind, on a copy that carries their live state', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
     const sim = w.clusters.sims.lab!.sim;
-    // The guest's live firewall has the IPset its new rule names: only a copy of that file accepts the rule.
+    // The guest's live firewall has the IPset its first new rule names, the datacenter the one its
+    // second names (RHK-5): only a copy of both files accepts the rules.
     const file = new SimFirewallFile();
     file.ipsets.set('admins', { entries: [{ cidr: '10.0.0.0/24' }] });
     saveFirewallFile(sim, 100201, file);
+    clusterFirewall(sim).ipsets.set('mgmt', { entries: [{ cidr: '10.9.0.0/24' }] });
+    const rules = [
+      ...oneRule('{ type: in, action: ACCEPT, source: +admins, macro: SSH }'),
+      '    - { type: in, action: ACCEPT, source: +mgmt }',
+    ];
     const { result, body } = await planPr(w, 62, {
-      'app.yaml': app(['ha: { state: started }', ...oneRule('{ type: in, action: ACCEPT, source: +admins, macro: SSH }')], {
-        memory: 4096,
-      }),
+      'app.yaml': app(['ha: { state: started }', ...rules], { memory: 4096 }),
       'ct.yaml': ct('ct-01', 100301, {}).replace('create:', 'pool: web\ncreate:'),
       'pools.yaml': 'kind: Pool\nname: team\ncluster: lab\n---\nkind: Pool\nname: team/web\ncluster: lab\n',
       'backup.yaml': 'kind: BackupJob\nname: nightly\ncluster: lab\nschedule: "sun 01:00"\nstorage: local\npool: web\n',

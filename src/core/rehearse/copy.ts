@@ -20,6 +20,18 @@ export interface StorageFact {
   nodes?: string[];
 }
 
+/** The datacenter's IPsets and aliases, which a guest's firewall rule may name as well as its own. */
+export interface ClusterFirewallFacts {
+  ipsets: string[];
+  aliases: { name: string; cidr: string }[];
+}
+
+/** What else to read besides the facts every copy has. */
+export interface FactsOptions {
+  /** The datacenter's IPsets and aliases: the plan changes a guest's firewall rules. */
+  firewall?: boolean;
+}
+
 /** The cluster facts a guest's apply depends on. */
 export interface ClusterFacts {
   /** Every node of the cluster, with its CPUs when the token may see them. */
@@ -29,6 +41,8 @@ export interface ClusterFacts {
   bridges: Record<string, string[]>;
   /** Resource pools; undefined when the token may not list them (any pool is then accepted). */
   pools?: string[];
+  /** Read when asked for (`FactsOptions.firewall`); undefined when not asked or the token lacks Sys.Audit on `/`. */
+  firewall?: ClusterFirewallFacts;
   /** API requests the read took. */
   requests: number;
 }

@@ -16,6 +16,7 @@ import type { HaResource } from '../kinds/ha/port.js';
 import type { PoolRead } from '../kinds/pool/read.js';
 import type { FirewallState } from '../kinds/firewall/state.js';
 import type { ObjectPlan, ObservedCluster, Plan } from '../model.js';
+import type { FactsOptions } from './copy.js';
 
 /** A pool of the copy whose members the plan read. */
 export interface PoolCopy {
@@ -46,6 +47,15 @@ export function objectTouched(item: ObjectPlan): boolean {
 /** The touched items of `cluster`. */
 export function touchedObjects(plan: Plan, cluster: string): ObjectPlan[] {
   return plan.objects.filter((o) => o.cluster === cluster && objectTouched(o));
+}
+
+/** The rule operations whose rule may name an IPset or alias of the datacenter. */
+const RULE_WRITES: ReadonlySet<string> = new Set(['add-fw-rule', 'change-fw-rule']);
+
+/** What the copy of `cluster` reads besides the facts every copy has: the datacenter's IPsets and aliases when a rule is written. */
+export function factsOptions(plan: Plan, cluster: string): FactsOptions {
+  const rules = touchedObjects(plan, cluster).some((o) => o.kind === FIREWALL_KIND && o.operations.some((op) => RULE_WRITES.has(op.op)));
+  return rules ? { firewall: true } : {};
 }
 
 /** The guests a touched item is a part of (its HA resource, firewall, pool membership). */

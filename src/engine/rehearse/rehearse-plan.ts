@@ -10,6 +10,7 @@ import type { HostAccessRule } from '../../core/key-rules.js';
 import type { ObservedState, Plan } from '../../core/model.js';
 import type { ClusterReader, OpenSandbox } from '../../core/ports.js';
 import { buildClusterCopy, type ClusterCopy, touchedNodes } from '../../core/rehearse/copy.js';
+import { factsOptions } from '../../core/rehearse/kinds-copy.js';
 import { type Rehearsal, rehearsalOf } from '../../core/rehearse/outcome.js';
 import { errorMessage } from '../../util/error-message.js';
 import { executePlan } from '../execute-plan.js';
@@ -50,7 +51,7 @@ export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
         return;
       }
       try {
-        const facts = await reader.readFacts([...nodes].sort());
+        const facts = await reader.readFacts([...nodes].sort(), factsOptions(input.plan, cluster));
         requests += facts.requests;
         copies.push(buildClusterCopy(input.plan, observed, facts));
       } catch (err) {

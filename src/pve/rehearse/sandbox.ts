@@ -14,7 +14,7 @@ import { PveClient } from '../client.js';
 import { PveClusterAdapter } from '../cluster-adapter.js';
 import { emptySection, type ParsedConfig, serializeConfig } from '../sim/config-file.js';
 import { type RunningSimulator, startSimulator } from '../sim/index.js';
-import { saveFirewallFile, SimFirewallFile } from '../sim/kinds/firewall/state.js';
+import { clusterFirewall, type SimAlias, saveFirewallFile, SimFirewallFile } from '../sim/kinds/firewall/state.js';
 import { haManager } from '../sim/kinds/ha/manager.js';
 import { haConfig } from '../sim/kinds/ha/state.js';
 import type { SimFixture } from '../sim/schema.js';
@@ -56,13 +56,20 @@ function firewallFileOf(state: FirewallState): SimFirewallFile {
         ...(e.comment ? { comment: e.comment } : {}),
       })),
     });
-  for (const [key, alias] of Object.entries(state.aliases ?? {}))
-    file.aliases.set(key, { ...alias, ipversion: alias.cidr.includes(':') ? 6 : 4 });
+  for (const [key, alias] of Object.entries(state.aliases ?? {})) file.aliases.set(key, simAlias(alias));
   return file;
 }
 
-/** Writes the copy's objects of other kinds into `sim`, as Proxmox keeps them. */
-function seedObjects(sim: Simulator, objects: KindsCopy): void {
+/** An alias as the file keeps it: its IP version from its address. */
+function simAlias(alias: { name: string; cidr: string; comment?: string }): SimAlias {
+  return { ...alias, ipversion: alias.cidr.includes(':') ? 6 : 4 };
+}
+
+/** Writes the copy's objects of other kinds and the datacenter's IPsets and aliases into `sim`, as Proxmox keeps them. */
+function seedObjects(sim: Simulator, objects: KindsCopy, facts: ClusterCopy['facts']): void {
+  const datacenter = clusterFirewall(sim);
+  for (const name of facts.firewall?.ipsets ?? []) datacenter.ipsets.set(name, { entries: [] });
+  for (const alias of facts.firewall?.aliases ?? []) datacenter.aliases.set(alias.name.toLowerCase(), simAlias(alias));
   const ha = haConfig(sim);
   for (const { sid, ...fields } of objects.ha) {
     const options: Record<string, string> = {};
@@ -110,7 +117,7 @@ export const openRehearsalSandbox: OpenSandbox = async (copies: readonly Cluster
     for (const copy of copies) {
       const sim = await startSimulator({ port: 0, taskMs: 0, fixture: fixtureOf(copy) });
       running.push(sim);
-      seedObjects(sim.sim, copy.objects);
+      seedObjects(sim.sim, copy.objects, copy.facts);
       const client = new PveClient({ cluster: copy.cluster, url: sim.url, token: sim.token, retries: 0 });
       clients.push(client);
       writers[copy.cluster] = new PveClusterAdapter(client, { wait: { fastIntervalMs: 1, intervalMs: 5 } });
