@@ -407,13 +407,19 @@ describe('the apply rehearsal of a pull request', () => {
     const sim = w.clusters.sims.lab!.sim;
     // The guest's live firewall has the IPset its first new rule names, the datacenter the one its
     // second names (RHK-5): only a copy of both files accepts the rules.
+    // Its rule that stays, its options and its alias are copied with the values Proxmox keeps.
     const file = new SimFirewallFile();
     file.ipsets.set('admins', { entries: [{ cidr: '10.0.0.0/24' }] });
+    file.aliases.set('bastion', { name: 'bastion', cidr: '10.1.0.5', ipversion: 4 });
+    file.options = { enable: 1 };
+    file.rules = [{ type: 'in', action: 'ACCEPT', proto: 'tcp', dport: '22', source: '10.0.0.0/8', enable: 1, ipversion: 4 }];
     saveFirewallFile(sim, 100201, file);
     clusterFirewall(sim).ipsets.set('mgmt', { entries: [{ cidr: '10.9.0.0/24' }] });
     const rules = [
       ...oneRule('{ type: in, action: ACCEPT, source: +admins, macro: SSH }'),
       '    - { type: in, action: ACCEPT, source: +mgmt }',
+      '    - { type: in, action: ACCEPT, proto: tcp, dport: 22, source: 10.0.0.0/8 }',
+      '  options: { enable: true, policy_in: DROP }',
     ];
     const { result, body } = await planPr(w, 62, {
       'app.yaml': app(['ha: { state: started }', ...rules], { memory: 4096 }),
@@ -421,6 +427,9 @@ describe('the apply rehearsal of a pull request', () => {
       'pools.yaml': 'kind: Pool\nname: team\ncluster: lab\n---\nkind: Pool\nname: team/web\ncluster: lab\n',
       'backup.yaml': 'kind: BackupJob\nname: nightly\ncluster: lab\nschedule: "sun 01:00"\nstorage: local\npool: web\n',
     });
+    // The firewall's item changes an option and adds two rules above the one that stays.
+    expect(body).toMatch(/policy_in/);
+    expect(body.match(/add firewall rule/g)?.length, body).toBe(2);
     const headline = 'Rehearsal: 1 of 1 guest and 6 of 6 other objects applied on a simulated copy';
     expect(body).toContain(`### ✅ ${headline}`);
     expect(result.conclusion).toBe('success');
