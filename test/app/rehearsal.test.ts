@@ -437,6 +437,17 @@ describe('the apply rehearsal of a pull request', () => {
     expect(sim.stats().writes.total).toBe(0);
   });
 
+  it('starts an HA-managed guest on the copy through its HA manager, as the cluster would', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const sim = w.clusters.sims.lab!.sim;
+    haConfig(sim).ids.set('vm:100201', { type: 'vm', options: { state: 'stopped' } });
+    const { result, body } = await planPr(w, 63, { 'app.yaml': app(['power: running']) });
+    expect(body).toContain('### ✅ Rehearsal: 1 of 1 guest applied on a simulated copy');
+    expect(result.conclusion).toBe('success');
+    expect(sim.guests.get(100201)?.running).toBe(false);
+    expect(sim.stats().writes.total).toBe(0);
+  });
+
   it('with rehearsal: warn, reports the refusal as a warning and does not fail the check', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
     const base = { ...BASE, '.github/pve-gitops.yml': 'rehearsal: warn\n' };
