@@ -6,7 +6,8 @@
  */
 import type { ListedGuest, ObservedGuest } from './model.js';
 import type { GuestType } from './guest-flavours.js';
-import type { ClusterCopy, ClusterFacts, FactsOptions } from './rehearse/copy.js';
+import type { ClusterCopy, ClusterFacts } from './rehearse/copy.js';
+import type { FactsOptions } from './rehearse/kinds-copy.js';
 
 /** A cluster as the planner reads it. */
 export interface ClusterReader {

@@ -12,7 +12,8 @@ import { PveAlreadyExistsError } from './errors.js';
 import { observedFromPending } from './observed-guest.js';
 import { toPortError } from './to-port-error.js';
 import { kindAdapter } from './kinds/adapters.js';
-import type { ClusterFacts, FactsOptions } from '../core/rehearse/copy.js';
+import type { ClusterFacts } from '../core/rehearse/copy.js';
+import type { FactsOptions } from '../core/rehearse/kinds-copy.js';
 import { readClusterFacts } from './rehearse/read-facts.js';
 
 /** A power error only means "already there" for the call that asked for that state. */

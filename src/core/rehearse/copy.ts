@@ -26,12 +26,6 @@ export interface ClusterFirewallFacts {
   aliases: { name: string; cidr: string }[];
 }
 
-/** What else to read besides the facts every copy has. */
-export interface FactsOptions {
-  /** The datacenter's IPsets and aliases: the plan changes a guest's firewall rules. */
-  firewall?: boolean;
-}
-
 /** The cluster facts a guest's apply depends on. */
 export interface ClusterFacts {
   /** Every node of the cluster, with its CPUs when the token may see them. */
@@ -41,7 +35,7 @@ export interface ClusterFacts {
   bridges: Record<string, string[]>;
   /** Resource pools; undefined when the token may not list them (any pool is then accepted). */
   pools?: string[];
-  /** Read when asked for (`FactsOptions.firewall`); undefined when not asked or the token lacks Sys.Audit on `/`. */
+  /** Read when asked for (`FactsOptions.firewall` in `kinds-copy.ts`); undefined when not asked or the token lacks Sys.Audit on `/`. */
   firewall?: ClusterFirewallFacts;
   /** API requests the read took. */
   requests: number;

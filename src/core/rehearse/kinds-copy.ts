@@ -16,7 +16,6 @@ import type { HaResource } from '../kinds/ha/port.js';
 import type { PoolRead } from '../kinds/pool/read.js';
 import type { FirewallState } from '../kinds/firewall/state.js';
 import type { ObjectPlan, ObservedCluster, Plan } from '../model.js';
-import type { FactsOptions } from './copy.js';
 
 /** A pool of the copy whose members the plan read. */
 export interface PoolCopy {
@@ -47,6 +46,12 @@ export function objectTouched(item: ObjectPlan): boolean {
 /** The touched items of `cluster`. */
 export function touchedObjects(plan: Plan, cluster: string): ObjectPlan[] {
   return plan.objects.filter((o) => o.cluster === cluster && objectTouched(o));
+}
+
+/** What else to read besides the facts every copy has (`ClusterReader.readFacts`). */
+export interface FactsOptions {
+  /** The datacenter's IPsets and aliases: the plan changes a guest's firewall rules. */
+  firewall?: boolean;
 }
 
 /** The rule operations whose rule may name an IPset or alias of the datacenter. */

@@ -6,7 +6,8 @@
  * `GET /cluster/firewall/ipset` and `GET /cluster/firewall/aliases`, when the plan writes a
  * guest's firewall rule. docs/rehearsal.md says what the facts leave out.
  */
-import type { ClusterFacts, ClusterFirewallFacts, FactsOptions, StorageFact } from '../../core/rehearse/copy.js';
+import type { ClusterFacts, ClusterFirewallFacts, StorageFact } from '../../core/rehearse/copy.js';
+import type { FactsOptions } from '../../core/rehearse/kinds-copy.js';
 import type { PveClient } from '../client.js';
 import { PveError } from '../errors.js';
 
