@@ -13,7 +13,7 @@ import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core
 import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { observePlan } from '../engine/run-plan.js';
 import { rehearsePlan } from '../engine/rehearse/rehearse-plan.js';
-import { refusals } from '../core/rehearse/outcome.js';
+import { anyRefused } from '../core/rehearse/outcome.js';
 import { renderRehearsalText } from '../core/rehearse/render.js';
 import { openRehearsalSandbox } from '../pve/rehearse/sandbox.js';
 import { parseFlags, UsageError } from './args.js';
@@ -110,7 +110,7 @@ export const planCommand: Command = {
           allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
         });
         (format === 'text' && flags.out === undefined ? io.stdout : io.stderr).write(renderRehearsalText(rehearsal));
-        if (refusals(rehearsal).length > 0) return 1;
+        if (anyRefused(rehearsal)) return 1;
       }
       return planHasChanges(plan) ? 2 : 0;
     } finally {

@@ -172,6 +172,8 @@ export interface ListedGuest {
   tags?: string;
   lock?: string;
   template?: boolean;
+  /** The HA manager's service state of an HA-managed guest (`/cluster/resources` `hastate`, HA-15). */
+  hastate?: string;
 }
 
 /**

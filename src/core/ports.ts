@@ -7,6 +7,7 @@
 import type { ListedGuest, ObservedGuest } from './model.js';
 import type { GuestType } from './guest-flavours.js';
 import type { ClusterCopy, ClusterFacts } from './rehearse/copy.js';
+import type { FactsOptions } from './rehearse/kinds-copy.js';
 
 /** A cluster as the planner reads it. */
 export interface ClusterReader {
@@ -42,7 +43,7 @@ export interface ClusterReader {
    * The cluster facts an apply on `nodes` depends on, for the rehearsal's copy
    * (`core/rehearse/copy.ts`): a bounded number of requests, whatever the size of the estate.
    */
-  readFacts?(nodes: readonly string[]): Promise<ClusterFacts>;
+  readFacts?(nodes: readonly string[], options?: FactsOptions): Promise<ClusterFacts>;
 }
 
 /** A running simulated copy of clusters: a writer per cluster, closed when the rehearsal ends. */

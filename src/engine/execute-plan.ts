@@ -106,7 +106,8 @@ const DONE: ReadonlySet<ApplyStatus> = new Set(['applied', 'unchanged']);
 
 /**
  * Applies the items of other kinds in one phase, per cluster up to the cluster's limit. An item
- * whose `after` names an item that did not apply is held, never written.
+ * whose `after` names an item of the same phase (a nested pool's parent) waits for it; one whose
+ * `after` names an item that did not apply is held, never written.
  */
 async function applyObjectPhase(
   items: readonly ObjectPlan[],
@@ -116,22 +117,28 @@ async function applyObjectPhase(
   signal: AbortSignal | undefined,
 ): Promise<ObjectApplyResult[]> {
   const limits = new Map<string, Semaphore>();
-  return Promise.all(
-    items.map(async (item) => {
-      const blocker = item.after?.find((key) => outcomes.has(key) && !DONE.has(outcomes.get(key) as ApplyStatus));
-      const writer = writers[item.cluster];
-      let result: ObjectApplyResult;
-      if (blocker !== undefined) result = heldResult(item, blocker, outcomes.get(blocker) as ApplyStatus);
-      else if (!writer) result = resultOf(item, 'failed', { error: `no connection configured for cluster '${item.cluster}'` });
-      else {
-        let limit = limits.get(item.cluster);
-        if (!limit) limits.set(item.cluster, (limit = new Semaphore(clusterConcurrency)));
-        result = await limit.run(() => applyObject(item, writer, signal ? { signal } : {}));
-      }
-      outcomes.set(item.key, result.status);
-      return result;
-    }),
-  );
+  const running = new Map<string, Promise<ObjectApplyResult>>();
+  const inPhase = new Set(items.map((item) => item.key));
+  const apply = async (item: ObjectPlan): Promise<ObjectApplyResult> => {
+    // Every item of the phase is running once this resumes. Within a phase `after` names a nested
+    // pool's parent, a strict prefix of its id, so no two items wait for each other.
+    await Promise.resolve();
+    await Promise.all((item.after ?? []).filter((key) => inPhase.has(key) && key !== item.key).map((key) => running.get(key)));
+    const blocker = item.after?.find((key) => outcomes.has(key) && !DONE.has(outcomes.get(key) as ApplyStatus));
+    const writer = writers[item.cluster];
+    let result: ObjectApplyResult;
+    if (blocker !== undefined) result = heldResult(item, blocker, outcomes.get(blocker) as ApplyStatus);
+    else if (!writer) result = resultOf(item, 'failed', { error: `no connection configured for cluster '${item.cluster}'` });
+    else {
+      let limit = limits.get(item.cluster);
+      if (!limit) limits.set(item.cluster, (limit = new Semaphore(clusterConcurrency)));
+      result = await limit.run(() => applyObject(item, writer, signal ? { signal } : {}));
+    }
+    outcomes.set(item.key, result.status);
+    return result;
+  };
+  for (const item of items) running.set(item.key, apply(item));
+  return Promise.all(items.map((item) => running.get(item.key) as Promise<ObjectApplyResult>));
 }
 
 /**

@@ -1,14 +1,22 @@
 /**
  * The apply rehearsal where the reviewer looks (docs/rehearsal.md): a section of the plan comment
  * and, in the `pve-gitops/plan` check run, the verdict line, one annotation per refusal on the
- * guest's spec (on the key it is about, when one can be told) and — unless the repository chose `rehearsal: warn` — a failed check when
+ * guest's spec (on the key it is about, when one can be told) or the object's document, and — unless the repository chose `rehearsal: warn` — a failed check when
  * Proxmox would refuse a step.
  */
 import type { Annotation, CheckResult } from './check-runs.js';
-import { refusalLine, refusals, rehearsalHeadline, type Rehearsal } from '../core/rehearse/outcome.js';
+import {
+  anyRefused,
+  objectRefusalLine,
+  objectRefusals,
+  refusalLine,
+  refusals,
+  rehearsalHeadline,
+  type Rehearsal,
+} from '../core/rehearse/outcome.js';
 import { REHEARSAL_CAVEAT, renderRehearsalMarkdown } from '../core/rehearse/render.js';
 import { escapeText } from '../core/render/markdown-format.js';
-import type { GuestSpec } from '../core/model.js';
+import type { GuestSpec, SourceRef } from '../core/model.js';
 import { refusalSource } from '../core/rehearse/refused-key.js';
 
 /** What a refusal does to the check: `fail` (the default), `warn`, or `off` (no rehearsal). */
@@ -32,26 +40,39 @@ export function withRehearsalCheck(
   const refused = refusals(rehearsal);
   const level = mode === 'warn' ? 'warning' : 'failure';
   const byKey = new Map(specs.map((s) => [`${s.cluster}/${s.vmid}`, s]));
-  const annotations: Annotation[] = refused.flatMap((g) => {
-    const at = refusalSource(g, byKey.get(`${g.cluster}/${g.vmid}`));
-    return at
+  const objects = objectRefusals(rehearsal);
+  const annotate = (at: SourceRef | undefined, title: string, message: string | undefined): Annotation[] =>
+    at
       ? [
           {
             path: repoPath(at.file),
             start_line: at.line,
             end_line: at.line,
             annotation_level: level,
-            title: `${g.cluster}/${g.name}: rehearsal refused ${g.step ?? 'the apply'}`,
-            message: g.error ?? 'refused',
+            title,
+            message: message ?? 'refused',
           },
         ]
       : [];
-  });
-  const lines = [`**${rehearsalHeadline(rehearsal)}**`, ...refused.map((g) => `- ❌ ${escapeText(refusalLine(g))}`)];
+  const annotations: Annotation[] = [
+    ...refused.flatMap((g) =>
+      annotate(
+        refusalSource(g, byKey.get(`${g.cluster}/${g.vmid}`)),
+        `${g.cluster}/${g.name}: rehearsal refused ${g.step ?? 'the apply'}`,
+        g.error,
+      ),
+    ),
+    ...objects.flatMap((o) => annotate(o.source, `${o.cluster}/${o.label}: rehearsal refused ${o.step ?? 'the apply'}`, o.error)),
+  ];
+  const lines = [
+    `**${rehearsalHeadline(rehearsal)}**`,
+    ...refused.map((g) => `- ❌ ${escapeText(refusalLine(g))}`),
+    ...objects.map((o) => `- ❌ ${escapeText(objectRefusalLine(o))}`),
+  ];
   for (const [cluster, why] of Object.entries(rehearsal.skipped))
     lines.push(`- ⚠️ ${escapeText(`cluster ${cluster} not rehearsed: ${why}`)}`);
   lines.push('', `_${REHEARSAL_CAVEAT}_`);
-  const failing = refused.length > 0 && mode === 'fail' && result.conclusion === 'success';
+  const failing = anyRefused(rehearsal) && mode === 'fail' && result.conclusion === 'success';
   return {
     ...result,
     ...(failing ? { conclusion: 'failure' as const, title: rehearsalHeadline(rehearsal) } : {}),

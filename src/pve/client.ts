@@ -477,9 +477,10 @@ function toListed(
   vmid: number,
   type: GuestType,
   node: string,
-  entry: { name?: string; status?: string; tags?: string; lock?: string; template?: string | number },
+  entry: { name?: string; status?: string; tags?: string; lock?: string; template?: string | number; hastate?: string },
 ): ListedGuest {
   const listed: ListedGuest = { vmid, type, node };
+  if (entry.hastate !== undefined) listed.hastate = entry.hastate;
   if (entry.name !== undefined) listed.name = entry.name;
   if (entry.status !== undefined) listed.status = entry.status;
   if (entry.tags !== undefined) listed.tags = entry.tags;

@@ -13,6 +13,7 @@ import { observedFromPending } from './observed-guest.js';
 import { toPortError } from './to-port-error.js';
 import { kindAdapter } from './kinds/adapters.js';
 import type { ClusterFacts } from '../core/rehearse/copy.js';
+import type { FactsOptions } from '../core/rehearse/kinds-copy.js';
 import { readClusterFacts } from './rehearse/read-facts.js';
 
 /** A power error only means "already there" for the call that asked for that state. */
@@ -62,8 +63,8 @@ export class PveClusterAdapter implements ClusterWriter {
   }
 
   /** The rehearsal's cluster facts (`rehearse/read-facts.ts`). */
-  readFacts(nodes: readonly string[]): Promise<ClusterFacts> {
-    return mapped(() => readClusterFacts(this.#client, nodes));
+  readFacts(nodes: readonly string[], options: FactsOptions = {}): Promise<ClusterFacts> {
+    return mapped(() => readClusterFacts(this.#client, nodes, options));
   }
 
   listGuests(): Promise<ListedGuest[]> {

@@ -39,6 +39,7 @@ export const ClusterResource = z.looseObject({
   tags: z.string().optional(),
   lock: z.string().optional(),
   template: Scalar.optional(),
+  hastate: z.string().optional(),
 });
 export type ClusterResource = z.infer<typeof ClusterResource>;
 

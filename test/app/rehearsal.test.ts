@@ -8,6 +8,9 @@
  * repository that chose `rehearsal: warn` sees the refusal without a failed check.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { clusterFirewall, saveFirewallFile, SimFirewallFile } from '../../src/pve/sim/kinds/firewall/state.js';
+import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
+import type { Simulator } from '../../src/pve/sim/simulator.js';
 import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles } from './spec-repo.js';
 import { openPullRequest, startWorld, type World } from './world.js';
@@ -97,11 +100,16 @@ interface Case {
   what: string;
   /** Files the head adds or changes. */
   head: RepoFiles;
+  /** The refused guest or object, as the comment's first column names it. */
   guest: string;
   step: RegExp;
   error: string;
   /** The spec file the annotation is on, and the config key whose line it marks (none: the document's first line). */
   at: [string, string | undefined];
+  /** What the live cluster holds besides the fixture (HA resources, firewall files), set before the plan. */
+  seed?: (sim: Simulator) => void;
+  /** The verdict's counts (default: one guest). */
+  counted?: string;
 }
 
 /** A VM cloned from the template 9000 (`debian-12-cloud`). */
@@ -232,6 +240,92 @@ const CASES: Case[] = [
   },
 ];
 
+/** The live cluster's HA resource of app-01, its service in `error` state (the CRM could not start it). */
+function haInError(sim: Simulator): void {
+  haConfig(sim).ids.set('vm:100201', { type: 'vm', options: { state: 'started' } });
+  haConfig(sim).errorState.add('vm:100201');
+}
+
+/** app-01 as in {@link BASE}, with top-level `parts` (its `ha:`, `firewall:`, `pool:`) and `config` changes. */
+function app(parts: string[], config: Record<string, string | number> = {}): string {
+  return vm('app-01', 100201, { scsi0: 'local-lvm:8', ...config }, parts);
+}
+
+/** A `firewall:` with one rule (a flow mapping). */
+function oneRule(rule: string): string[] {
+  return ['firewall:', '  rules:', `    - ${rule}`];
+}
+
+const ONE_OBJECT = '0 of 1 other object';
+
+/**
+ * Objects of other kinds and HA state that `validate` and `plan` accept but Proxmox refuses when
+ * the apply writes them (docs/proxmox-behaviour.md, the rows named in each case).
+ */
+const KIND_CASES: Case[] = [
+  {
+    // RHK-1: pve-manager `API2/Pool.pm` `create_pool` (the plan only warns that the parent has no document).
+    what: 'a nested pool whose parent pool does not exist',
+    head: { 'pools.yaml': 'kind: Pool\nname: team/web\ncluster: lab\n' },
+    guest: 'lab/pool team/web',
+    step: /create-pool/,
+    error: "create pool failed: parent 'team' of pool 'team/web' does not exist",
+    at: ['pools.yaml', undefined],
+    counted: ONE_OBJECT,
+  },
+  {
+    // RHK-2: pve-manager `API2/Backup.pm` `create_job`, `check_pool_exist`.
+    what: 'a backup job of a pool that does not exist',
+    head: { 'backup.yaml': 'kind: BackupJob\nname: nightly\ncluster: lab\nschedule: "sun 01:00"\nstorage: local\npool: nope\n' },
+    guest: 'lab/backup job nightly',
+    step: /create-backup-job/,
+    error: "Permission check failed (pool 'nope' does not exist)",
+    at: ['backup.yaml', undefined],
+    counted: ONE_OBJECT,
+  },
+  {
+    // FW-11: pve-firewall `verify_rule`; the spec manages the rules only, so the plan cannot tell.
+    what: 'a firewall rule naming an IPset the guest does not have',
+    head: { 'app.yaml': app(oneRule('{ type: in, action: ACCEPT, source: +admins, proto: tcp, dport: 22 }')) },
+    guest: 'lab/firewall of app-01 (100201)',
+    step: /add-fw-rule/,
+    error: "no such ipset 'admins'",
+    at: ['app.yaml', undefined],
+    counted: ONE_OBJECT,
+  },
+  {
+    // RHK-3: pve-firewall `verify_rule`, `$pve_fw_preferred_macro_names`.
+    what: 'a firewall rule with a macro Proxmox does not know',
+    head: { 'app.yaml': app(oneRule('{ type: in, action: ACCEPT, macro: HTTPX }')) },
+    guest: 'lab/firewall of app-01 (100201)',
+    step: /add-fw-rule/,
+    error: "unknown macro 'HTTPX'",
+    at: ['app.yaml', undefined],
+    counted: ONE_OBJECT,
+  },
+  {
+    // HA-12: pve-ha-manager `API2/HA/Resources.pm` `update`, `check_service_state`.
+    what: 'an HA resource changed while its service is in error state',
+    seed: haInError,
+    head: { 'app.yaml': app(['ha: { state: started, max_restart: 2 }']) },
+    guest: 'lab/HA resource of app-01 (vm:100201)',
+    step: /update-ha/,
+    error: "service 'vm:100201' in error state, must be disabled and fixed first",
+    at: ['app.yaml', undefined],
+    counted: ONE_OBJECT,
+  },
+  {
+    // HAP-6: the copy carries the guest's HA state, so its start goes through the HA manager.
+    what: 'an HA-managed VM started while its service is in error state',
+    seed: haInError,
+    head: { 'app.yaml': app(['power: running']) },
+    guest: 'lab/app-01 (100201)',
+    step: /start/,
+    error: "service 'vm:100201' in error state, must be disabled and fixed first",
+    at: ['app.yaml', undefined],
+  },
+];
+
 /** The 1-based line of `  key:` in a spec file's text; 1 (the document) without a key. */
 function lineOf(text: string, key: string | undefined): number {
   if (key === undefined) return 1;
@@ -254,39 +348,44 @@ async function planPr(w: World, pr: number, head: RepoFiles, base: RepoFiles = B
 }
 
 describe('the apply rehearsal of a pull request', () => {
-  it.each(CASES.map((c, i) => [c.what, c, i] as const))('catches %s, with Proxmox’s error text', async (_what, c, i) => {
-    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
-    const sim = w.clusters.sims.lab!.sim;
-    const { result, body } = await planPr(w, 40 + i, c.head);
+  it.each([...CASES, ...KIND_CASES].map((c, i) => [c.what, c, i] as const))(
+    'catches %s, with Proxmox’s error text',
+    async (_what, c, i) => {
+      const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+      const sim = w.clusters.sims.lab!.sim;
+      c.seed?.(sim);
+      const { result, body } = await planPr(w, 40 + i, c.head);
 
-    // The plan itself is fine: validate and plan accept the change.
-    expect(body).not.toContain('nothing was planned');
-    expect(body).not.toMatch(/\d+ errors?\b/);
-    expect(body).toContain('### ❌ Rehearsal: 0 of 1 guest applied on a simulated copy');
-    const section = body.slice(body.indexOf('Rehearsal: 0 of 1'));
-    const row = section.split('\n').find((line) => line.startsWith(`| ${c.guest} |`));
-    expect(row, body).toBeDefined();
-    expect(row).toMatch(c.step);
-    expect(row).toContain(c.error);
-    expect(body).toContain('a model, not a guarantee');
+      // The plan itself is fine: validate and plan accept the change.
+      expect(body).not.toContain('nothing was planned');
+      expect(body).not.toMatch(/\d+ errors?\b/);
+      const headline = `Rehearsal: ${c.counted ?? '0 of 1 guest'} applied on a simulated copy`;
+      expect(body).toContain(`### ❌ ${headline}`);
+      const section = body.slice(body.indexOf(headline));
+      const row = section.split('\n').find((line) => line.startsWith(`| ${c.guest} |`));
+      expect(row, body).toBeDefined();
+      expect(row).toMatch(c.step);
+      expect(row).toContain(c.error);
+      expect(body).toContain('a model, not a guarantee');
 
-    expect(result.conclusion).toBe('failure');
-    expect(result.output?.title).toBe('Rehearsal: 0 of 1 guest applied on a simulated copy');
-    expect(result.output?.summary).toContain(c.guest);
-    expect(result.output?.summary).toContain(c.error);
-    const annotation = result.output?.annotations?.find((a) => a.message.includes(c.error));
-    const [file, key] = c.at;
-    expect(annotation && [annotation.path, annotation.start_line, annotation.annotation_level]).toEqual([
-      file,
-      lineOf(String(c.head[file]), key),
-      'failure',
-    ]);
-    expect(annotation?.message).toContain(c.error);
+      expect(result.conclusion).toBe('failure');
+      expect(result.output?.title).toBe(headline);
+      expect(result.output?.summary).toContain(c.guest);
+      expect(result.output?.summary).toContain(c.error);
+      const annotation = result.output?.annotations?.find((a) => a.message.includes(c.error));
+      const [file, key] = c.at;
+      expect(annotation && [annotation.path, annotation.start_line, annotation.annotation_level]).toEqual([
+        file,
+        lineOf(String(c.head[file]), key),
+        'failure',
+      ]);
+      expect(annotation?.message).toContain(c.error);
 
-    // Nothing was written to the cluster: the rehearsal ran on its copy.
-    expect(sim.stats().writes.total).toBe(0);
-    expect([100401, 100402, 100403].filter((vmid) => sim.guests.has(vmid))).toEqual([]);
-  });
+      // Nothing was written to the cluster: the rehearsal ran on its copy.
+      expect(sim.stats().writes.total).toBe(0);
+      expect([100401, 100402, 100403].filter((vmid) => sim.guests.has(vmid))).toEqual([]);
+    },
+  );
 
   it('passes a clean pull request: every guest applied on the copy, the check a success', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
@@ -300,6 +399,52 @@ describe('the apply rehearsal of a pull request', () => {
     expect(body).toContain('### ✅ Rehearsal: 4 of 4 guests applied on a simulated copy');
     expect(result.conclusion).toBe('success');
     expect(result.output?.summary).toContain('**Rehearsal: 4 of 4 guests applied on a simulated copy**');
+    expect(sim.stats().writes.total).toBe(0);
+  });
+
+  it('passes a clean pull request that changes objects of every kind, on a copy that carries their live state', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const sim = w.clusters.sims.lab!.sim;
+    // The guest's live firewall has the IPset its first new rule names, the datacenter the one its
+    // second names (RHK-5): only a copy of both files accepts the rules.
+    // Its rule that stays, its options and its alias are copied with the values Proxmox keeps.
+    const file = new SimFirewallFile();
+    file.ipsets.set('admins', { entries: [{ cidr: '10.0.0.0/24' }] });
+    file.aliases.set('bastion', { name: 'bastion', cidr: '10.1.0.5', ipversion: 4 });
+    file.options = { enable: 1 };
+    file.rules = [{ type: 'in', action: 'ACCEPT', proto: 'tcp', dport: '22', source: '10.0.0.0/8', enable: 1, ipversion: 4 }];
+    saveFirewallFile(sim, 100201, file);
+    clusterFirewall(sim).ipsets.set('mgmt', { entries: [{ cidr: '10.9.0.0/24' }] });
+    const rules = [
+      ...oneRule('{ type: in, action: ACCEPT, source: +admins, macro: SSH }'),
+      '    - { type: in, action: ACCEPT, source: +mgmt }',
+      '    - { type: in, action: ACCEPT, proto: tcp, dport: 22, source: 10.0.0.0/8 }',
+      '  options: { enable: true, policy_in: DROP }',
+    ];
+    const { result, body } = await planPr(w, 62, {
+      'app.yaml': app(['ha: { state: started }', ...rules], { memory: 4096 }),
+      'ct.yaml': ct('ct-01', 100301, {}).replace('create:', 'pool: web\ncreate:'),
+      'pools.yaml': 'kind: Pool\nname: team\ncluster: lab\n---\nkind: Pool\nname: team/web\ncluster: lab\n',
+      'backup.yaml': 'kind: BackupJob\nname: nightly\ncluster: lab\nschedule: "sun 01:00"\nstorage: local\npool: web\n',
+    });
+    // The firewall's item changes an option and adds two rules above the one that stays.
+    expect(body).toMatch(/policy_in/);
+    expect(body.match(/add firewall rule/g)?.length, body).toBe(2);
+    const headline = 'Rehearsal: 1 of 1 guest and 6 of 6 other objects applied on a simulated copy';
+    expect(body).toContain(`### ✅ ${headline}`);
+    expect(result.conclusion).toBe('success');
+    expect(result.output?.summary).toContain(`**${headline}**`);
+    expect(sim.stats().writes.total).toBe(0);
+  });
+
+  it('starts an HA-managed guest on the copy through its HA manager, as the cluster would', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const sim = w.clusters.sims.lab!.sim;
+    haConfig(sim).ids.set('vm:100201', { type: 'vm', options: { state: 'stopped' } });
+    const { result, body } = await planPr(w, 63, { 'app.yaml': app(['power: running']) });
+    expect(body).toContain('### ✅ Rehearsal: 1 of 1 guest applied on a simulated copy');
+    expect(result.conclusion).toBe('success');
+    expect(sim.guests.get(100201)?.running).toBe(false);
     expect(sim.stats().writes.total).toBe(0);
   });
 

@@ -99,6 +99,19 @@ describe('pve-gitops plan --rehearse', () => {
     expect(lab.sim.guests.has(1001)).toBe(false);
   });
 
+  it('refuses an object of another kind too: a firewall rule naming an IPset neither the guest nor the datacenter has', async () => {
+    const dirOf = await specs(
+      `${vm('  scsi0: local-lvm:8\n')}firewall:\n  rules:\n    - { type: in, action: ACCEPT, source: +admins, proto: tcp, dport: 22 }\n`,
+    );
+    const run = await cli(['plan', '--specs', dirOf, '--rehearse']);
+    expect(run.stdout).toContain('Rehearsal: 1 of 1 guest and 0 of 1 other object applied on a simulated copy');
+    expect(run.stdout).toContain(
+      "✗ lab/firewall of app-01 (1001): add-fw-rule refused — Parameter verification failed. (source: no such ipset 'admins')",
+    );
+    expect(run.code).toBe(1);
+    expect(lab.sim.guests.has(1001)).toBe(false);
+  });
+
   it('without --rehearse plans as before: the refused change is exit 2 and no rehearsal line', async () => {
     const dirOf = await specs(vm('  scsi0: local:8\n'));
     const run = await cli(['plan', '--specs', dirOf]);

@@ -2,7 +2,8 @@
  * The rehearsal's cost and reach, measured with the simulator's request counters: a pull request
  * changing 10 guests on 2 nodes reads `2 + 2 × nodes` = 6 requests more than its plan, in an
  * estate of 200 guests as in one of 2,000 (the bench takes it to 10,000), and rehearses all 10 on
- * its copy without writing to the cluster.
+ * its copy without writing to the cluster; objects of other kinds are copied from the plan's own
+ * reads, the datacenter's IPsets and aliases aside (2 requests, when a firewall rule is written).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
@@ -12,6 +13,7 @@ import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import { openRehearsalSandbox } from '../../src/pve/rehearse/sandbox.js';
 import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
+import { clusterFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
 import { estateFiles, estateFixture } from '../bench/estate.js';
 
@@ -57,6 +59,64 @@ describe('the rehearsal of a 10-guest pull request', () => {
     // The plan's own reads: the listing and one per guest in scope, not the estate.
     expect(planned).toBeLessThan(20);
     expect(rehearsal.guests.map((g) => g.status)).toEqual(Array(10).fill('applied'));
+    expect(extra.writes.total).toBe(0);
+  });
+
+  it('copies the objects of other kinds from the plan’s own reads: 2 requests more, for the datacenter’s IPsets and aliases, only when a rule is written', async () => {
+    const guest = (vmid: number, parts: string[]): string =>
+      [`kind: VM`, `name: vm-${vmid}`, 'cluster: lab', 'node: pve-01', `vmid: ${vmid}`, ...parts, 'config: { memory: 512 }', ''].join('\n');
+    const cluster = 'kind: Cluster\nname: lab\nvmids: { lower: 100, upper: 1000 }\nnodes: [pve-01]\n';
+    const files = (parts: string[], extra: string[] = []) => [
+      { path: 'lab.yaml', text: [cluster, guest(101, parts), guest(102, parts), ...extra].join('---\n') },
+    ];
+    const rule = ['firewall:', '  rules:', '    - { type: in, action: ACCEPT, source: +mgmt, macro: SSH }'];
+    const head = loadSpecs(files(['ha: { state: started }', ...rule], ['kind: Pool\nname: web\ncluster: lab\n'])).specs;
+    const base = loadSpecs(files([])).specs;
+    sim = await startSimulator({
+      port: 0,
+      taskMs: 0,
+      nodes: ['pve-01'],
+      clusterName: 'lab',
+      fixture: {
+        pools: [],
+        guests: [101, 102].map((vmid) => ({
+          vmid,
+          type: 'qemu',
+          node: 'pve-01',
+          config: { name: `vm-${vmid}`, memory: 512, tags: 'pve-gitops' },
+        })),
+      },
+    });
+    // The rule names the datacenter's IPset: the copy must know it, or it would refuse the rule.
+    clusterFirewall(sim.sim).ipsets.set('mgmt', { entries: [{ cidr: '10.9.0.0/24' }] });
+    client = new PveClient({ cluster: 'lab', url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
+    const readers = { lab: new PveClusterAdapter(client) };
+    const { plan, observed } = await observePlan({ head, base, readers });
+    expect(plan.objects.filter((o) => o.action !== 'noop').map((o) => o.key)).toEqual([
+      'lab/pool/web',
+      'lab/ha/101',
+      'lab/ha/102',
+      'lab/firewall/101',
+      'lab/firewall/102',
+    ]);
+
+    sim.sim.resetStats();
+    const rehearsal = await rehearsePlan({ plan, observed, readers, openSandbox: openRehearsalSandbox });
+    const extra = sim.sim.stats();
+    expect(extra.requests.byRoute).toEqual({
+      'GET /nodes': 1,
+      'GET /pools': 1,
+      'GET /cluster/firewall/ipset': 1,
+      'GET /cluster/firewall/aliases': 1,
+    });
+    expect(rehearsal.requests).toBe(4);
+    expect(rehearsal.objects?.map((o) => `${o.key}: ${o.status}${o.error ? ` (${o.error})` : ''}`)).toEqual([
+      'lab/pool/web: applied',
+      'lab/ha/101: applied',
+      'lab/ha/102: applied',
+      'lab/firewall/101: applied',
+      'lab/firewall/102: applied',
+    ]);
     expect(extra.writes.total).toBe(0);
   });
 });

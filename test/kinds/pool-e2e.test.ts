@@ -5,6 +5,7 @@
  * another pool; a guest moved out of its pool on the cluster reported as drift.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { PoolPort } from '../../src/core/kinds/pool/port.js';
 import type { ObjectPlan, Plan, SpecSet } from '../../src/core/model.js';
 import { buildDriftReport } from '../../src/core/drift/drift-report.js';
 import { renderPlanText } from '../../src/core/render/render-text.js';
@@ -116,6 +117,44 @@ describe('pools through the pipeline', () => {
     expect(report.objects?.map((o) => [o.key, o.findings.map((f) => [f.key, f.expected, f.actual])])).toEqual([
       ['lab/pool-member/200', [['pool', 'web', undefined]]],
     ]);
+  });
+
+  it('creates a nested pool only once its parent, planned in the same phase, exists', async () => {
+    const loaded = loadSpecs([
+      {
+        path: 'lab.yaml',
+        text: [CLUSTER, 'kind: Pool\nname: team/web\ncluster: lab\n', 'kind: Pool\nname: team\ncluster: lab\n'].join('---\n'),
+      },
+    ]);
+    const plan = await runPlan({ head: loaded.specs, readers: { lab: reader } });
+    expect(changed(plan)).toEqual(['lab/pool/team: create', 'lab/pool/team/web: create']);
+    // The pool port's calls in the order they are made and end.
+    const calls: string[] = [];
+    const port = writer.kindPort('pool') as PoolPort;
+    const logged: PoolPort = {
+      listPools: () => port.listPools(),
+      memberships: () => port.memberships(),
+      auditsEveryPool: () => port.auditsEveryPool(),
+      updatePool: (poolid, update) => port.updatePool(poolid, update),
+      deletePool: (poolid) => port.deletePool(poolid),
+      readPool: (poolid) => {
+        calls.push(`read ${poolid}`);
+        return port.readPool(poolid);
+      },
+      createPool: async (poolid, comment) => {
+        await port.createPool(poolid, comment);
+        calls.push(`created ${poolid}`);
+      },
+    };
+    const writes = new Proxy(writer, { get: (target, key) => (key === 'kindPort' ? () => logged : Reflect.get(target, key)) });
+    // The child first in the list: it still waits for its parent before it even reads.
+    const result = await executePlan({ ...plan, objects: [...plan.objects].reverse() }, { lab: writes });
+    expect((result.objects ?? []).map((o) => `${o.key}: ${o.status}${o.error ? ` (${o.error})` : ''}`).sort()).toEqual([
+      'lab/pool/team/web: applied',
+      'lab/pool/team: applied',
+    ]);
+    expect(calls.indexOf('read team/web')).toBeGreaterThan(calls.indexOf('created team'));
+    expect([...sim.sim.pools.keys()].sort()).toEqual(['team', 'team/web']);
   });
 
   it('refuses a guest pool that is neither declared nor on the cluster', async () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clusterFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import { haManager } from '../../src/pve/sim/kinds/ha/manager.js';
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
@@ -970,6 +971,26 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'RHS-11': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/qemu/110/clone', { newid: '150', full: '1', storage: 'fast' })),
   'RHS-12': () => onRehearsalCluster(async () => ({ data: await data('/nodes/pve-01/status', sim.auditToken) })),
   'RHS-13': () => onRehearsalCluster(() => task('POST', '/nodes/pve-01/qemu', { vmid: '150', scsi0: 'fast:8' })),
+  'RHK-1': () => http('POST', '/pools', { poolid: 'team/web' }),
+  'RHK-2': () => http('POST', '/cluster/backup', { id: 'nightly', schedule: 'daily', pool: 'nope' }),
+  'RHK-3': () => http('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', macro: 'HTTPX' }),
+  'RHK-4': async () => {
+    clusterFirewall(sim.sim).ipsets.set('mgmt', { comment: 'management', entries: [{ cidr: '10.9.0.0/24' }] });
+    const list = arr(await data('/cluster/firewall/ipset', sim.auditToken));
+    return { data: list.map(({ digest, ...rest }) => (typeof digest === 'string' && digest.length === 40 ? rest : { digest })) };
+  },
+  'RHK-5': async () => {
+    clusterFirewall(sim.sim).ipsets.set('mgmt', { entries: [] });
+    await call('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', source: '+guest/mgmt' });
+    const refused = await call('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', source: '+mgmt' });
+    expect(refused.status, refused.text).toBe(200);
+    return { data: arr(await data(`${FW}/rules`)).map((r) => ({ source: r.source })) };
+  },
+  'RHK-6': async () => {
+    clusterFirewall(sim.sim).aliases.set('bastion', { name: 'bastion', cidr: '10.1.0.5', ipversion: 4 });
+    return { data: await data('/cluster/firewall/aliases', sim.auditToken) };
+  },
+  'RHK-7': () => http('GET', '/cluster/firewall/ipset', undefined, LIMITED),
   'SNP-1': async () => {
     const taken = await snapshotTaken('/nodes/pve-01/qemu/100');
     const snapshot = (await data('/nodes/pve-01/qemu/100/snapshot/pre-1/config')) as Record<string, unknown>;

@@ -84,6 +84,8 @@ for kind in ("qemu", "lxc"):
         (fw + "/aliases", "GET"), (fw + "/aliases", "POST"),
         (fw + "/aliases/{name}", "GET"), (fw + "/aliases/{name}", "PUT"), (fw + "/aliases/{name}", "DELETE"),
     ]
+# The datacenter's IPsets and aliases a guest's rule may name (`ClusterIPSetList`, `ClusterAliases`).
+ENDPOINTS += [("/cluster/firewall/ipset", "GET"), ("/cluster/firewall/aliases", "GET")]
 
 DROP = {"description", "verbose_description", "typetext", "format_description", "title", "renderer"}
 

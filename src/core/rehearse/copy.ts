@@ -1,12 +1,14 @@
 /**
  * The simulated copy a rehearsal applies a plan to: the guests the plan touches as they were read
- * for it, and the cluster facts their apply depends on (nodes and their CPUs, storages with their
- * type, content types and nodes, bridges per node, pools). Pure data and the pure steps that build
- * it; reading the facts is a reader's job (`ClusterReader.readFacts`), serving the copy the
- * sandbox's (`RehearsalSandbox` in `core/ports.ts`). What the copy leaves out is in docs/rehearsal.md.
+ * for it, the touched objects of other kinds (`kinds-copy.ts`), and the cluster facts their apply
+ * depends on (nodes and their CPUs, storages with their type, content types and nodes, bridges per
+ * node, pools). Pure data and the pure steps that build it; reading the facts is a reader's job
+ * (`ClusterReader.readFacts`), serving the copy the sandbox's (`RehearsalSandbox` in
+ * `core/ports.ts`). What the copy leaves out is in docs/rehearsal.md.
  */
 import type { GuestType } from '../guest-flavours.js';
 import type { ObservedCluster, Operation, Plan } from '../model.js';
+import { buildKindsCopy, type KindsCopy, partGuests, touchedObjects } from './kinds-copy.js';
 
 /** One storage as `GET /nodes/{node}/storage` lists it, with the nodes of the copy it is enabled on. */
 export interface StorageFact {
@@ -18,6 +20,12 @@ export interface StorageFact {
   nodes?: string[];
 }
 
+/** The datacenter's IPsets and aliases, which a guest's firewall rule may name as well as its own. */
+export interface ClusterFirewallFacts {
+  ipsets: string[];
+  aliases: { name: string; cidr: string }[];
+}
+
 /** The cluster facts a guest's apply depends on. */
 export interface ClusterFacts {
   /** Every node of the cluster, with its CPUs when the token may see them. */
@@ -27,6 +35,8 @@ export interface ClusterFacts {
   bridges: Record<string, string[]>;
   /** Resource pools; undefined when the token may not list them (any pool is then accepted). */
   pools?: string[];
+  /** Read when asked for (`FactsOptions.firewall` in `kinds-copy.ts`); undefined when not asked or the token lacks Sys.Audit on `/`. */
+  firewall?: ClusterFirewallFacts;
   /** API requests the read took. */
   requests: number;
 }
@@ -47,10 +57,11 @@ export interface ClusterCopy {
   cluster: string;
   facts: ClusterFacts;
   guests: GuestCopy[];
+  objects: KindsCopy;
 }
 
 /** Whether a plan guest is carried out by an apply (the others are never touched). */
-function touches(action: string): boolean {
+export function guestTouched(action: string): boolean {
   return action === 'create' || action === 'update' || action === 'destroy';
 }
 
@@ -60,31 +71,38 @@ function cloneSources(operations: readonly Operation[]): { vmid: number; node: s
 }
 
 /**
- * Per cluster, the nodes of the guests the plan's apply touches and of the templates they are
- * cloned from: the nodes whose facts the copy needs.
+ * Per cluster the plan's apply touches (a guest or an object of another kind), the nodes of the
+ * guests it touches and of the templates they are cloned from: the nodes whose facts the copy
+ * needs. Objects of other kinds need no node's facts.
  */
 export function touchedNodes(plan: Plan): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
+  const nodesOf = (cluster: string): Set<string> => {
+    let nodes = out.get(cluster);
+    if (!nodes) out.set(cluster, (nodes = new Set()));
+    return nodes;
+  };
   for (const guest of plan.guests) {
-    if (!touches(guest.action)) continue;
-    let nodes = out.get(guest.cluster);
-    if (!nodes) out.set(guest.cluster, (nodes = new Set()));
+    if (!guestTouched(guest.action)) continue;
+    const nodes = nodesOf(guest.cluster);
     nodes.add(guest.node);
     for (const source of cloneSources(guest.operations)) nodes.add(source.node);
   }
+  for (const cluster of new Set(plan.objects.map((o) => o.cluster))) if (touchedObjects(plan, cluster).length > 0) nodesOf(cluster);
   return out;
 }
 
 /**
- * The copy of one cluster: the plan's touched guests and the templates they clone, as they were
- * read for it, and the facts.
- * Pools the plan itself creates are in the copy's pools, since the plan's apply makes them first.
+ * The copy of one cluster: the plan's touched guests, the templates they clone and the guests
+ * whose parts (HA resource, firewall, pool membership) the plan touches, as they were read for it,
+ * the touched objects of other kinds, and the facts. A pool the plan creates is not in the copy:
+ * the rehearsed apply creates it.
  */
 export function buildClusterCopy(plan: Plan, observed: ObservedCluster, facts: ClusterFacts): ClusterCopy {
   const guests: GuestCopy[] = [];
-  const wanted: number[] = [];
+  const wanted: number[] = partGuests(touchedObjects(plan, observed.name));
   for (const guest of plan.guests) {
-    if (guest.cluster !== observed.name || !touches(guest.action)) continue;
+    if (guest.cluster !== observed.name || !guestTouched(guest.action)) continue;
     wanted.push(guest.vmid, ...cloneSources(guest.operations).map((s) => s.vmid));
   }
   for (const vmid of new Set(wanted)) {
@@ -101,10 +119,6 @@ export function buildClusterCopy(plan: Plan, observed: ObservedCluster, facts: C
       pendingDelete: read.pendingDelete,
     });
   }
-  let pools = facts.pools;
-  if (pools) {
-    const created = plan.objects.filter((o) => o.cluster === observed.name && o.kind === 'pool').map((o) => o.name);
-    pools = [...new Set([...pools, ...created])];
-  }
-  return { cluster: observed.name, facts: { ...facts, ...(pools ? { pools } : {}) }, guests };
+  const objects = buildKindsCopy(plan, observed, new Set(guests.map((g) => g.vmid)));
+  return { cluster: observed.name, facts, guests, objects };
 }

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ApplyResult, GuestApplyResult } from '../apply-result.js';
 import type { Plan } from '../model.js';
-import { refusals, rehearsalHeadline, rehearsalOf, withholdRehearsalLive } from './outcome.js';
+import { objectRefusals, refusals, rehearsalHeadline, rehearsalOf, withholdRehearsalLive } from './outcome.js';
 import { renderRehearsalMarkdown, renderRehearsalText } from './render.js';
 
 function result(guests: Partial<GuestApplyResult>[]): ApplyResult {
@@ -20,15 +20,75 @@ function result(guests: Partial<GuestApplyResult>[]): ApplyResult {
 
 const PLAN = {
   guests: [
-    { cluster: 'lab', vmid: 100, source: { file: 'a.yaml', line: 1, col: 1 } },
-    { cluster: 'lab', vmid: 101, source: { file: 'b.yaml', line: 4, col: 1 }, liveWithheld: true },
-    { cluster: 'lab', vmid: 102 },
+    { cluster: 'lab', vmid: 100, action: 'update', source: { file: 'a.yaml', line: 1, col: 1 } },
+    { cluster: 'lab', vmid: 101, action: 'update', source: { file: 'b.yaml', line: 4, col: 1 }, liveWithheld: true },
+    { cluster: 'lab', vmid: 102, action: 'update' },
+    { cluster: 'lab', vmid: 103, action: 'noop' },
+  ],
+  objects: [
+    {
+      kind: 'pool',
+      key: 'lab/pool/web',
+      cluster: 'lab',
+      name: 'web',
+      action: 'create',
+      operations: [{ op: 'create-pool', poolid: 'web' }],
+      payload: { poolid: 'web' },
+      source: { file: 'pools.yaml', line: 3, col: 1 },
+    },
+    {
+      kind: 'ha',
+      key: 'lab/ha/100',
+      cluster: 'lab',
+      name: 'vm-0',
+      action: 'update',
+      operations: [{ op: 'update-ha' }],
+      payload: { vmid: 100, sid: 'vm:100' },
+      liveWithheld: true,
+    },
+    { kind: 'pool', key: 'lab/pool/db', cluster: 'lab', name: 'db', action: 'noop', operations: [], payload: { poolid: 'db' } },
   ],
 } as unknown as Plan;
 
 const CONTEXT = { skipped: {}, requests: 6, ms: 12 };
 
 describe('rehearsalOf', () => {
+  it('counts the objects the apply touches beside the guests, naming a refused object by its kind’s label and operation', () => {
+    const rehearsal = rehearsalOf(
+      PLAN,
+      {
+        ...result([{}, {}, { status: 'skipped' }, { status: 'unchanged' }]),
+        objects: [
+          { kind: 'pool', key: 'lab/pool/web', cluster: 'lab', name: 'web', status: 'applied', steps: [{ op: 'create-pool' }] },
+          {
+            kind: 'ha',
+            key: 'lab/ha/100',
+            cluster: 'lab',
+            name: 'vm-0',
+            status: 'failed',
+            steps: [],
+            error: "service 'vm:100' in error state",
+          },
+          { kind: 'pool', key: 'lab/pool/db', cluster: 'lab', name: 'db', status: 'unchanged', steps: [] },
+        ],
+      },
+      CONTEXT,
+    );
+    // Guest 103 has no change: it is not counted, nor is the pool db.
+    expect(rehearsalHeadline(rehearsal)).toBe('Rehearsal: 2 of 2 guests and 1 of 2 other objects applied on a simulated copy');
+    expect(objectRefusals(rehearsal).map((o) => [o.label, o.step, o.error])).toEqual([
+      ['HA resource of vm-0 (vm:100)', 'update-ha', "service 'vm:100' in error state"],
+    ]);
+    expect(rehearsal.objects?.[0]?.source).toEqual({ file: 'pools.yaml', line: 3, col: 1 });
+    expect(renderRehearsalText(rehearsal)).toContain(
+      "✗ lab/HA resource of vm-0 (vm:100): update-ha refused — service 'vm:100' in error state",
+    );
+    expect(renderRehearsalMarkdown(rehearsal)).toContain(
+      "| lab/HA resource of vm-0 (vm:100) | update-ha | `service 'vm:100' in error state` |",
+    );
+    expect(objectRefusals(withholdRehearsalLive(rehearsal, PLAN))[0]?.error).not.toContain('error state');
+  });
+
   it('counts applied and unchanged guests as applied, leaves untouched ones out, and names the refused step and error', () => {
     const rehearsal = rehearsalOf(
       PLAN,

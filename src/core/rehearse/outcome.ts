@@ -1,10 +1,14 @@
 /**
- * What a rehearsal found, guest by guest: would apply, or refused — the step and Proxmox's error
- * text — read from the apply result of the simulated copy. Pure data, stored with the plan and
- * rendered into the comment, the check run and the terminal.
+ * What a rehearsal found, guest by guest and object by object (items of other kinds): would
+ * apply, or refused — the step and Proxmox's error text — read from the apply result of the
+ * simulated copy. Only what the plan's apply touches is counted. Pure data, stored with the plan
+ * and rendered into the comment, the check run and the terminal.
  */
-import type { ApplyResult, GuestApplyResult } from '../apply-result.js';
-import type { Plan, SourceRef } from '../model.js';
+import type { ApplyResult, GuestApplyResult, ObjectApplyResult } from '../apply-result.js';
+import { objectKind } from '../kinds/registry.js';
+import type { ObjectPlan, Plan, SourceRef } from '../model.js';
+import { guestTouched } from './copy.js';
+import { objectTouched } from './kinds-copy.js';
 
 /** One rehearsed guest. */
 export interface RehearsedGuest {
@@ -20,10 +24,29 @@ export interface RehearsedGuest {
   source?: SourceRef;
 }
 
+/** One rehearsed object of another kind (a pool, a backup job, a guest's HA resource or firewall). */
+export interface RehearsedObject {
+  kind: string;
+  /** The item's key (`lab/ha/100`). */
+  key: string;
+  cluster: string;
+  /** The kind's label for people (`HA resource of app-01 (vm:100)`). */
+  label: string;
+  status: 'applied' | 'refused';
+  /** The refused operation (`add-fw-rule`, `create-pool`, …). */
+  step?: string;
+  /** Proxmox's error text, or what moved on the copy. */
+  error?: string;
+  /** The spec document the item comes from, for an annotation. */
+  source?: SourceRef;
+}
+
 /** A rehearsal of one plan. */
 export interface Rehearsal {
   version: 1;
   guests: RehearsedGuest[];
+  /** The objects of other kinds; absent in a rehearsal stored before those were rehearsed. */
+  objects?: RehearsedObject[];
   /** Clusters that could not be copied, with why: their guests were not rehearsed. */
   skipped: Record<string, string>;
   /** API requests the copy took, over all clusters. */
@@ -47,10 +70,10 @@ export function rehearsalOf(
   result: ApplyResult,
   context: { skipped: Record<string, string>; requests: number; ms: number },
 ): Rehearsal {
-  const sources = new Map(plan.guests.map((g) => [`${g.cluster}/${g.vmid}`, g.source]));
+  const sources = new Map(plan.guests.filter((g) => guestTouched(g.action)).map((g) => [`${g.cluster}/${g.vmid}`, g.source]));
   const guests: RehearsedGuest[] = [];
   for (const r of result.guests) {
-    if (r.status === 'skipped' && r.steps.length === 0) continue;
+    if ((r.status === 'skipped' && r.steps.length === 0) || !sources.has(`${r.cluster}/${r.vmid}`)) continue;
     const source = sources.get(`${r.cluster}/${r.vmid}`);
     const base = { cluster: r.cluster, name: r.name, vmid: r.vmid, ...(source ? { source } : {}) };
     if (r.status === 'applied' || r.status === 'unchanged') {
@@ -60,7 +83,30 @@ export function rehearsalOf(
     const step = refusedStep(r);
     guests.push({ ...base, status: 'refused', ...(step ? { step } : {}), error: r.error ?? r.status });
   }
-  return { version: 1, guests, skipped: context.skipped, requests: context.requests, ms: context.ms };
+  const objects = (result.objects ?? []).flatMap((r) => {
+    const item = plan.objects.find((o) => o.key === r.key);
+    return item && objectTouched(item) && !(r.status === 'skipped' && r.steps.length === 0) ? [rehearsedObject(item, r)] : [];
+  });
+  return { version: 1, guests, objects, skipped: context.skipped, requests: context.requests, ms: context.ms };
+}
+
+/**
+ * One object's outcome. The refused step is the first operation without a step of its own (a
+ * kind records a step once an operation went through); a conflict on the copy (it differs from
+ * what was reviewed) is a refusal that names what moved.
+ */
+function rehearsedObject(item: ObjectPlan, r: ObjectApplyResult): RehearsedObject {
+  const base = {
+    kind: item.kind,
+    key: item.key,
+    cluster: item.cluster,
+    label: objectKind(item.kind)?.label(item) ?? `${item.kind} ${item.name}`,
+    ...(item.source ? { source: item.source } : {}),
+  };
+  if (r.status === 'applied' || r.status === 'unchanged') return { ...base, status: 'applied' };
+  const step = item.operations[Math.min(r.steps.length, item.operations.length - 1)]?.op;
+  const error = r.status === 'conflict' ? `differs from the review on the copy: ${(r.conflict ?? []).join('; ')}` : (r.error ?? r.status);
+  return { ...base, status: 'refused', ...(step ? { step } : {}), error };
 }
 
 /** The refused guests of a rehearsal. */
@@ -68,16 +114,42 @@ export function refusals(rehearsal: Rehearsal): RehearsedGuest[] {
   return rehearsal.guests.filter((g) => g.status === 'refused');
 }
 
-/** The one-line verdict: "Rehearsal: 10 of 10 guests applied on a simulated copy". */
+/** The refused objects of other kinds. */
+export function objectRefusals(rehearsal: Rehearsal): RehearsedObject[] {
+  return (rehearsal.objects ?? []).filter((o) => o.status === 'refused');
+}
+
+/** Whether anything was refused, guest or object. */
+export function anyRefused(rehearsal: Rehearsal): boolean {
+  return refusals(rehearsal).length > 0 || objectRefusals(rehearsal).length > 0;
+}
+
+/** `3 of 3 guests`. */
+function countText(items: readonly { status: string }[], noun: string): string {
+  const applied = items.filter((i) => i.status === 'applied').length;
+  return `${applied} of ${items.length} ${noun}${items.length === 1 ? '' : 's'}`;
+}
+
+/**
+ * The one-line verdict: "Rehearsal: 10 of 10 guests applied on a simulated copy", with "and 3 of 3
+ * other objects" when the plan touches objects of other kinds (only those, when it touches no guest).
+ */
 export function rehearsalHeadline(rehearsal: Rehearsal): string {
-  const applied = rehearsal.guests.filter((g) => g.status === 'applied').length;
-  const total = rehearsal.guests.length;
-  return `Rehearsal: ${applied} of ${total} guest${total === 1 ? '' : 's'} applied on a simulated copy`;
+  const objects = rehearsal.objects ?? [];
+  const parts: string[] = [];
+  if (rehearsal.guests.length > 0 || objects.length === 0) parts.push(countText(rehearsal.guests, 'guest'));
+  if (objects.length > 0) parts.push(countText(objects, 'other object'));
+  return `Rehearsal: ${parts.join(' and ')} applied on a simulated copy`;
 }
 
 /** The line a person reads for one refusal. */
 export function refusalLine(guest: RehearsedGuest): string {
   return `${guest.cluster}/${guest.name} (${guest.vmid}): ${guest.step ?? 'apply'} refused — ${guest.error ?? 'refused'}`;
+}
+
+/** The line a person reads for one refused object. */
+export function objectRefusalLine(object: RehearsedObject): string {
+  return `${object.cluster}/${object.label}: ${object.step ?? 'apply'} refused — ${object.error ?? 'refused'}`;
 }
 
 /**
@@ -86,13 +158,14 @@ export function refusalLine(guest: RehearsedGuest): string {
  */
 export function withholdRehearsalLive(rehearsal: Rehearsal, plan: Plan): Rehearsal {
   const withheld = new Set(plan.guests.filter((g) => g.liveWithheld).map((g) => `${g.cluster}/${g.vmid}`));
-  if (withheld.size === 0) return rehearsal;
+  const withheldObjects = new Set(plan.objects.filter((o) => o.liveWithheld).map((o) => o.key));
+  if (withheld.size === 0 && withheldObjects.size === 0) return rehearsal;
+  const answer = 'refused (Proxmox’s answer withheld: the base branch does not own this guest)';
   return {
     ...rehearsal,
-    guests: rehearsal.guests.map((g) =>
-      g.status === 'refused' && withheld.has(`${g.cluster}/${g.vmid}`)
-        ? { ...g, error: 'refused (Proxmox’s answer withheld: the base branch does not own this guest)' }
-        : g,
-    ),
+    guests: rehearsal.guests.map((g) => (g.status === 'refused' && withheld.has(`${g.cluster}/${g.vmid}`) ? { ...g, error: answer } : g)),
+    ...(rehearsal.objects
+      ? { objects: rehearsal.objects.map((o) => (o.status === 'refused' && withheldObjects.has(o.key) ? { ...o, error: answer } : o)) }
+      : {}),
   };
 }

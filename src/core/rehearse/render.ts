@@ -3,7 +3,7 @@
  * that this is a rehearsal on a model, not a guarantee, and point to docs/rehearsal.md.
  */
 import { codeSpan, escapeText, markdownTable } from '../render/markdown-format.js';
-import { refusalLine, refusals, rehearsalHeadline, type Rehearsal } from './outcome.js';
+import { anyRefused, objectRefusalLine, objectRefusals, refusalLine, refusals, rehearsalHeadline, type Rehearsal } from './outcome.js';
 
 /** What every rendering says about the model. */
 export const REHEARSAL_CAVEAT =
@@ -13,6 +13,7 @@ export const REHEARSAL_CAVEAT =
 export function renderRehearsalText(rehearsal: Rehearsal): string {
   const lines = [rehearsalHeadline(rehearsal)];
   for (const guest of refusals(rehearsal)) lines.push(`  ✗ ${refusalLine(guest)}`);
+  for (const object of objectRefusals(rehearsal)) lines.push(`  ✗ ${objectRefusalLine(object)}`);
   for (const [cluster, why] of Object.entries(rehearsal.skipped)) lines.push(`  - cluster ${cluster} not rehearsed: ${why}`);
   lines.push(`  (${REHEARSAL_CAVEAT})`);
   return `${lines.join('\n')}\n`;
@@ -23,13 +24,14 @@ const MAX_ROWS = 50;
 
 /** The plan comment's section. */
 export function renderRehearsalMarkdown(rehearsal: Rehearsal): string {
-  const refused = refusals(rehearsal);
-  const lines = [`### ${refused.length === 0 ? '✅' : '❌'} ${rehearsalHeadline(rehearsal)}`, ''];
+  const refused = [
+    ...refusals(rehearsal).map((g) => [`${escapeText(`${g.cluster}/${g.name}`)} (${g.vmid})`, g.step, g.error] as const),
+    ...objectRefusals(rehearsal).map((o) => [escapeText(`${o.cluster}/${o.label}`), o.step, o.error] as const),
+  ];
+  const lines = [`### ${anyRefused(rehearsal) ? '❌' : '✅'} ${rehearsalHeadline(rehearsal)}`, ''];
   if (refused.length > 0) {
-    const rows = refused
-      .slice(0, MAX_ROWS)
-      .map((g) => [`${escapeText(`${g.cluster}/${g.name}`)} (${g.vmid})`, escapeText(g.step ?? 'apply'), codeSpan(g.error ?? '')]);
-    lines.push(markdownTable(['guest', 'step', 'Proxmox answered'], rows), '');
+    const rows = refused.slice(0, MAX_ROWS).map(([what, step, error]) => [what, escapeText(step ?? 'apply'), codeSpan(error ?? '')]);
+    lines.push(markdownTable(['guest or object', 'step', 'Proxmox answered'], rows), '');
     if (refused.length > MAX_ROWS) lines.push(`…and ${refused.length - MAX_ROWS} more refusals (the check run annotates them).`, '');
   }
   for (const [cluster, why] of Object.entries(rehearsal.skipped))

@@ -1,7 +1,8 @@
 /**
  * The apply rehearsal (docs/rehearsal.md): after a plan, the plan's own apply — `executePlan`,
- * unchanged — is run against a simulated copy of the guests it touches and of the cluster facts
- * their apply depends on, and what Proxmox would refuse is recorded guest by guest. The copy's
+ * unchanged — is run against a simulated copy of the guests and objects it touches and of the
+ * cluster facts their apply depends on, and what Proxmox would refuse is recorded guest by guest
+ * and object by object. The copy's
  * facts are read through the reader port (`readFacts`, a bounded number of requests per cluster);
  * the copy itself is served by a sandbox the caller opens (the Proxmox adapter's simulator).
  */
@@ -9,6 +10,7 @@ import type { HostAccessRule } from '../../core/key-rules.js';
 import type { ObservedState, Plan } from '../../core/model.js';
 import type { ClusterReader, OpenSandbox } from '../../core/ports.js';
 import { buildClusterCopy, type ClusterCopy, touchedNodes } from '../../core/rehearse/copy.js';
+import { factsOptions } from '../../core/rehearse/kinds-copy.js';
 import { type Rehearsal, rehearsalOf } from '../../core/rehearse/outcome.js';
 import { errorMessage } from '../../util/error-message.js';
 import { executePlan } from '../execute-plan.js';
@@ -30,9 +32,9 @@ export interface RehearseInput {
 }
 
 /**
- * Rehearses the apply of `plan`. Only guests are rehearsed (items of other kinds are not copied:
- * docs/rehearsal.md); a cluster whose facts cannot be read is reported as not rehearsed, never as
- * applied.
+ * Rehearses the apply of `plan`: its guests and its items of other kinds, in their phases, as
+ * `executePlan` carries them out. A cluster whose facts cannot be read is reported as not
+ * rehearsed, never as applied.
  */
 export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
   const now = input.now ?? Date.now;
@@ -49,7 +51,7 @@ export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
         return;
       }
       try {
-        const facts = await reader.readFacts([...nodes].sort());
+        const facts = await reader.readFacts([...nodes].sort(), factsOptions(input.plan, cluster));
         requests += facts.requests;
         copies.push(buildClusterCopy(input.plan, observed, facts));
       } catch (err) {
@@ -58,8 +60,13 @@ export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
     }),
   );
   const copied = new Set(copies.map((c) => c.cluster));
-  const plan: Plan = { ...input.plan, guests: input.plan.guests.filter((g) => copied.has(g.cluster)), objects: [] };
-  if (plan.guests.length === 0) return rehearsalOf(plan, emptyResult(), { skipped, requests, ms: now() - started });
+  const plan: Plan = {
+    ...input.plan,
+    guests: input.plan.guests.filter((g) => copied.has(g.cluster)),
+    objects: input.plan.objects.filter((o) => copied.has(o.cluster)),
+  };
+  if (plan.guests.length === 0 && plan.objects.length === 0)
+    return rehearsalOf(plan, emptyResult(), { skipped, requests, ms: now() - started });
   const sandbox = await input.openSandbox(copies);
   try {
     const result = await executePlan(plan, sandbox.writers, {

@@ -2,10 +2,12 @@
  * The cluster facts of a rehearsal's copy (`core/rehearse/copy.ts`) read over the API, in
  * `2 + 2 × nodes` requests for the nodes of the touched guests, whatever the size of the estate:
  * `GET /nodes` (CPUs), per node `GET /nodes/{node}/storage` (type, content, enabled there) and
- * `GET /nodes/{node}/network?type=any_bridge` (bridges and VNets), and `GET /pools`.
- * docs/rehearsal.md says what the facts leave out.
+ * `GET /nodes/{node}/network?type=any_bridge` (bridges and VNets), and `GET /pools`; 2 more,
+ * `GET /cluster/firewall/ipset` and `GET /cluster/firewall/aliases`, when the plan writes a
+ * guest's firewall rule. docs/rehearsal.md says what the facts leave out.
  */
-import type { ClusterFacts, StorageFact } from '../../core/rehearse/copy.js';
+import type { ClusterFacts, ClusterFirewallFacts, StorageFact } from '../../core/rehearse/copy.js';
+import type { FactsOptions } from '../../core/rehearse/kinds-copy.js';
 import type { PveClient } from '../client.js';
 import { PveError } from '../errors.js';
 
@@ -26,15 +28,39 @@ interface NetworkEntry {
 interface PoolEntry {
   poolid: string;
 }
+interface IpsetEntry {
+  name: string;
+}
+interface AliasEntry {
+  name: string;
+  cidr: string;
+}
 
-/** Reads the facts of `nodes` (the nodes of the guests the plan touches). */
-export async function readClusterFacts(client: PveClient, nodes: readonly string[]): Promise<ClusterFacts> {
+/** A read the token may lack the privilege for: undefined then, as the copy can go without it. */
+function unlessForbidden<T>(read: Promise<T>): Promise<T | undefined> {
+  return read.catch((err: unknown) => {
+    if (err instanceof PveError && err.status === 403) return undefined;
+    throw err;
+  });
+}
+
+/** Reads the facts of `nodes` (the nodes of the guests the plan touches), and what `options` asks for. */
+export async function readClusterFacts(client: PveClient, nodes: readonly string[], options: FactsOptions = {}): Promise<ClusterFacts> {
   let requests = 0;
   const get = async <T>(path: string, params?: Record<string, string>): Promise<T> => {
     requests += 1;
     return client.request<T>('GET', path, params);
   };
-  const [listed, perNode, pools] = await Promise.all([
+  // The datacenter's IPsets and aliases (Sys.Audit on `/`); without them the copy knows only the guests' own.
+  const firewall = async (): Promise<ClusterFirewallFacts | undefined> => {
+    const [ipsets, aliases] = await Promise.all([
+      unlessForbidden(get<IpsetEntry[]>('/cluster/firewall/ipset')),
+      unlessForbidden(get<AliasEntry[]>('/cluster/firewall/aliases')),
+    ]);
+    if (!ipsets || !aliases) return undefined;
+    return { ipsets: ipsets.map((s) => s.name), aliases: aliases.map((a) => ({ name: a.name, cidr: a.cidr })) };
+  };
+  const [listed, perNode, pools, datacenter] = await Promise.all([
     get<NodeEntry[]>('/nodes'),
     Promise.all(
       nodes.map(async (node) => {
@@ -47,13 +73,8 @@ export async function readClusterFacts(client: PveClient, nodes: readonly string
       }),
     ),
     // A token without Pool.Audit anywhere lists no pool: the copy then accepts any pool.
-    get<PoolEntry[]>('/pools').then(
-      (all) => all.map((p) => p.poolid),
-      (err: unknown) => {
-        if (err instanceof PveError && err.status === 403) return undefined;
-        throw err;
-      },
-    ),
+    unlessForbidden(get<PoolEntry[]>('/pools')).then((all) => all?.map((p) => p.poolid)),
+    options.firewall ? firewall() : undefined,
   ]);
   const storages = new Map<string, StorageFact & { on: string[] }>();
   for (const { node, storages: entries } of perNode) {
@@ -85,6 +106,7 @@ export async function readClusterFacts(client: PveClient, nodes: readonly string
     }),
     bridges: Object.fromEntries(perNode.map((n) => [n.node, n.bridges])),
     ...(pools ? { pools } : {}),
+    ...(datacenter ? { firewall: datacenter } : {}),
     requests,
   };
 }

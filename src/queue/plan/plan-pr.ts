@@ -254,7 +254,10 @@ async function rehearse(
       openSandbox: openRehearsalSandbox,
       allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
     });
-    log.info({ guests: rehearsal.guests.length, requests: rehearsal.requests, ms: rehearsal.ms }, 'rehearsed');
+    log.info(
+      { guests: rehearsal.guests.length, objects: rehearsal.objects?.length ?? 0, requests: rehearsal.requests, ms: rehearsal.ms },
+      'rehearsed',
+    );
     return withholdRehearsalLive(rehearsal, planned);
   } catch (error) {
     log.warn({ err: error }, 'rehearsal failed');

@@ -13,6 +13,7 @@ import { param, type HandlerResult, type RequestContext } from '../../context.js
 import { DieError, ParamError } from '../../errors.js';
 import {
   aliasList,
+  clusterFirewall,
   firewallFile,
   ipsetList,
   listDigest,
@@ -167,20 +168,32 @@ function deleteRuleProperties(rule: SimRule, list: string): void {
   }
 }
 
-/** The ipset or alias a `source`/`dest` names must exist in the guest's file (`$check_ipset_or_alias_property`). */
-function addressProblem(value: string, file: SimFirewallFile): string | undefined {
+/**
+ * The ipset or alias a `source`/`dest` names must exist in the guest's file or the cluster's
+ * (`$check_ipset_or_alias_property`: either file, whatever the `guest/` or `dc/` scope says; SDN
+ * IPsets are not simulated).
+ */
+function addressProblem(value: string, file: SimFirewallFile, cluster: SimFirewallFile): string | undefined {
   if (value.startsWith('+')) {
     const match = IPSET_REF_RE.exec(value);
     if (!match) return `invalid ipset name '${value}'`;
-    return match[1] === 'dc/' || match[1] === 'sdn/' || !file.ipsets.has(match[2] as string) ? `no such ipset '${match[2]}'` : undefined;
+    const name = match[2] as string;
+    return file.ipsets.has(name) || cluster.ipsets.has(name) ? undefined : `no such ipset '${name}'`;
   }
   const alias = ALIAS_RE.exec(value);
-  if (alias) return alias[1] === 'dc/' || !file.aliases.has((alias[2] as string).toLowerCase()) ? `no such alias '${value}'` : undefined;
-  return undefined;
+  if (!alias) return undefined;
+  const key = (alias[2] as string).toLowerCase();
+  return file.aliases.has(key) || cluster.aliases.has(key) ? undefined : `no such alias '${value}'`;
+}
+
+/** The IP version of an alias a rule names: the guest's unless `dc/`, else the cluster's unless `guest/`. */
+function aliasVersion(scope: string | undefined, key: string, file: SimFirewallFile, cluster: SimFirewallFile): number | undefined {
+  const own = scope !== 'dc/' ? file.aliases.get(key) : undefined;
+  return (own ?? (scope !== 'guest/' ? cluster.aliases.get(key) : undefined))?.ipversion;
 }
 
 /** `verify_rule` for a guest's rule environment: the first problem per field, as `raise_param_exc` reports them. */
-function verifyRule(rule: SimRule, file: SimFirewallFile, env: RuleEnv): void {
+function verifyRule(rule: SimRule, file: SimFirewallFile, cluster: SimFirewallFile, env: RuleEnv): void {
   const errors: Record<string, string> = {};
   const add = (field: string, message: string): void => {
     if (errors[field] === undefined) errors[field] = message;
@@ -210,11 +223,11 @@ function verifyRule(rule: SimRule, file: SimFirewallFile, env: RuleEnv): void {
   for (const field of ['source', 'dest'] as const) {
     const value = rule[field];
     if (value === undefined) continue;
-    const problem = addressProblem(String(value), file);
+    const problem = addressProblem(String(value), file, cluster);
     if (problem) add(field, problem);
     const alias = ALIAS_RE.exec(String(value));
     const version = alias
-      ? file.aliases.get((alias[2] as string).toLowerCase())?.ipversion
+      ? aliasVersion(alias[1], (alias[2] as string).toLowerCase(), file, cluster)
       : IPV4_RE.test(String(value).split(',')[0] ?? '')
         ? 4
         : String(value).includes(':')
@@ -244,7 +257,7 @@ export function createRule(env: RuleEnv) {
     const file = load(ctx);
     const rule: SimRule = {};
     copyRuleData(rule, ctx);
-    verifyRule(rule, file, env);
+    verifyRule(rule, file, clusterFirewall(ctx.sim), env);
     if (ctx.params.enable === undefined) rule.enable = 0;
     file.rules.unshift(asReadBack(rule));
     save(ctx, file);
@@ -273,7 +286,7 @@ export function updateRule(env: RuleEnv) {
     } else {
       copyRuleData(rule, ctx);
       if (ctx.params.delete) deleteRuleProperties(rule, ctx.params.delete);
-      verifyRule(rule, file, env);
+      verifyRule(rule, file, clusterFirewall(ctx.sim), env);
       file.rules[pos] = asReadBack(rule);
     }
     save(ctx, file);
@@ -293,11 +306,26 @@ export function deleteRule(ctx: RequestContext): HandlerResult {
 
 // ---- IPsets ----
 
+/** `$get_ipset_list` with its digest on every entry. */
+function ipsetsWithDigest(file: SimFirewallFile): Record<string, unknown>[] {
+  const list = ipsetList(file);
+  const digest = listDigest(list);
+  return list.map((entry) => ({ ...entry, digest }));
+}
+
 /** `GET …/firewall/ipset` (`ipset_index`). */
 export function listIpsets(ctx: RequestContext): HandlerResult {
-  const list = ipsetList(load(ctx));
-  const digest = listDigest(list);
-  return { data: list.map((entry) => ({ ...entry, digest })) };
+  return { data: ipsetsWithDigest(load(ctx)) };
+}
+
+/** `GET /cluster/firewall/ipset` (`ClusterIPSetList`, `ipset_index`): the datacenter's IPsets. */
+export function listClusterIpsets(ctx: RequestContext): HandlerResult {
+  return { data: ipsetsWithDigest(clusterFirewall(ctx.sim)) };
+}
+
+/** `GET /cluster/firewall/aliases` (`ClusterAliases`, `get_aliases`): the datacenter's aliases. */
+export function getClusterAliases(ctx: RequestContext): HandlerResult {
+  return { data: aliasesWithDigest(clusterFirewall(ctx.sim)) };
 }
 
 /** `POST …/firewall/ipset` (`create_ipset`): a new set, or with `rename` a renamed one (digest checked only then). */

@@ -6,7 +6,7 @@
  */
 import { hasPrivilege } from '../../auth.js';
 import { PermissionError } from '../../errors.js';
-import { guestAudit, route, type Route, type RouteModule } from '../../route.js';
+import { guestAudit, rootAudit, route, type Route, type RouteModule } from '../../route.js';
 import * as h from './handlers.js';
 import { flavourOf } from '../../../../core/guest-flavours.js';
 
@@ -43,5 +43,16 @@ function routesOf(kind: 'qemu' | 'lxc'): Route[] {
   ];
 }
 
-/** The guest firewall kind. */
-export const firewallRoutes: RouteModule = { name: 'firewall', routes: [...routesOf('qemu'), ...routesOf('lxc')] };
+/**
+ * The guest firewall kind, and the reads of the datacenter's IPsets and aliases a guest's rules
+ * may name (`ClusterIPSetList`, `ClusterAliases`: Sys.Audit on `/`, `rules_audit_permissions`).
+ */
+export const firewallRoutes: RouteModule = {
+  name: 'firewall',
+  routes: [
+    ...routesOf('qemu'),
+    ...routesOf('lxc'),
+    route('GET', '/cluster/firewall/ipset', rootAudit, h.listClusterIpsets),
+    route('GET', '/cluster/firewall/aliases', rootAudit, h.getClusterAliases),
+  ],
+};

@@ -131,3 +131,20 @@ export function copyFirewall(sim: Simulator, from: number, to: number): void {
 export function dropFirewall(sim: Simulator, vmid: number): void {
   files(sim).delete(vmid);
 }
+
+const CLUSTER_FILES = new WeakMap<Simulator, SimFirewallFile>();
+
+/**
+ * The datacenter's firewall file, `/etc/pve/firewall/cluster.fw` (`load_clusterfw_conf`), as far
+ * as guests see it: its IPsets and aliases, which a guest's rule may name as well as its own
+ * (`verify_rule`, RHK-5). The file itself, not a copy: tests and the rehearsal's copy fill it; the
+ * simulator serves only its reads (RHK-4).
+ */
+export function clusterFirewall(sim: Simulator): SimFirewallFile {
+  let file = CLUSTER_FILES.get(sim);
+  if (!file) {
+    file = new SimFirewallFile();
+    CLUSTER_FILES.set(sim, file);
+  }
+  return file;
+}

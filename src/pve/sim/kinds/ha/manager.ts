@@ -26,6 +26,8 @@ export class SimHaManager {
   readonly serviceState = new Map<string, string>();
   readonly #requests = new Map<string, HaRequest>();
   #timer: NodeJS.Timeout | undefined;
+  /** Rounds of 0 ms: a request is carried out as it is queued (the rehearsal's copy, whose tasks finish at once). */
+  #immediate = false;
   /** Called after every round: tests wait for rounds without a clock. */
   readonly #roundListeners = new Set<() => void>();
 
@@ -40,6 +42,7 @@ export class SimHaManager {
       if (resource) resource.options.state = 'started';
       this.serviceState.set(sid, this.serviceState.get(sid) === 'started' ? 'started' : 'request_start');
     }
+    if (this.#immediate) this.tick();
   }
 
   /** Requests not yet carried out. */
@@ -98,11 +101,12 @@ export class SimHaManager {
     this.sim.migrate(vmid, node);
   }
 
-  /** Runs a round every `ms` (null: only on `tick()`). */
+  /** Runs a round every `ms` (null: only on `tick()`; 0: at each request). */
   setRoundMs(ms: number | null): void {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
-    if (ms === null) return;
+    this.#immediate = ms === 0;
+    if (ms === null || ms === 0) return;
     this.#timer = setInterval(() => this.tick(), ms);
     this.#timer.unref();
   }
