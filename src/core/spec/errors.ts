@@ -80,3 +80,32 @@ export function capErrorsPerFile(sorted: readonly SpecError[]): SpecError[] {
   close();
   return out;
 }
+
+/**
+ * The errors already found in each file, enough to tell that a document's errors cannot be among
+ * the {@link MAX_ERRORS_PER_FILE} {@link capErrorsPerFile} shows: when that many lie on lines
+ * before the document starts, its errors sort after them. Such a document's errors are still
+ * counted in the file's "N more errors" line; only how they read is never seen, so the costly
+ * parts of their messages ("did you mean") can be left out.
+ */
+export class ErrorsPerFile {
+  private readonly files = new Map<string, { count: number; lastLine: number }>();
+
+  /** Counts `errors` toward their files. */
+  add(errors: readonly SpecError[]): void {
+    for (const error of errors) {
+      const tally = this.files.get(error.file);
+      if (tally === undefined) this.files.set(error.file, { count: 1, lastLine: error.line });
+      else {
+        tally.count += 1;
+        if (error.line > tally.lastLine) tally.lastLine = error.line;
+      }
+    }
+  }
+
+  /** Whether errors at `start` and after it are past what the file shows. */
+  hides(start: SourceRef): boolean {
+    const tally = this.files.get(start.file);
+    return tally !== undefined && tally.count >= MAX_ERRORS_PER_FILE && tally.lastLine < start.line;
+  }
+}

@@ -222,7 +222,9 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     for (const file of parsed) assembleFile(file, state);
     assignGuestVmids(state);
     const specs = specSetOf(state);
-    const errors = state.errors.concat(validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
+    const errors = state.errors.concat(
+      validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, cappedPerFile: true }),
+    );
     errors.sort(compareSpecErrors);
     return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
   }
@@ -262,7 +264,7 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     },
   };
   const errors = state.errors.concat(
-    validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts }),
+    validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts, cappedPerFile: true }),
   );
   errors.sort(compareSpecErrors);
   return { specs, errors: capErrorsPerFile(errors), positions: state.positions };

@@ -15,7 +15,7 @@ import { validateParams } from '../proxmox-params.js';
 import { validateCloneAndTemplate } from './validate-clone.js';
 import { classifyConfigKey, isRealConfigKey, type KeyVerdict, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
+import { ErrorsPerFile, MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 import { validateOrder } from './validate-order.js';
@@ -50,6 +50,12 @@ interface ValidateOptions {
    * only the guest, its cluster spec and its positions.
    */
   guestVerdicts?: GuestVerdicts;
+  /**
+   * The caller shows at most {@link MAX_ERRORS_PER_FILE} errors of a file (`capErrorsPerFile`):
+   * a document whose errors cannot be among them gets no "did you mean", the search that made
+   * megabytes of small documents of unknown keys slow (docs/spec-loading.md, "Hostile specs").
+   */
+  cappedPerFile?: boolean;
 }
 
 /** A store of per-guest verdicts (see {@link ValidateOptions.guestVerdicts}). */
@@ -65,16 +71,22 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
   const posOf = (spec: ClusterSpec | GuestSpec): DocumentPositions => positions.get(spec) ?? fallbackPositions(spec);
   const clusters = validateClusters(specs.clusters, posOf, errors);
   validateIdentity(specs.guests, clusters, options.brokenClusters ?? new Set(), posOf, errors);
+  const perFile = options.cappedPerFile ? new ErrorsPerFile() : undefined;
   for (const guest of specs.guests) {
     const cluster = clusters.get(guest.cluster);
     const known = options.guestVerdicts?.get(guest, cluster);
     if (known) {
       for (const error of known) errors.push(error);
+      perFile?.add(known);
       continue;
     }
+    const at = posOf(guest);
+    const unseen = perFile?.hides(at.start) ?? false;
     const found: SpecError[] = [];
-    validateGuest(guest, cluster, posOf(guest), found);
-    options.guestVerdicts?.set(guest, cluster, found);
+    validateGuest(guest, cluster, at, found, !unseen);
+    // A verdict without its suggestions is only good where it is not shown.
+    if (!unseen) options.guestVerdicts?.set(guest, cluster, found);
+    perFile?.add(found);
     // One at a time: spreading 100,000 errors of one guest into push() overflows the stack.
     for (const error of found) errors.push(error);
   }
@@ -249,7 +261,14 @@ function checkIdentity(
   }
 }
 
-function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, errors: SpecError[]): void {
+/** The per-guest checks; `suggest` false leaves "did you mean" out of the messages (none will be read). */
+function validateGuest(
+  guest: GuestSpec,
+  cluster: ClusterSpec | undefined,
+  at: DocumentPositions,
+  errors: SpecError[],
+  suggest: boolean,
+): void {
   // Keys with an error of our own; Proxmox's value check would only repeat it less clearly.
   const reported = new Set<string>();
   // A file shows at most MAX_ERRORS_PER_FILE errors (`capErrorsPerFile`), so neither does one
@@ -266,14 +285,14 @@ function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: D
   if (!DNS_NAME_RE.test(guest.name))
     report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, flavourOf(guest.type).nameKey);
   validatePowerState(guest, at, report);
-  const suggest = suggester(guest.type);
+  const suggestions = suggester(guest.type, suggest ? MAX_SUGGESTIONS_PER_DOCUMENT : 0);
   const skip = (key: string): void => {
     reported.add(key);
     dropped += 1;
   };
-  validateConfigKeys(guest, at, report, suggest, full, skip);
+  validateConfigKeys(guest, at, report, suggestions, full, skip);
   validateConfigValues(guest, cluster, at, report);
-  validateIgnore(guest, at, report, suggest);
+  validateIgnore(guest, at, report, suggestions);
   validateCreateOptions(guest, cluster, at, report);
   validateCloneAndTemplate(guest, at, report);
   validateWithProxmoxSchema(guest, at, reported, report);
@@ -294,9 +313,9 @@ function validatePowerState(guest: GuestSpec, at: DocumentPositions, report: Rep
   }
 }
 
-/** "Did you mean" for the first {@link MAX_SUGGESTIONS_PER_DOCUMENT} unknown keys of a document, none after. */
-function suggester(type: GuestType): (key: string) => string | undefined {
-  let left = MAX_SUGGESTIONS_PER_DOCUMENT;
+/** "Did you mean" for the first `left` unknown keys of a document, none after. */
+function suggester(type: GuestType, most: number): (key: string) => string | undefined {
+  let left = most;
   return (key) => {
     if (left <= 0) return undefined;
     left -= 1;
