@@ -56,6 +56,25 @@ export function compareSpecErrors(a: SpecError, b: SpecError): number {
 export const MAX_ERRORS_PER_FILE = 100;
 
 /**
+ * Errors of one document that cannot be among those its file shows (see {@link ErrorsPerFile}),
+ * counted rather than built: they stand for `count` errors in the file's "N more errors" line and
+ * are never shown themselves.
+ */
+export class UnshownErrors extends SpecError {
+  constructor(
+    at: SourceRef,
+    readonly count: number,
+  ) {
+    super(at, `${count} errors that are not shown`);
+  }
+}
+
+/** How many errors `error` stands for. */
+function errorCount(error: SpecError): number {
+  return error instanceof UnshownErrors ? error.count : 1;
+}
+
+/**
  * The first {@link MAX_ERRORS_PER_FILE} errors of each file of `sorted` (ordered by
  * {@link compareSpecErrors}), then a `file: N more errors` line for a file that had more.
  */
@@ -74,8 +93,8 @@ export function capErrorsPerFile(sorted: readonly SpecError[]): SpecError[] {
       file = error.file;
       count = 0;
     }
-    count += 1;
-    if (count <= MAX_ERRORS_PER_FILE) out.push(error);
+    count += errorCount(error);
+    if (count <= MAX_ERRORS_PER_FILE && !(error instanceof UnshownErrors)) out.push(error);
   }
   close();
   return out;
@@ -85,8 +104,8 @@ export function capErrorsPerFile(sorted: readonly SpecError[]): SpecError[] {
  * The errors already found in each file, enough to tell that a document's errors cannot be among
  * the {@link MAX_ERRORS_PER_FILE} {@link capErrorsPerFile} shows: when that many lie on lines
  * before the document starts, its errors sort after them. Such a document's errors are still
- * counted in the file's "N more errors" line; only how they read is never seen, so the costly
- * parts of their messages ("did you mean") can be left out.
+ * counted in the file's "N more errors" line; only how they read is never seen, so they are
+ * counted without their messages and positions (a "did you mean" search is the costliest part).
  */
 export class ErrorsPerFile {
   private readonly files = new Map<string, { count: number; lastLine: number }>();
@@ -95,9 +114,9 @@ export class ErrorsPerFile {
   add(errors: readonly SpecError[]): void {
     for (const error of errors) {
       const tally = this.files.get(error.file);
-      if (tally === undefined) this.files.set(error.file, { count: 1, lastLine: error.line });
+      if (tally === undefined) this.files.set(error.file, { count: errorCount(error), lastLine: error.line });
       else {
-        tally.count += 1;
+        tally.count += errorCount(error);
         if (error.line > tally.lastLine) tally.lastLine = error.line;
       }
     }

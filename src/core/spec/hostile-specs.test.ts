@@ -76,6 +76,14 @@ describe('validating megabytes of unknown keys', () => {
     expect(errors.at(-1)).toBe('g.yaml: 60 more errors in this file are not shown');
   });
 
+  it('counts a document it does not show as the errors it would have built: 100 and a line for the rest', () => {
+    const doc = (d: number): string =>
+      `kind: VM\nname: vm-${d}\ncluster: lab\nnode: pve-01\nconfig:\n${Array.from({ length: 150 }, (_, k) => `  zzqzzq${d}x${k}: 1`).join('\n')}\n`;
+    const { errors } = workOf([CLUSTER, { path: 'g.yaml', text: [doc(0), doc(1), doc(2)].join('---\n') }]);
+    // Each document: 100 errors and "50 more errors in this document are not shown"; the file shows the first 100.
+    expect(errors.at(-1)).toBe('g.yaml: 203 more errors in this file are not shown');
+  });
+
   it('searches for at most a few keys of one document, however many it has', () => {
     const { work, errors } = workOf(unknownKeys(1_000_000, { files: 1, keysPerDocument: 70_000 }));
     // One document of about 70,000 keys: ten searches of at most (1 + 10 + 45) lookups and their checks.
