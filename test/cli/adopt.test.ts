@@ -4,39 +4,30 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cli } from './run-cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
-import { LAB_TEMPLATE_FIXTURE, SPECS_EXAMPLE } from '../engine/helpers.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { SPECS_EXAMPLE } from '../engine/helpers.js';
+import { type CliClusters, startExampleClusters } from './clusters.js';
 import { api } from '../sim/helpers.js';
 
 let dir: string;
 let specs: string;
 let lab: RunningSimulator;
-let prod: RunningSimulator;
 let env: NodeJS.ProcessEnv;
+let clusters: CliClusters<'lab' | 'prod'>;
 
 // Each test: its own simulated clusters, the example estate applied to them, its own copy of the specs.
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-adopt-'));
   specs = join(dir, 'specs');
   await cp(SPECS_EXAMPLE, specs, { recursive: true });
-  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5, fixture: LAB_TEMPLATE_FIXTURE });
-  prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
-  env = {
-    PVE_CLUSTER_LAB_URL: lab.url,
-    PVE_CLUSTER_LAB_TOKEN: lab.token,
-    PVE_CLUSTER_LAB_READ_TOKEN: lab.auditToken,
-    PVE_CLUSTER_LAB_ALLOW_HTTP: '1',
-    PVE_CLUSTER_PROD_URL: prod.url,
-    PVE_CLUSTER_PROD_TOKEN: prod.token,
-    PVE_CLUSTER_PROD_ALLOW_HTTP: '1',
-  };
+  clusters = await startExampleClusters();
+  ({ lab, env } = clusters);
   const applied = await cli(['apply', '--specs', specs, '--yes'], env);
   expect(applied.code).toBe(0);
 });
 
 afterEach(async () => {
-  await lab.close();
-  await prod.close();
+  await clusters.close();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -4,35 +4,27 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli.js';
 import { parsePlanJson } from '../../src/core/render/render-json.js';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { startTinyServer } from '../client/helpers/tiny-server.js';
-import { LAB_TEMPLATE_FIXTURE, SPECS_EXAMPLE } from '../engine/helpers.js';
+import { SPECS_EXAMPLE } from '../engine/helpers.js';
+import { type CliClusters, failingReads, startExampleClusters } from './clusters.js';
 import { cli } from './run-cli.js';
 
 let dir: string;
 let lab: RunningSimulator;
 let prod: RunningSimulator;
 let env: NodeJS.ProcessEnv;
+let clusters: CliClusters<'lab' | 'prod'>;
 
 // Every test gets its own simulated clusters and directory: none depends on what another left.
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-cli-'));
-  lab = await startSimulator({ port: 0, nodes: ['pve-01', 'pve-02'], taskMs: 5, fixture: LAB_TEMPLATE_FIXTURE });
-  prod = await startSimulator({ port: 0, nodes: ['pve-11', 'pve-12'], taskMs: 5 });
-  env = {
-    PVE_CLUSTER_LAB_URL: lab.url,
-    PVE_CLUSTER_LAB_TOKEN: lab.token,
-    PVE_CLUSTER_LAB_READ_TOKEN: lab.auditToken,
-    PVE_CLUSTER_LAB_ALLOW_HTTP: '1',
-    PVE_CLUSTER_PROD_ALLOW_HTTP: '1',
-    PVE_CLUSTER_PROD_URL: prod.url,
-    PVE_CLUSTER_PROD_TOKEN: prod.token,
-  };
+  clusters = await startExampleClusters();
+  ({ lab, prod, env } = clusters);
 });
 
 afterEach(async () => {
-  await lab.close();
-  await prod.close();
+  await clusters.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -155,19 +147,7 @@ describe('pve-gitops plan, apply, drift against simulated clusters', () => {
     lab.sim.operatorEdit(100101, { set: { cpulimit: '2' } });
     lab.sim.operatorEdit(100102, { set: { cpulimit: '2' } });
     // In front of the simulator: every read of web-02 (100102) fails as a busy pveproxy does, the rest passes through.
-    const faulty = await startTinyServer(async (req, res, body) => {
-      if (req.method === 'GET' && /^\/api2\/json\/nodes\/[^/]+\/qemu\/100102(\/|$)/.test(req.url ?? '')) {
-        res.writeHead(500, 'got timeout', { 'content-type': 'application/json' });
-        res.end('{"data":null}');
-        return;
-      }
-      const headers = Object.fromEntries(
-        Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length', 'accept-encoding'].includes(name)),
-      ) as Record<string, string>;
-      const answer = await fetch(`${lab.url}${req.url}`, { method: req.method, headers, ...(body !== '' ? { body } : {}) });
-      res.writeHead(answer.status, answer.statusText, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    });
+    const faulty = await failingReads(lab, /^\/api2\/json\/nodes\/[^/]+\/qemu\/100102(\/|$)/);
     try {
       const run = await cli(['apply', '--specs', SPECS_EXAMPLE, '--yes', '--format', 'json'], { ...env, PVE_CLUSTER_LAB_URL: faulty.url });
       expect(run.code).toBe(1);

@@ -15,8 +15,8 @@ import labFixture from '../../src/demo/lab-fixture.json' with { type: 'json' };
 import prodFixture from '../../src/demo/prod-fixture.json' with { type: 'json' };
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
-import { startTinyServer } from '../client/helpers/tiny-server.js';
 import { api } from '../sim/helpers.js';
+import { failingReads } from './clusters.js';
 import {
   estateFirewallCalls,
   estateReadToken,
@@ -320,19 +320,7 @@ describe('pve-gitops import on the demo clusters', () => {
 
   it('reports a guest whose read fails instead of guessing it, and writes the others (exit 2)', async () => {
     const { env, lab } = await demo();
-    const faulty = await startTinyServer(async (req, res, body) => {
-      if (req.method === 'GET' && /^\/api2\/json\/nodes\/[^/]+\/lxc\/101(\/|$)/.test(req.url ?? '')) {
-        res.writeHead(500, 'got timeout', { 'content-type': 'application/json' });
-        res.end('{"data":null}');
-        return;
-      }
-      const headers = Object.fromEntries(
-        Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length', 'accept-encoding'].includes(name)),
-      ) as Record<string, string>;
-      const answer = await fetch(`${lab.url}${req.url}`, { method: req.method, headers, ...(body !== '' ? { body } : {}) });
-      res.writeHead(answer.status, answer.statusText, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    });
+    const faulty = await failingReads(lab, /^\/api2\/json\/nodes\/[^/]+\/lxc\/101(\/|$)/);
     try {
       const run = await cli(['import', '--out', 'specs', '--cluster', 'lab'], { ...env, PVE_CLUSTER_LAB_URL: faulty.url });
       expect(run.code).toBe(2);

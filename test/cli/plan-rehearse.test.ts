@@ -12,6 +12,7 @@ import labFixture from '../../src/demo/lab-fixture.json' with { type: 'json' };
 import prodFixture from '../../src/demo/prod-fixture.json' with { type: 'json' };
 import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
+import { startClusters } from '../app/clusters.js';
 import { SPECS_EXAMPLE } from '../engine/helpers.js';
 import { type Run, cli as runCli } from './run-cli.js';
 
@@ -122,41 +123,22 @@ describe('pve-gitops plan --rehearse', () => {
 
 describe('on the demo clusters', () => {
   it('rehearses the example specs clean: every guest the demo applies would apply', async () => {
-    const demoLab = await startSimulator({
-      port: 0,
-      nodes: ['pve-01', 'pve-02'],
-      taskMs: 2,
-      clusterName: 'lab',
-      fixture: labFixture as SimFixture,
+    const demo = await startClusters({
+      lab: { nodes: ['pve-01', 'pve-02'], taskMs: 2, fixture: labFixture as SimFixture },
+      prod: { nodes: ['pve-11', 'pve-12'], taskMs: 2, fixture: prodFixture as SimFixture },
     });
-    const demoProd = await startSimulator({
-      port: 0,
-      nodes: ['pve-11', 'pve-12'],
-      taskMs: 2,
-      clusterName: 'prod',
-      fixture: prodFixture as SimFixture,
-    });
+    const writes = (): number => Object.values(demo.sims).reduce((sum, sim) => sum + sim.sim.stats().writes.total, 0);
     try {
-      const demoEnv: NodeJS.ProcessEnv = {};
-      for (const [name, sim] of [
-        ['LAB', demoLab],
-        ['PROD', demoProd],
-      ] as const) {
-        demoEnv[`PVE_CLUSTER_${name}_URL`] = sim.url;
-        demoEnv[`PVE_CLUSTER_${name}_TOKEN`] = sim.token;
-        demoEnv[`PVE_CLUSTER_${name}_READ_TOKEN`] = sim.auditToken;
-        demoEnv[`PVE_CLUSTER_${name}_ALLOW_HTTP`] = '1';
-      }
-      const writes = demoLab.sim.stats().writes.total + demoProd.sim.stats().writes.total;
-      const run = await runCli(['plan', '--specs', SPECS_EXAMPLE, '--rehearse'], demoEnv, dir);
+      const before = writes();
+      const run = await runCli(['plan', '--specs', SPECS_EXAMPLE, '--rehearse'], demo.env, dir);
       expect(run.code, run.stdout + run.stderr).toBe(2);
       const line = /Rehearsal: (\d+) of (\d+) guests applied on a simulated copy/.exec(run.stdout);
       expect(line, run.stdout).not.toBeNull();
       expect(Number(line?.[1])).toBeGreaterThan(0);
       expect(line?.[1]).toBe(line?.[2]);
-      expect(demoLab.sim.stats().writes.total + demoProd.sim.stats().writes.total).toBe(writes);
+      expect(writes()).toBe(before);
     } finally {
-      await Promise.allSettled([demoLab.close(), demoProd.close()]);
+      await demo.close();
     }
   });
 });

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cli } from './run-cli.js';
-import { startSimulator, type RunningSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { type CliClusters, startOneNodeLab } from './clusters.js';
 import { rawValue } from '../engine/helpers.js';
 
 const CLUSTER = `kind: Cluster
@@ -30,27 +31,22 @@ ${extra}config:
 let dir: string;
 let lab: RunningSimulator;
 let env: NodeJS.ProcessEnv;
+let clusters: CliClusters<'lab'>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-restart-'));
-  lab = await startSimulator({
-    port: 0,
-    nodes: ['pve-01'],
-    taskMs: 2,
-    clusterName: 'lab',
-    fixture: {
-      storages: ['local-lvm'],
-      guests: [
-        { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: 'name: web-01\ntags: pve-gitops\nmemory: 2048\n' },
-        { vmid: 101, type: 'qemu', node: 'pve-01', running: true, config: 'name: db-01\ntags: pve-gitops\nmemory: 4096\n' },
-      ],
-    },
+  clusters = await startOneNodeLab({
+    storages: ['local-lvm'],
+    guests: [
+      { vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: 'name: web-01\ntags: pve-gitops\nmemory: 2048\n' },
+      { vmid: 101, type: 'qemu', node: 'pve-01', running: true, config: 'name: db-01\ntags: pve-gitops\nmemory: 4096\n' },
+    ],
   });
-  env = { PVE_CLUSTER_LAB_URL: lab.url, PVE_CLUSTER_LAB_TOKEN: lab.token, PVE_CLUSTER_LAB_ALLOW_HTTP: '1' };
+  ({ lab, env } = clusters);
   await writeFile(join(dir, 'clusters.yaml'), CLUSTER);
 });
 afterEach(async () => {
-  await lab.close();
+  await clusters.close();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -19,12 +19,20 @@ function collect(stream: PassThrough): () => string {
   return () => text;
 }
 
-export async function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = process.cwd(), stdin = ''): Promise<Run> {
+/** Runs `pve-gitops <args>`; `clock` (ms since the epoch) is the time apply windows are judged by. */
+export async function cli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = process.cwd(), stdin = '', clock?: number): Promise<Run> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const out = collect(stdout);
   const err = collect(stderr);
-  const io: CommandIO = { stdout, stderr, stdin: Readable.from([stdin]), env: { NO_COLOR: '1', ...env }, cwd };
+  const io: CommandIO = {
+    stdout,
+    stderr,
+    stdin: Readable.from([stdin]),
+    env: { NO_COLOR: '1', ...env },
+    cwd,
+    ...(clock !== undefined ? { clock: () => clock } : {}),
+  };
   const code = await main(args, io);
   return { code, stdout: out(), stderr: err() };
 }

@@ -7,31 +7,14 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli.js';
-import type { CommandIO } from '../../src/commands/types.js';
-import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
+import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { type CliClusters, startOneNodeLab } from './clusters.js';
 import { rawValue } from '../engine/helpers.js';
+import { type Run, cli as runCli } from './run-cli.js';
 
-async function cli(args: string[], env: NodeJS.ProcessEnv, clock: number): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-  const io: CommandIO = {
-    stdout,
-    stderr,
-    stdin: Readable.from(['']),
-    env: { NO_COLOR: '1', ...env },
-    cwd: process.cwd(),
-    clock: () => clock,
-  };
-  const code = await main(args, io);
-  return { code, stdout: out, stderr: err };
-}
+/** `pve-gitops <args>` at `clock`. */
+const cli = (args: string[], env: NodeJS.ProcessEnv, clock: number): Promise<Run> => runCli(args, env, process.cwd(), '', clock);
 
 const CLUSTER = `kind: Cluster
 name: lab
@@ -57,25 +40,20 @@ const INSIDE = Date.parse('2026-12-05T01:30:00Z');
 let dir: string;
 let lab: RunningSimulator;
 let env: NodeJS.ProcessEnv;
+let clusters: CliClusters<'lab'>;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-windows-'));
-  lab = await startSimulator({
-    port: 0,
-    nodes: ['pve-01'],
-    taskMs: 2,
-    clusterName: 'lab',
-    fixture: {
-      storages: ['local-lvm'],
-      guests: [{ vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: 'name: web-01\ntags: pve-gitops\nmemory: 2048\n' }],
-    },
+  clusters = await startOneNodeLab({
+    storages: ['local-lvm'],
+    guests: [{ vmid: 100, type: 'qemu', node: 'pve-01', running: true, config: 'name: web-01\ntags: pve-gitops\nmemory: 2048\n' }],
   });
-  env = { PVE_CLUSTER_LAB_URL: lab.url, PVE_CLUSTER_LAB_TOKEN: lab.token, PVE_CLUSTER_LAB_ALLOW_HTTP: '1' };
+  ({ lab, env } = clusters);
   await writeFile(join(dir, 'clusters.yaml'), CLUSTER);
   await writeFile(join(dir, 'web.yaml'), WEB);
 });
 afterEach(async () => {
-  await lab.close();
+  await clusters.close();
   await rm(dir, { recursive: true, force: true });
 });
 

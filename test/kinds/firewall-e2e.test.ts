@@ -5,23 +5,16 @@
  * that reorders rules, a firewall edited on the cluster reported as drift, the privileges
  * `pve-gitops check` asks for, and a spec whose rule names an IPset it does not define.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildDriftReport } from '../../src/core/drift/drift-report.js';
+import { describe, expect, it } from 'vitest';
 import { kindPrivileges } from '../../src/core/kinds/registry.js';
-import type { Plan, SpecSet } from '../../src/core/model.js';
+import type { SpecSet } from '../../src/core/model.js';
 import { loadSpecs } from '../../src/core/spec/load-specs.js';
-import { executePlan } from '../../src/engine/execute-plan.js';
-import { observeDrift, runPlan } from '../../src/engine/run-plan.js';
-import { PveClient } from '../../src/pve/client.js';
-import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
-import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
+import { runPlan } from '../../src/engine/run-plan.js';
+import { changed, labSpecs, LAB_CLUSTER, usePipelineLab } from './pipeline-lab.js';
 import { firewallFile } from '../../src/pve/sim/kinds/firewall/state.js';
 
-const CLUSTER = 'kind: Cluster\nname: lab\nvmids: { lower: 100, upper: 1000 }\nnodes: [pve-01]\n';
-
 function specs(rules: string[], extra = ''): SpecSet {
-  const yaml = [
-    CLUSTER,
+  return labSpecs([
     [
       'kind: VM',
       'name: web-01',
@@ -36,84 +29,50 @@ function specs(rules: string[], extra = ''): SpecSet {
       ...rules.map((r) => `    - ${r}`),
       extra,
     ].join('\n'),
-  ].join('---\n');
-  const loaded = loadSpecs([{ path: 'lab.yaml', text: yaml }]);
-  expect(loaded.errors.map((e) => e.message)).toEqual([]);
-  return loaded.specs;
+  ]);
 }
 
 const SSH = '{ type: in, action: ACCEPT, proto: tcp, dport: 22, source: +admins, comment: ssh }';
 const WEB = '{ type: in, macro: HTTPS, action: ACCEPT, comment: web }';
 const PING = '{ type: in, macro: Ping, action: ACCEPT, comment: ping }';
 
-let sim: RunningSimulator;
-let clients: PveClient[];
-let reader: PveClusterAdapter;
-let writer: PveClusterAdapter;
+const lab = usePipelineLab();
 
-beforeEach(async () => {
-  sim = await startSimulator({ port: 0, nodes: ['pve-01'], taskMs: 1, clusterName: 'lab' });
-  const read = new PveClient({ cluster: 'lab', url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
-  const write = new PveClient({ cluster: 'lab', url: sim.url, token: sim.token, retries: 0 });
-  clients = [read, write];
-  reader = new PveClusterAdapter(read, { wait: { intervalMs: 5 } });
-  writer = new PveClusterAdapter(write, { wait: { intervalMs: 5 } });
-});
-afterEach(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-  await sim.close();
-});
-
-function changed(plan: Plan): string[] {
-  return [...plan.guests, ...plan.objects].filter((item) => item.action !== 'noop').map((item) => `${item.key}: ${item.action}`);
-}
-
-async function apply(plan: Plan): Promise<string[]> {
-  const result = await executePlan(plan, { lab: writer });
-  return [...result.guests.map((g) => `lab/${g.vmid}: ${g.status}`), ...(result.objects ?? []).map((o) => `${o.key}: ${o.status}`)];
-}
-
-const comments = (): unknown[] => firewallFile(sim.sim, 200).rules.map((r) => r.comment);
+const comments = (): unknown[] => firewallFile(lab.sim.sim, 200).rules.map((r) => r.comment);
 
 describe('the guest firewall through the pipeline', () => {
   it('creates the guest, then its firewall; a re-plan has nothing to do', async () => {
     const head = specs([SSH, WEB]);
-    const plan = await runPlan({ head, readers: { lab: reader } });
+    const plan = await runPlan({ head, readers: { lab: lab.reader } });
     expect(plan.errors).toEqual([]);
     expect(plan.objects.find((o) => o.key === 'lab/firewall/200')).toMatchObject({ action: 'update', after: ['lab/200'], warnings: [] });
-    expect((await apply(plan)).sort()).toEqual(['lab/200: applied', 'lab/firewall/200: applied']);
+    expect((await lab.apply(plan)).sort()).toEqual(['lab/200: applied', 'lab/firewall/200: applied']);
     expect(comments()).toEqual(['ssh', 'web']);
-    expect(firewallFile(sim.sim, 200).options).toEqual({ enable: 1, policy_in: 'DROP' });
-    expect(changed(await runPlan({ head, readers: { lab: reader } }))).toEqual([]);
+    expect(firewallFile(lab.sim.sim, 200).options).toEqual({ enable: 1, policy_in: 'DROP' });
+    expect(changed(await runPlan({ head, readers: { lab: lab.reader } }))).toEqual([]);
   });
 
   it('plans a pull request that reorders and adds rules as one move and one addition', async () => {
     const base = specs([SSH, WEB]);
-    await apply(await runPlan({ head: base, readers: { lab: reader } }));
+    await lab.apply(await runPlan({ head: base, readers: { lab: lab.reader } }));
     const head = specs([WEB, SSH, PING]);
-    const pr = await runPlan({ head, base, readers: { lab: reader } });
+    const pr = await runPlan({ head, base, readers: { lab: lab.reader } });
     expect(changed(pr)).toEqual(['lab/firewall/200: update']);
     expect(pr.objects.find((o) => o.key === 'lab/firewall/200')?.changes).toEqual([
       { key: 'firewall.rules #1', from: '#2', to: '#1: IN HTTPS(ACCEPT) # web', impact: 'live' },
       { key: 'firewall.rules #3', to: 'IN Ping(ACCEPT) # ping', impact: 'live' },
     ]);
-    expect((await apply(pr)).filter((line) => line.includes('firewall'))).toEqual(['lab/firewall/200: applied']);
+    expect((await lab.apply(pr)).filter((line) => line.includes('firewall'))).toEqual(['lab/firewall/200: applied']);
     expect(comments()).toEqual(['web', 'ssh', 'ping']);
-    expect(changed(await runPlan({ head, readers: { lab: reader } }))).toEqual([]);
+    expect(changed(await runPlan({ head, readers: { lab: lab.reader } }))).toEqual([]);
   });
 
   it('reports a firewall edited on the cluster as drift', async () => {
     const head = specs([SSH]);
-    await apply(await runPlan({ head, readers: { lab: reader } }));
-    const writes = new PveClient({ cluster: 'lab', url: sim.url, token: sim.token, retries: 0 });
-    clients.push(writes);
-    await writes.request('PUT', '/nodes/pve-01/qemu/200/firewall/options', { policy_in: 'ACCEPT' });
-    const { plan, observed } = await observeDrift({ head, readers: { lab: reader } });
-    const drifted = [...plan.guests, ...plan.objects].filter((item) => item.drift.length > 0);
-    expect(drifted.map((item) => [item.key, item.drift])).toEqual([
-      ['lab/firewall/200', [{ key: 'firewall.options.policy_in', expected: 'DROP', actual: 'ACCEPT' }]],
-    ]);
-    const report = buildDriftReport({ plan, observed, specs: head, now: new Date(), ref: 'main' });
+    await lab.apply(await runPlan({ head, readers: { lab: lab.reader } }));
+    await lab.client.request('PUT', '/nodes/pve-01/qemu/200/firewall/options', { policy_in: 'ACCEPT' });
+    const { drifted, report } = await lab.drift(head);
+    expect(drifted).toEqual([['lab/firewall/200', [{ key: 'firewall.options.policy_in', expected: 'DROP', actual: 'ACCEPT' }]]]);
     expect(report.problems).toEqual([]);
     expect(report.objects?.map((o) => o.key)).toEqual(['lab/firewall/200']);
   });
@@ -122,12 +81,12 @@ describe('the guest firewall through the pipeline', () => {
     const head = specs([SSH]);
     const guest = head.guests[0]!;
     guest.config.net0 = 'virtio,bridge=vmbr0';
-    const plan = await runPlan({ head, readers: { lab: reader } });
+    const plan = await runPlan({ head, readers: { lab: lab.reader } });
     expect(plan.objects.find((o) => o.key === 'lab/firewall/200')?.warnings).toEqual([
       'the firewall of web-01 is enabled, but none of its network devices (net0) has firewall=1: Proxmox filters only those that do',
     ]);
     guest.config.net0 = 'virtio,bridge=vmbr0,firewall=1';
-    expect((await runPlan({ head, readers: { lab: reader } })).objects.find((o) => o.key === 'lab/firewall/200')?.warnings).toEqual([]);
+    expect((await runPlan({ head, readers: { lab: lab.reader } })).objects.find((o) => o.key === 'lab/firewall/200')?.warnings).toEqual([]);
   });
 
   it('asks check for VM.Audit to plan and VM.Config.Network to apply, on each guest that declares a firewall', () => {
@@ -142,7 +101,7 @@ describe('the guest firewall through the pipeline', () => {
   });
 
   it('refuses a rule that names an IPset the spec does not define, where it was written', () => {
-    const yaml = `${CLUSTER}---\nkind: VM\nname: web-01\ncluster: lab\nnode: pve-01\nvmid: 200\nconfig: { memory: 512 }\nfirewall:\n  ipsets: {}\n  rules:\n    - ${SSH}\n`;
+    const yaml = `${LAB_CLUSTER}---\nkind: VM\nname: web-01\ncluster: lab\nnode: pve-01\nvmid: 200\nconfig: { memory: 512 }\nfirewall:\n  ipsets: {}\n  rules:\n    - ${SSH}\n`;
     const loaded = loadSpecs([{ path: 'lab.yaml', text: yaml }]);
     expect(loaded.errors.map((e) => e.message)).toEqual([
       "firewall rule 1: source names IPset 'admins', which firewall.ipsets does not define",

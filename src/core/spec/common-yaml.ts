@@ -19,6 +19,7 @@ import { Document, isScalar, type ScalarTag } from 'yaml';
 import type { ParsedDocument, ParsedSpecText } from './parsed-spec.js';
 import type { TableMap, TableNode, TableSeq } from './position-table.js';
 import type { SpecLimits } from './spec-limits.js';
+import { keyedRecord } from './keyed-record.js';
 
 /** Thrown inside the reader when the text leaves the subset; caught at its entry point. */
 class OutsideSubset extends Error {}
@@ -222,7 +223,7 @@ class Reader {
           raw[key] = seq.raw;
           this.values.push(seq.table);
         } else {
-          const nested: Record<string, unknown> = {};
+          const nested = keyedRecord<unknown>();
           raw[key] = nested;
           this.values.push(this.blockMap(line, nested, depth + 1));
         }

@@ -9,9 +9,16 @@ import { endpointSchema, INDEX_LIMITS } from '../proxmox-params.js';
 import { NearestNames } from './nearest-name.js';
 import { ContainerCreateOptions, VmCreateOptions } from './schema.js';
 
-/** The config endpoint's parameters for a guest type. */
+const endpointProperties: Partial<Record<GuestType, Record<string, OptionSchema>>> = {};
+
+/** The config endpoint's parameters for a guest type (looked up once: every key of every spec asks). */
 function configEndpointProperties(type: GuestType): Record<string, OptionSchema> {
-  return endpointSchema(configEndpoint(type))?.parameters.properties ?? {};
+  let props = endpointProperties[type];
+  if (props === undefined) {
+    props = endpointSchema(configEndpoint(type))?.parameters.properties ?? {};
+    endpointProperties[type] = props;
+  }
+  return props;
 }
 
 /** Parameters of the config call that steer the call itself rather than name a guest option. */
@@ -21,9 +28,9 @@ const API_PARAMETERS = new Set(['delete', 'revert', 'skiplock', 'force', 'backgr
 const TOP_LEVEL_FIELDS = new Set(['vmid', 'node']);
 
 /** Create-only options per guest type (the `create:` schemas): they go under `create:`, not `config:`. */
-const CREATE_OPTIONS: Record<GuestType, readonly string[]> = {
-  qemu: Object.keys(VmCreateOptions.shape),
-  lxc: Object.keys(ContainerCreateOptions.shape),
+const CREATE_OPTIONS: Record<GuestType, ReadonlySet<string>> = {
+  qemu: new Set(Object.keys(VmCreateOptions.shape)),
+  lxc: new Set(Object.keys(ContainerCreateOptions.shape)),
 };
 
 /** Keys Proxmox knows but this product refuses, with the reason shown to the user. */
@@ -59,6 +66,9 @@ export type KeyVerdict =
   | { kind: 'refused'; reason: string };
 
 const INDEXED_KEY = /^([a-z][a-z_-]*?)(0|[1-9][0-9]*)$/;
+
+/** The verdict on most keys of a hostile repository: one object, not one a key. */
+const UNKNOWN: KeyVerdict = Object.freeze({ kind: 'unknown' });
 
 const verdictCache: Record<GuestType, Map<string, KeyVerdict>> = { qemu: new Map(), lxc: new Map() };
 /** Far more than the keys of real specs (a few hundred options, a few thousand with indices). */
@@ -103,10 +113,10 @@ function classifyUncached(type: GuestType, key: string): KeyVerdict {
       return Number(digits) < count ? { kind: 'option', schema } : { kind: 'index-out-of-range', prefix, count };
     }
   }
-  if (CREATE_OPTIONS[type].includes(key)) return { kind: 'create-only' };
+  if (CREATE_OPTIONS[type].has(key)) return { kind: 'create-only' };
   const hint = Object.hasOwn(HINTS, key) ? HINTS[key] : undefined;
   // No "did you mean" here: callers ask `suggestKey` for the few unknown keys of a document they show one for.
-  return { kind: 'unknown', ...(hint ? { hint } : {}) };
+  return hint ? { kind: 'unknown', hint } : UNKNOWN;
 }
 
 /** True when `key` names an option Proxmox keeps in this guest type's config (settable or not). */

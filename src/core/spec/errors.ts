@@ -56,6 +56,25 @@ export function compareSpecErrors(a: SpecError, b: SpecError): number {
 export const MAX_ERRORS_PER_FILE = 100;
 
 /**
+ * Errors of one document that cannot be among those its file shows (see {@link ErrorsPerFile}),
+ * counted rather than built: they stand for `count` errors in the file's "N more errors" line and
+ * are never shown themselves.
+ */
+export class UnshownErrors extends SpecError {
+  constructor(
+    at: SourceRef,
+    readonly count: number,
+  ) {
+    super(at, `${count} errors that are not shown`);
+  }
+}
+
+/** How many errors `error` stands for. */
+function errorCount(error: SpecError): number {
+  return error instanceof UnshownErrors ? error.count : 1;
+}
+
+/**
  * The first {@link MAX_ERRORS_PER_FILE} errors of each file of `sorted` (ordered by
  * {@link compareSpecErrors}), then a `file: N more errors` line for a file that had more.
  */
@@ -74,9 +93,38 @@ export function capErrorsPerFile(sorted: readonly SpecError[]): SpecError[] {
       file = error.file;
       count = 0;
     }
-    count += 1;
-    if (count <= MAX_ERRORS_PER_FILE) out.push(error);
+    count += errorCount(error);
+    if (count <= MAX_ERRORS_PER_FILE && !(error instanceof UnshownErrors)) out.push(error);
   }
   close();
   return out;
+}
+
+/**
+ * The errors already found in each file, enough to tell that a document's errors cannot be among
+ * the {@link MAX_ERRORS_PER_FILE} {@link capErrorsPerFile} shows: when that many lie on lines
+ * before the document starts, its errors sort after them. Such a document's errors are still
+ * counted in the file's "N more errors" line; only how they read is never seen, so they are
+ * counted without their messages and positions (a "did you mean" search is the costliest part).
+ */
+export class ErrorsPerFile {
+  private readonly files = new Map<string, { count: number; lastLine: number }>();
+
+  /** Counts `errors` toward their files. */
+  add(errors: readonly SpecError[]): void {
+    for (const error of errors) {
+      const tally = this.files.get(error.file);
+      if (tally === undefined) this.files.set(error.file, { count: errorCount(error), lastLine: error.line });
+      else {
+        tally.count += errorCount(error);
+        if (error.line > tally.lastLine) tally.lastLine = error.line;
+      }
+    }
+  }
+
+  /** Whether errors at `start` and after it are past what the file shows. */
+  hides(start: SourceRef): boolean {
+    const tally = this.files.get(start.file);
+    return tally !== undefined && tally.count >= MAX_ERRORS_PER_FILE && tally.lastLine < start.line;
+  }
 }

@@ -11,6 +11,7 @@
  * both on generated documents.
  */
 import { type ContainerDocument, VMID_MAX, VMID_MIN, type VmDocument } from './schema.js';
+import { keyedRecord } from './keyed-record.js';
 
 const GUEST_KEYS: ReadonlySet<string> = new Set([
   'kind',
@@ -62,7 +63,7 @@ function configValue(value: unknown): ConfigValue | undefined {
 function config(value: unknown): Record<string, ConfigValue> | undefined {
   if (value === undefined) return {};
   if (!isMapping(value)) return undefined;
-  const copy: Record<string, ConfigValue> = {};
+  const copy = keyedRecord<ConfigValue>();
   for (const key in value) {
     const converted = configValue(value[key]);
     if (converted === undefined) return undefined;

@@ -29,6 +29,7 @@ import { validateSpecs, type GuestVerdicts, type SpecPositions } from './validat
 import { validateObjects } from './validate-objects.js';
 import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
+import { keyedRecord } from './keyed-record.js';
 
 /** One file of the spec repository: its path relative to the spec root, and its text. */
 export interface SpecFile {
@@ -222,7 +223,9 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     for (const file of parsed) assembleFile(file, state);
     assignGuestVmids(state);
     const specs = specSetOf(state);
-    const errors = state.errors.concat(validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters }));
+    const errors = state.errors.concat(
+      validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, cappedPerFile: true }),
+    );
     errors.sort(compareSpecErrors);
     return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
   }
@@ -262,7 +265,7 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
     },
   };
   const errors = state.errors.concat(
-    validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts }),
+    validateAll(specs, { positions: state.positions, brokenClusters: state.brokenClusters, guestVerdicts, cappedPerFile: true }),
   );
   errors.sort(compareSpecErrors);
   return { specs, errors: capErrorsPerFile(errors), positions: state.positions };
@@ -517,11 +520,18 @@ function cloneOf(doc: VmDocument | ContainerDocument): { clone?: CloneSource } {
 
 function toGuestSpec(doc: VmDocument | ContainerDocument, at: DocumentPositions, errors: SpecError[]): GuestSpec {
   const type: GuestType = doc.kind === 'VM' ? 'qemu' : 'lxc';
-  const config: Record<string, string> = {};
-  const keySources: Record<string, SourceRef> = {};
+  let config: Record<string, string> = {};
+  let keySources: Record<string, SourceRef> = {};
+  let keyed = false;
   const written = at.keysOf(['config']);
   for (const [key, value] of Object.entries(doc.config)) {
     const verdict = classifyConfigKey(type, key);
+    if (!keyed && verdict.kind === 'unknown') {
+      // Keys the repository made up: held in a dictionary from here on (keyed-record.ts).
+      config = Object.assign(keyedRecord<string>(), config);
+      keySources = Object.assign(keyedRecord<SourceRef>(), keySources);
+      keyed = true;
+    }
     const converted = toWireValue(key, value, verdict.kind === 'option' ? verdict.schema : undefined);
     if (!converted.ok) {
       errors.push(new SpecError(at.value(['config', key]), `config.${key}: ${converted.message}`));

@@ -15,7 +15,7 @@ import { validateParams } from '../proxmox-params.js';
 import { validateCloneAndTemplate } from './validate-clone.js';
 import { classifyConfigKey, isRealConfigKey, type KeyVerdict, MAX_SUGGESTIONS_PER_DOCUMENT, suggestKey } from './config-keys.js';
 import { fixedPositions, type DocPath, type DocumentPositions } from './document-positions.js';
-import { MAX_ERRORS_PER_FILE, SpecError } from './errors.js';
+import { ErrorsPerFile, MAX_ERRORS_PER_FILE, SpecError, UnshownErrors } from './errors.js';
 import { VMID_MAX, VMID_MIN } from './schema.js';
 import { UNASSIGNED_VMID } from './vmid.js';
 import { validateOrder } from './validate-order.js';
@@ -50,6 +50,13 @@ interface ValidateOptions {
    * only the guest, its cluster spec and its positions.
    */
   guestVerdicts?: GuestVerdicts;
+  /**
+   * The caller shows at most {@link MAX_ERRORS_PER_FILE} errors of a file (`capErrorsPerFile`):
+   * a document whose errors cannot be among them has them counted, not built — no message,
+   * position or "did you mean", the search that made megabytes of small documents of unknown keys
+   * slow (docs/spec-loading.md, "Hostile specs").
+   */
+  cappedPerFile?: boolean;
 }
 
 /** A store of per-guest verdicts (see {@link ValidateOptions.guestVerdicts}). */
@@ -65,16 +72,22 @@ export function validateSpecs(specs: SpecSet, options: ValidateOptions = {}): Sp
   const posOf = (spec: ClusterSpec | GuestSpec): DocumentPositions => positions.get(spec) ?? fallbackPositions(spec);
   const clusters = validateClusters(specs.clusters, posOf, errors);
   validateIdentity(specs.guests, clusters, options.brokenClusters ?? new Set(), posOf, errors);
+  const perFile = options.cappedPerFile ? new ErrorsPerFile() : undefined;
   for (const guest of specs.guests) {
     const cluster = clusters.get(guest.cluster);
     const known = options.guestVerdicts?.get(guest, cluster);
     if (known) {
       for (const error of known) errors.push(error);
+      perFile?.add(known);
       continue;
     }
+    const at = posOf(guest);
+    const unseen = perFile?.hides(at.start) ?? false;
     const found: SpecError[] = [];
-    validateGuest(guest, cluster, posOf(guest), found);
-    options.guestVerdicts?.set(guest, cluster, found);
+    validateGuest(guest, cluster, at, found, unseen);
+    // A verdict of counted errors is only good where it is not shown.
+    if (!unseen) options.guestVerdicts?.set(guest, cluster, found);
+    perFile?.add(found);
     // One at a time: spreading 100,000 errors of one guest into push() overflows the stack.
     for (const error of found) errors.push(error);
   }
@@ -249,35 +262,53 @@ function checkIdentity(
   }
 }
 
-function validateGuest(guest: GuestSpec, cluster: ClusterSpec | undefined, at: DocumentPositions, errors: SpecError[]): void {
+/**
+ * The per-guest checks. An `unseen` guest's errors cannot be among those its file shows: they are
+ * counted into one {@link UnshownErrors}, as many as would have been built, with no message,
+ * position or "did you mean" worked out for its config keys.
+ */
+function validateGuest(
+  guest: GuestSpec,
+  cluster: ClusterSpec | undefined,
+  at: DocumentPositions,
+  errors: SpecError[],
+  unseen: boolean,
+): void {
   // Keys with an error of our own; Proxmox's value check would only repeat it less clearly.
   const reported = new Set<string>();
   // A file shows at most MAX_ERRORS_PER_FILE errors (`capErrorsPerFile`), so neither does one
   // document: the rest are counted, not built (100,000 unknown keys made 100,000 errors).
   let dropped = 0;
+  let counted = 0;
   const report = (ref: SourceRef, message: string, key?: string): void => {
     if (key) reported.add(key);
-    if (errors.length - before < MAX_ERRORS_PER_FILE) errors.push(new SpecError(ref, message));
+    if (unseen) counted += 1;
+    else if (errors.length - before < MAX_ERRORS_PER_FILE) errors.push(new SpecError(ref, message));
     else dropped += 1;
   };
   const before = errors.length;
-  const full = (): boolean => errors.length - before >= MAX_ERRORS_PER_FILE;
+  const full = (): boolean => unseen || errors.length - before >= MAX_ERRORS_PER_FILE;
 
   if (!DNS_NAME_RE.test(guest.name))
     report(at.value(['name']), `name "${guest.name}" is not a valid DNS name`, flavourOf(guest.type).nameKey);
   validatePowerState(guest, at, report);
-  const suggest = suggester(guest.type);
+  const suggestions = suggester(guest.type, unseen ? 0 : MAX_SUGGESTIONS_PER_DOCUMENT);
   const skip = (key: string): void => {
     reported.add(key);
     dropped += 1;
   };
-  validateConfigKeys(guest, at, report, suggest, full, skip);
+  validateConfigKeys(guest, at, report, suggestions, full, skip);
   validateConfigValues(guest, cluster, at, report);
-  validateIgnore(guest, at, report, suggest);
+  validateIgnore(guest, at, report, suggestions);
   validateCreateOptions(guest, cluster, at, report);
   validateCloneAndTemplate(guest, at, report);
   validateWithProxmoxSchema(guest, at, reported, report);
-  if (dropped > 0) errors.push(new SpecError(at.start, `${dropped} more errors in this document are not shown`));
+  if (unseen) {
+    // What would have been built: the first MAX_ERRORS_PER_FILE, and a line for the rest.
+    const total = counted + dropped;
+    const built = Math.min(total, MAX_ERRORS_PER_FILE) + (total > MAX_ERRORS_PER_FILE ? 1 : 0);
+    if (built > 0) errors.push(new UnshownErrors(at.start, built));
+  } else if (dropped > 0) errors.push(new SpecError(at.start, `${dropped} more errors in this document are not shown`));
 }
 
 type Report = (ref: SourceRef, message: string, key?: string) => void;
@@ -294,9 +325,9 @@ function validatePowerState(guest: GuestSpec, at: DocumentPositions, report: Rep
   }
 }
 
-/** "Did you mean" for the first {@link MAX_SUGGESTIONS_PER_DOCUMENT} unknown keys of a document, none after. */
-function suggester(type: GuestType): (key: string) => string | undefined {
-  let left = MAX_SUGGESTIONS_PER_DOCUMENT;
+/** "Did you mean" for the first `left` unknown keys of a document, none after. */
+function suggester(type: GuestType, most: number): (key: string) => string | undefined {
+  let left = most;
   return (key) => {
     if (left <= 0) return undefined;
     left -= 1;
