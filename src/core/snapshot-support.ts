@@ -10,6 +10,7 @@
  */
 import type { GuestType } from './guest-flavours.js';
 import { flavourOf } from './guest-flavours.js';
+import { isCdrom } from './hotplug.js';
 import { parsePropertyString, propertyValue } from './property-string.js';
 
 /** Plugins whose current volumes have the feature whatever their format (LVM-thin, ZFS, ZFS over iSCSI, Ceph RBD). */
@@ -65,9 +66,9 @@ export function snapshotVolumes(type: GuestType, config: Readonly<Record<string,
   for (const key of Object.keys(config).sort()) {
     if (!flavour.diskKey.test(key)) continue;
     const parsed = parsePropertyString(config[key] as string);
-    if (type === 'qemu' && (propertyValue(parsed, 'media') === 'cdrom' || parsed.head === 'cdrom' || parsed.head === 'none')) continue;
     const volume = parsed.head ?? propertyValue(parsed, flavour.volumeKey);
     if (volume === undefined) continue;
+    if (type === 'qemu' && isCdrom({ media: propertyValue(parsed, 'media') ?? '', file: volume })) continue;
     const m = VOLUME_ID.exec(volume);
     out.push(m ? { key, volume, storage: m[1] as string, volname: m[2] as string } : { key, volume });
   }

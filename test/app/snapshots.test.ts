@@ -35,6 +35,11 @@ async function rollbackComment(w: ApplyWorld, pr: number, body: string, commentI
   return answer.body();
 }
 
+/** ct-01, owned by the tool, on pve-01 with its root file system on `rootfs`. */
+function ownedContainer(rootfs: string) {
+  return { vmid: CT, type: 'lxc', node: 'pve-01', config: { hostname: 'ct-01', memory: 512, rootfs, tags: 'pve-gitops' } };
+}
+
 describe('snapshots first through the App', () => {
   it('a merge snapshots the VM before writing; /pve rollback shows what it would do, /pve rollback confirm restores the snapshot', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(WEB, 'web-01')] });
@@ -99,13 +104,10 @@ describe('snapshots first through the App', () => {
   }, 60_000);
 
   it('a container is snapshotted under the same policy, and /pve rollback confirm rolls it back with the VM', async () => {
-    const container = {
-      vmid: CT,
-      type: 'lxc',
-      node: 'pve-01',
-      config: { hostname: 'ct-01', memory: 512, rootfs: `local-lvm:vm-${CT}-disk-0,size=8G`, tags: 'pve-gitops' },
-    };
-    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(WEB, 'web-01'), container] });
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(WEB, 'web-01'), ownedContainer(`local-lvm:vm-${CT}-disk-0,size=8G`)],
+    });
     const w = world;
     const sim = w.clusters.sims.lab!;
     const base: RepoFiles = {
@@ -144,14 +146,8 @@ describe('snapshots first through the App', () => {
   }, 60_000);
 
   it('a pull request changing a container whose root file system cannot be snapshotted fails its plan check, naming the volume, before anything is merged', async () => {
-    const container = {
-      vmid: CT,
-      type: 'lxc',
-      node: 'pve-01',
-      // `local` is a directory storage: a container's raw image there has no snapshot feature.
-      config: { hostname: 'ct-01', memory: 512, rootfs: `local:${CT}/vm-${CT}-disk-0.raw,size=8G`, tags: 'pve-gitops' },
-    };
-    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [container] });
+    // `local` is a directory storage: a container's raw image there has no snapshot feature.
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedContainer(`local:${CT}/vm-${CT}-disk-0.raw,size=8G`)] });
     const w = world;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', 'snapshot: always'), 'cts/ct.yaml': containerDoc('ct-01', CT) };
     const [baseSha, headSha] = [newSha(), newSha()];
