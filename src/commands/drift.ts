@@ -8,7 +8,7 @@ import { planHasDrift, planHasErrors } from '../core/plan/plan-specs.js';
 import { runDrift } from '../engine/run-plan.js';
 import { plural } from '../core/render/plan-labels.js';
 import { parseFlags } from './args.js';
-import { emit, parseFormat, renderPlan } from './plan.js';
+import { emit, parseFormat, renderPlan } from './plan-output.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command } from './types.js';
 
