@@ -3,6 +3,7 @@
  * changes, operations, drift and pending values out (docs/design.md#the-plan). Pure. The guest
  * kind's planner; other kinds plan through their modules in `core/kinds/`.
  */
+import { compareText } from '../compare-text.js';
 import { GUEST_KIND, guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf, isDiskKey, isNicKey } from '../key-rules.js';
@@ -182,7 +183,7 @@ function pendingItems(observed: ObservedGuest): PendingItem[] {
     if (observed.current[key] !== undefined) item.current = observed.current[key];
     items.push(item);
   }
-  return items.sort((a, b) => a.key.localeCompare(b.key));
+  return items.sort((a, b) => compareText(a.key, b.key));
 }
 
 /** Keys where the cluster differs from what a spec asks for (used for drift against base). */
