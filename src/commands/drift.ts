@@ -26,7 +26,8 @@ export const driftCommand: Command = {
     const format = parseFormat(flags.format);
     const { specs, errorLines } = await loadSpecDir(flags.specs, io);
     if (reportInvalidSpecs(io, errorLines, 'nothing was read')) return 1;
-    const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
+    // Every owned guest is read: the connections the reads will use open while the listing is in flight.
+    const open = await connect(clusterNames(specs), 'read', io, flags.clusters, { preconnect: true });
     try {
       const plan = await runDrift({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
       await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
