@@ -20,7 +20,10 @@
  * Prints medians with the spread (min–max) of several runs, peak RSS (`/usr/bin/time -v` when
  * present), and the table of issue 12 with the figures the issue measured beside today's.
  *
- *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply,webhook] [--bin dist/bin.js]
+ * With `--baseline BIN` (another build, such as main's), each `drift` run is preceded by one of
+ * that build, and its figures are printed beside: a before/after measured in the same run.
+ *
+ *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply,webhook] [--bin dist/bin.js] [--baseline BIN]
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -41,6 +44,7 @@ const { values } = parseArgs({
     only: { type: 'string', default: 'validate,plan,drift,apply,webhook' },
     'webhook-rounds': { type: 'string', default: '5' },
     bin: { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 const RUNS = Number(values.runs);
@@ -48,6 +52,8 @@ const APPLY_RUNS = Number(values['apply-runs']);
 const ONLY = new Set(values.only.split(','));
 /** The built command line; `--bin` measures another build (an older one, for a before/after). */
 const BIN = values.bin ?? DIST_BIN;
+/** A build to measure `drift` against in the same run, alternating with {@link BIN}. */
+const BASELINE = values.baseline;
 const TIME = '/usr/bin/time';
 const LATENCY_MS = 20;
 
@@ -66,11 +72,11 @@ interface Run {
 }
 
 /** Runs the CLI as a process, timing it from spawn to exit. */
-async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string): Promise<Run> {
+async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string, bin: string = BIN): Promise<Run> {
   const timed = existsSync(TIME);
   const [command, argv] = timed
-    ? [TIME, ['-f', '%M %U %S', '-o', rssFile, process.execPath, BIN, ...args]]
-    : [process.execPath, [BIN, ...args]];
+    ? [TIME, ['-f', '%M %U %S', '-o', rssFile, process.execPath, bin, ...args]]
+    : [process.execPath, [bin, ...args]];
   const started = performance.now();
   const startedAt = Date.now();
   const child = spawn(command, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -129,22 +135,39 @@ interface Series {
 
 async function repeat(label: string, runs: number, run: () => Promise<Run>, expect: (r: Run) => boolean): Promise<Series> {
   const series: Series = { ms: [], rss: [], cpu: [] };
-  for (let n = 0; n < runs; n++) {
-    const result = await run();
-    if (!expect(result)) {
-      throw new Error(
-        `${label}: unexpected result (exit ${result.code})\n${result.stdout.slice(0, 2000)}\n${result.stderr.slice(0, 2000)}`,
-      );
-    }
-    series.ms.push(result.ms);
-    if (result.rssMiB !== undefined) series.rss.push(result.rssMiB);
-    if (result.cpuS !== undefined) series.cpu.push(result.cpuS);
-    process.stderr.write(
-      `  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}${result.cpuS ? `, ${result.cpuS.toFixed(2)} s CPU` : ''}\n`,
-    );
-  }
+  for (let n = 0; n < runs; n++) record(series, label, await run(), expect);
   return series;
 }
+
+/** Adds one run to `series` (and prints it), after checking its result. */
+function record(series: Series, label: string, result: Run, expect: (r: Run) => boolean): void {
+  if (!expect(result)) {
+    throw new Error(`${label}: unexpected result (exit ${result.code})\n${result.stdout.slice(0, 2000)}\n${result.stderr.slice(0, 2000)}`);
+  }
+  series.ms.push(result.ms);
+  if (result.rssMiB !== undefined) series.rss.push(result.rssMiB);
+  if (result.cpuS !== undefined) series.cpu.push(result.cpuS);
+  process.stderr.write(
+    `  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}${result.cpuS ? `, ${result.cpuS.toFixed(2)} s CPU` : ''}\n`,
+  );
+}
+
+/** Before, during and after the reads of `drift` runs, from their debug logs (ms). */
+interface Phases {
+  before: number[];
+  reads: number[];
+  after: number[];
+}
+
+/** Adds the phases of one `drift` run with the debug log on. */
+function addPhases(phases: Phases, run: Run): void {
+  const { first, last } = readTimes(run.stderr);
+  phases.before.push(first - run.startedAt);
+  phases.reads.push(last - first);
+  phases.after.push(run.endedAt - last);
+}
+
+const phaseText = (phases: Phases): string => `${s(median(phases.before))} / ${s(median(phases.reads))} / ${s(median(phases.after))}`;
 
 /** The read phase of a command: first request sent to last answer, from the debug log. */
 function readSpan(stderr: string): number {
@@ -309,7 +332,21 @@ async function main(): Promise<void> {
         try {
           process.stderr.write('drift, 1,000 guests\n');
           const clean = (r: Run): boolean => r.code === 0;
-          const drift = await repeat('drift', RUNS, () => cli(['drift', '--specs', join(dir, 'estate-1000')], sim.env, rssFile), clean);
+          const driftArgs = ['drift', '--specs', join(dir, 'estate-1000')];
+          const debug = { ...sim.env, PVE_GITOPS_LOG_LEVEL: 'debug' };
+          const baseline: { drift: Series; phases: Phases } = {
+            drift: { ms: [], rss: [], cpu: [] },
+            phases: { before: [], reads: [], after: [] },
+          };
+          const drift = await repeat(
+            'drift',
+            RUNS,
+            async () => {
+              if (BASELINE) record(baseline.drift, 'drift, baseline', await cli(driftArgs, sim.env, rssFile, BASELINE), clean);
+              return cli(driftArgs, sim.env, rssFile);
+            },
+            clean,
+          );
           rows.push({
             measure: '`drift`, 1,000 guests (whole command)',
             issue: '2.77 s',
@@ -320,17 +357,18 @@ async function main(): Promise<void> {
           // Where the whole command's time goes, at the default concurrency: before the first
           // request (start, module loading, the specs), the reads, after the last answer (the
           // plan, its output, exit). The debug log costs a little time of its own.
-          const phases = { before: [] as number[], reads: [] as number[], after: [] as number[] };
+          const phases: Phases = { before: [], reads: [], after: [] };
           let paths: string[] = [];
           await repeat(
             'drift phases (debug log)',
             RUNS,
             async () => {
-              const run = await cli(['drift', '--specs', join(dir, 'estate-1000')], { ...sim.env, PVE_GITOPS_LOG_LEVEL: 'debug' }, rssFile);
-              const { first, last } = readTimes(run.stderr);
-              phases.before.push(first - run.startedAt);
-              phases.reads.push(last - first);
-              phases.after.push(run.endedAt - last);
+              if (BASELINE) {
+                const run = await cli(driftArgs, debug, rssFile, BASELINE);
+                if (clean(run)) addPhases(baseline.phases, run);
+              }
+              const run = await cli(driftArgs, debug, rssFile);
+              addPhases(phases, run);
               paths = loggedRequests(run.stderr).map((r) => r.path);
               return run;
             },
@@ -346,10 +384,18 @@ async function main(): Promise<void> {
           }
           targets.push({
             measure: '`drift`, 1,000 guests, 20 ms latency (whole command)',
-            figure: `${spread(drift.ms)}; phases ${s(median(phases.before))} / ${s(median(phases.reads))} / ${s(median(phases.after))}, the reads' floor ${s(median(floor))}`,
+            figure: `${spread(drift.ms)}${cpu(drift)}; phases ${phaseText(phases)}, the reads' floor ${s(median(floor))}${BASELINE ? `; the baseline build in the same run ${s(median(baseline.drift.ms))}${cpu(baseline.drift)}, phases ${phaseText(baseline.phases)}` : ''}`,
             target: '< 1.8 s',
             met: median(drift.ms) < 1800,
           });
+          if (BASELINE) {
+            rows.push({
+              measure: `\`drift\` of the baseline build (${BASELINE}), alternating with this one: whole command; phases`,
+              issue: '—',
+              now: `${spread(baseline.drift.ms)}${cpu(baseline.drift)}; ${phaseText(baseline.phases)}`,
+              target: '—',
+            });
+          }
           rows.push({
             measure: '`drift` reads against their floor: the same requests from a bare undici Pool of 16 connections',
             issue: 'reads 1.58 s against a floor of 1.25 s',
@@ -359,7 +405,7 @@ async function main(): Promise<void> {
           rows.push({
             measure: '`drift` phases, 1,000 guests, concurrency 16: before the first request / reads / after the last answer',
             issue: 'reads 1.58 s against a floor of 1.25 s',
-            now: `${s(median(phases.before))} / ${s(median(phases.reads))} / ${s(median(phases.after))}`,
+            now: phaseText(phases),
             target: 'whole < 1.8 s',
             met: median(phases.before) + median(phases.reads) + median(phases.after) < 1800,
           });
