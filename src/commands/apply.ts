@@ -100,7 +100,7 @@ async function obtainPlan(
       ref: flags.specs,
       onProgress: progress(io),
     });
-    io.stdout.write(renderPlan(plan, 'text', io, false));
+    io.stdout.write(await renderPlan(plan, 'text', io, false));
     return { plan, unread: unreadGuests(plan, observed) };
   } finally {
     await open.close();

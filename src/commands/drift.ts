@@ -30,7 +30,7 @@ export const driftCommand: Command = {
     const open = await connect(clusterNames(specs), 'read', io, flags.clusters, { preconnect: true });
     try {
       const plan = await runDrift({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
-      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      await emit(await renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
       // Pools, HA resources, firewalls and backup jobs drift too: counted apart from the guests.
       const objects = plan.objects.filter((o) => o.drift.length > 0).length;

@@ -25,7 +25,7 @@ export function useColor(io: CommandIO, toFile: boolean): boolean {
 }
 
 /** Renders a plan in the chosen format. */
-export function renderPlan(plan: Plan, format: Format, io: CommandIO, toFile: boolean): string {
+export function renderPlan(plan: Plan, format: Format, io: CommandIO, toFile: boolean): Promise<string> {
   return renderPlanAs(plan, format, { color: useColor(io, toFile) });
 }
 

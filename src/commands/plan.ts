@@ -66,7 +66,7 @@ export const planCommand: Command = {
         ref: flags.specs,
         onProgress: progress(io),
       });
-      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      await emit(await renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       if (flags.save !== undefined) {
         await writeFile(resolve(io.cwd, flags.save), renderPlanJson(plan));
         note(io, `saved the plan to ${flags.save}: apply exactly this with \`pve-gitops apply --plan ${flags.save}\``);
