@@ -34,32 +34,37 @@ const ignore = (): void => {};
 export function preconnecting(connector: Connector, extra: number): PreconnectingConnector {
   let started = false;
   let closed = false;
-  const ahead: Promise<Opened>[] = [];
+  /** Connections opening or open and not handed out yet, oldest first; `claim.taken` once a connect waits for one. */
+  const ahead: { opened: Promise<Opened>; claim: { taken: boolean } }[] = [];
   const parked = new Set<Socket>();
 
-  const open = (options: buildConnector.Options): Promise<Opened> =>
-    new Promise((resolve) => {
+  const open = (options: buildConnector.Options): void => {
+    const claim = { taken: false };
+    const opened = new Promise<Opened>((resolve) => {
       connector(options, (error, socket) => {
         if (error !== null || socket === null) {
           resolve({ error: error ?? new Error('connection failed') });
           return;
         }
-        if (closed) {
+        // Nobody will take it once the client is closed; one already taken is still awaited.
+        if (closed && !claim.taken) {
           socket.destroy();
           resolve({ error: new Error('the client is closed') });
           return;
         }
-        // Parked: an error or a close by the server only makes it unusable (see `take`).
+        // Parked: an error or a close by the server only makes it unusable (see `connect`).
         socket.on('error', ignore);
         parked.add(socket);
         resolve({ socket });
       });
     });
+    ahead.push({ opened, claim });
+  };
 
   const openAhead = (options: buildConnector.Options): void => {
     if (started || closed) return;
     started = true;
-    for (let i = 0; i < extra; i++) ahead.push(open(options));
+    for (let i = 0; i < extra; i++) open(options);
   };
 
   const connect: Connector = (options, callback) => {
@@ -71,7 +76,8 @@ export function preconnecting(connector: Connector, extra: number): Preconnectin
       });
       return;
     }
-    void next.then((opened) => {
+    next.claim.taken = true;
+    void next.opened.then((opened) => {
       if (opened.socket === undefined) {
         callback(opened.error, null);
         return;
