@@ -80,6 +80,12 @@ const WEBHOOK_SIDE = (file: string): boolean => under(file, 'src/webhooks');
 /** Folders above the GitHub adapters: the queue and its workers use `src/github`, never the other way round. */
 const ABOVE_GITHUB = ['src/queue', 'src/webhooks', 'src/server', 'src/commands', 'src/cli'];
 const TALKS_TO_PROXMOX = ['src/pve', 'src/engine', 'src/connections'];
+/**
+ * The commands that run the simulator: `sim` serves it, `demo` plays on it, `plan --rehearse` and
+ * `serve`'s plan worker apply a plan on a simulated copy. Any other command (`drift`, `apply`, …)
+ * loading it would pay for it in start-up and run none of it.
+ */
+const RUN_THE_SIMULATOR = ['src/commands/sim.ts', 'src/commands/demo.ts', 'src/commands/plan.ts', 'src/commands/serve.ts'];
 /** The queue's feature folders and the features each builds on; the shared files at the top of `src/queue` import none. */
 const QUEUE_FEATURES: Readonly<Record<string, readonly string[]>> = { plan: [], apply: ['plan'], drift: [] };
 const queueFeature = (file: string): string | undefined => {
@@ -108,6 +114,10 @@ function violations(graph: ImportGraph): string[] {
     }
     if (!under(file, 'src/commands') && file !== 'src/cli.ts') {
       for (const f of files.filter((f) => under(f, 'src/commands'))) found.push(`${file}: only the CLI entry imports commands, not ${f}`);
+    }
+    if (under(file, 'src/commands') && !RUN_THE_SIMULATOR.includes(file)) {
+      for (const f of reachable(graph, file))
+        if (under(f, 'src/pve/sim')) found.push(`${file}: only the commands that run the simulator load it, but this reaches ${f}`);
     }
     if (under(file, 'src/engine')) {
       for (const f of reachable(graph, file)) if (under(f, 'src/pve')) found.push(`${file}: the engine reaches ${f}; use the ports`);
@@ -169,6 +179,12 @@ describe('import boundaries', () => {
       'src/queue/drift/x.ts',
       { files: ['src/queue/apply/apply-store.ts'], packages: [] },
       'build on',
+    ],
+    [
+      'a command that does not run the simulator loading it',
+      'src/commands/drift.ts',
+      { files: ['src/commands/plan.ts'], packages: [] },
+      'run the simulator',
     ],
     [
       'the flavour table importing the model',

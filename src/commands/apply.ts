@@ -20,7 +20,7 @@ import type { ApplyEvent } from '../engine/apply-guest.js';
 import { executePlan } from '../engine/execute-plan.js';
 import { observePlan, unreadGuests } from '../engine/run-plan.js';
 import { intFlag, parseFlags, UsageError } from './args.js';
-import { emit, parseFormat, renderPlan, useColor } from './plan.js';
+import { emit, parseFormat, renderPlan, useColor } from './plan-output.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
@@ -100,7 +100,7 @@ async function obtainPlan(
       ref: flags.specs,
       onProgress: progress(io),
     });
-    io.stdout.write(renderPlan(plan, 'text', io, false));
+    io.stdout.write(await renderPlan(plan, 'text', io, false));
     return { plan, unread: unreadGuests(plan, observed) };
   } finally {
     await open.close();

@@ -8,7 +8,7 @@ import { planHasDrift, planHasErrors } from '../core/plan/plan-specs.js';
 import { runDrift } from '../engine/run-plan.js';
 import { plural } from '../core/render/plan-labels.js';
 import { parseFlags } from './args.js';
-import { emit, parseFormat, renderPlan } from './plan.js';
+import { emit, parseFormat, renderPlan } from './plan-output.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command } from './types.js';
 
@@ -26,10 +26,11 @@ export const driftCommand: Command = {
     const format = parseFormat(flags.format);
     const { specs, errorLines } = await loadSpecDir(flags.specs, io);
     if (reportInvalidSpecs(io, errorLines, 'nothing was read')) return 1;
-    const open = await connect(clusterNames(specs), 'read', io, flags.clusters);
+    // Every owned guest is read: the connections the reads will use open while the listing is in flight.
+    const open = await connect(clusterNames(specs), 'read', io, flags.clusters, { preconnect: true });
     try {
       const plan = await runDrift({ head: specs, readers: open.clusters, access: open.access, ref: flags.specs, onProgress: progress(io) });
-      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      await emit(await renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       const drifted = plan.guests.filter((g) => g.drift.length > 0).length;
       // Pools, HA resources, firewalls and backup jobs drift too: counted apart from the guests.
       const objects = plan.objects.filter((o) => o.drift.length > 0).length;

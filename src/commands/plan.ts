@@ -1,52 +1,24 @@
 /**
  * `pve-gitops plan`: a read-only plan of a spec directory (and optionally its base) against the
- * clusters, printed or saved for `apply --plan`; also the format helpers `apply` and `drift` share.
+ * clusters, printed or saved for `apply --plan` (its output helpers, shared with `apply` and `drift`,
+ * are `plan-output.ts`).
  * Planning itself is the engine's and the core's; this file reads flags and writes output.
  */
 import { clusterNames } from '../connections/connect.js';
 import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { Plan } from '../core/model.js';
 import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderPlanJson } from '../core/render/render-json.js';
-import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core/render/render-plan.js';
 import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { observePlan } from '../engine/run-plan.js';
 import { rehearsePlan } from '../engine/rehearse/rehearse-plan.js';
 import { anyRefused } from '../core/rehearse/outcome.js';
 import { renderRehearsalText } from '../core/rehearse/render.js';
 import { openRehearsalSandbox } from '../pve/rehearse/sandbox.js';
-import { parseFlags, UsageError } from './args.js';
+import { parseFlags } from './args.js';
+import { emit, parseFormat, renderPlan } from './plan-output.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
-
-type Format = PlanFormat;
-
-export function parseFormat(value: string): Format {
-  const format = planFormat(value);
-  if (!format) throw new UsageError(`--format must be one of ${PLAN_FORMATS.join(', ')}, got '${value}'`);
-  return format;
-}
-
-/** Whether text output may use colour: a terminal, not a file, and NO_COLOR unset. */
-export function useColor(io: CommandIO, toFile: boolean): boolean {
-  return !toFile && 'isTTY' in io.stdout && Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
-}
-
-/** Renders a plan in the chosen format. */
-export function renderPlan(plan: Plan, format: Format, io: CommandIO, toFile: boolean): string {
-  return renderPlanAs(plan, format, { color: useColor(io, toFile) });
-}
-
-/** Writes rendered output to `--out FILE` or stdout. */
-export async function emit(text: string, out: string | undefined, io: CommandIO): Promise<void> {
-  if (out === undefined) {
-    io.stdout.write(text);
-    return;
-  }
-  await writeFile(resolve(io.cwd, out), text);
-  note(io, `wrote ${out}`);
-}
 
 /**
  * Loads the head's specs and the base's. Base and head share their parses through a cache that
@@ -94,7 +66,7 @@ export const planCommand: Command = {
         ref: flags.specs,
         onProgress: progress(io),
       });
-      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      await emit(await renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
       if (flags.save !== undefined) {
         await writeFile(resolve(io.cwd, flags.save), renderPlanJson(plan));
         note(io, `saved the plan to ${flags.save}: apply exactly this with \`pve-gitops apply --plan ${flags.save}\``);

@@ -66,9 +66,16 @@ async function commandLogger(io: CommandIO): Promise<Logger | undefined> {
 
 /**
  * Opens clients for the named clusters (see {@link connectClusters}); a missing connection also
- * says how to try the product without a cluster.
+ * says how to try the product without a cluster. `preconnect`: the command reads every guest,
+ * its clients open their connections ahead (`src/pve/preconnect.ts`).
  */
-export async function connect(names: string[], mode: 'read' | 'write', io: CommandIO, file: string | undefined): Promise<OpenClusters> {
+export async function connect(
+  names: string[],
+  mode: 'read' | 'write',
+  io: CommandIO,
+  file: string | undefined,
+  { preconnect = false }: { preconnect?: boolean } = {},
+): Promise<OpenClusters> {
   // Loaded here, not with this module: `validate` needs neither the Proxmox client nor undici,
   // whose loading took about a tenth of its time.
   const [{ ClusterConfigError }, { connectClusters, MissingConnectionError }] = await Promise.all([
@@ -84,6 +91,7 @@ export async function connect(names: string[], mode: 'read' | 'write', io: Comma
       warn: (message) => note(io, `warning: ${message}`),
       progress: (message) => note(io, message),
       logger,
+      preconnect,
     });
   } catch (err) {
     if (err instanceof MissingConnectionError)

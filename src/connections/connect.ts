@@ -68,6 +68,8 @@ export interface ConnectOptions {
    * connection does not let it is refused ({@link RepositoryNotAllowedError}).
    */
   repository?: string | undefined;
+  /** Open each cluster's connections ahead of the requests: for a command that reads every guest (`drift`). */
+  preconnect?: boolean | undefined;
 }
 
 /**
@@ -92,6 +94,7 @@ export async function connectClusters(names: string[], mode: 'read' | 'write', o
     progress: options.progress,
     logger: options.logger,
     onResponse: options.onResponse,
+    preconnect: options.preconnect,
   });
 }
 

@@ -41,6 +41,8 @@ interface OpenClustersOptions {
   slowAfterMs?: number;
   /** Observer of every Proxmox request's outcome (the App's request metric). */
   onResponse?: ((event: PveResponseEvent) => void) | undefined;
+  /** Open each cluster's connections ahead of the requests (`PveClientOptions.preconnect`): a command reading every guest. */
+  preconnect?: boolean | undefined;
 }
 
 const SLOW_AFTER_MS = 5_000;
@@ -91,6 +93,7 @@ export function openClusters(
       timeoutMs: connection.timeoutMs,
       connectTimeoutMs: connection.connectTimeoutMs,
       readOnly: mode === 'read',
+      preconnect: options.preconnect === true,
       slowRequestMs: slowAfterMs,
       // The client puts `cluster` on every line itself: no child logger binding it a second time.
       logger: options.logger,

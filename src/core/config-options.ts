@@ -70,10 +70,24 @@ export function subOptions(schema: OptionSchema | undefined): Record<string, Opt
   return schema && typeof schema.format === 'object' ? schema.format : undefined;
 }
 
+/**
+ * Each format's default sub-key, found once: a drift report asks for a disk's twice per disk of
+ * every guest, and the search went through the thirty-odd sub-options of a disk each time.
+ */
+const defaultSubKeys = new WeakMap<Record<string, OptionSchema>, string | undefined>();
+
 /** The sub-key a property string's first, key-less item stands for (`current` of `memory`). */
 export function defaultSubKey(schema: OptionSchema | undefined): string | undefined {
   const subs = subOptions(schema);
   if (!subs) return undefined;
-  for (const [name, sub] of Object.entries(subs)) if (sub.default_key) return name;
-  return undefined;
+  if (defaultSubKeys.has(subs)) return defaultSubKeys.get(subs);
+  let found: string | undefined;
+  for (const [name, sub] of Object.entries(subs)) {
+    if (sub.default_key) {
+      found = name;
+      break;
+    }
+  }
+  defaultSubKeys.set(subs, found);
+  return found;
 }

@@ -62,6 +62,12 @@ export interface PveClientOptions {
   retryDelayMs?: number;
   /** Refuse anything but GET with `PveReadOnlyError`, before any I/O. */
   readOnly?: boolean;
+  /**
+   * Once the first connection is made, open the others up to `concurrency` at once, for the
+   * requests that will follow (`preconnect.ts`): for a command that reads every guest, not one
+   * that sends a few requests.
+   */
+  preconnect?: boolean;
   logger?: PveLogger;
   /** Observer of every attempt's outcome (metrics); must not throw. */
   onResponse?: (event: PveResponseEvent) => void;

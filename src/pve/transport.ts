@@ -19,6 +19,7 @@ import { createRedactor, type Redactor } from './redact.js';
 import { Envelope } from './schema.js';
 import { sleep } from '../util/sleep.js';
 import { createConnector, TLS_VERIFY_CODES, TlsPinMismatch, type TlsPolicy } from './tls.js';
+import { type PreconnectingConnector, preconnecting } from './preconnect.js';
 import { errorMessage } from '../util/error-message.js';
 
 /** The subset of a pino logger the client uses. */
@@ -73,6 +74,7 @@ interface TransportOptions extends TlsPolicy {
   retries?: number;
   retryDelayMs?: number;
   readOnly?: boolean;
+  preconnect?: boolean;
   logger?: PveLogger;
   /** Called once per attempt when it ends, answered or not. */
   onResponse?: (event: PveResponseEvent) => void;
@@ -137,6 +139,7 @@ export class PveTransport {
   readonly #retryDelayMs: number;
   readonly #log: PveLogger;
   readonly #onResponse: ((event: PveResponseEvent) => void) | undefined;
+  readonly #ahead: PreconnectingConnector | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: TransportOptions) {
@@ -166,6 +169,8 @@ export class PveTransport {
     this.#onResponse = options.onResponse;
     const concurrency = options.concurrency ?? 8;
     this.#limit = new Semaphore(concurrency);
+    const connector = createConnector({ ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure }, connectTimeoutMs);
+    this.#ahead = options.preconnect === true && concurrency > 1 ? preconnecting(connector, concurrency - 1) : undefined;
     this.#pool = new Pool(origin.origin, {
       connections: concurrency,
       pipelining: 1,
@@ -174,7 +179,7 @@ export class PveTransport {
       // add two timers per request.
       headersTimeout: 0,
       bodyTimeout: 0,
-      connect: createConnector({ ca: options.ca, fingerprint: options.fingerprint, insecure: options.insecure }, connectTimeoutMs),
+      connect: this.#ahead?.connect ?? connector,
     });
   }
 
@@ -219,6 +224,7 @@ export class PveTransport {
 
   /** Closes the pool once in-flight requests finish; later sends are refused. Idempotent. */
   close(): Promise<void> {
+    this.#ahead?.close();
     this.#closing ??= this.#pool.close().catch((err: unknown) => {
       this.#log.warn({ cluster: this.cluster, err: this.#redact(String(err)) }, 'closing proxmox client failed');
     });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Agent, request } from 'undici';
+import { Agent, Pool, request } from 'undici';
 
 /** The CLI run from source (through tsx), the default of {@link startSimProcess}. */
 export const SOURCE_BIN = fileURLToPath(new URL('../../src/bin.ts', import.meta.url));
@@ -88,6 +88,45 @@ export async function simStats(sim: { url: string; caFile?: string }): Promise<S
 /** Sets the simulator's counters back to zero. */
 export async function resetSimStats(sim: { url: string; caFile?: string }): Promise<void> {
   await simRoute(sim, 'reset-stats');
+}
+
+/**
+ * The floor of a command's reads: a bare undici Pool of `connections` (fresh, so it opens its
+ * connections and TLS sessions as the command does) sends the first of `paths` alone — the
+ * listing every read waits for — then the others, `connections` at a time. Resolves with the
+ * milliseconds from the first request to the last answer.
+ */
+export async function bareReads(
+  sim: { url: string; caFile?: string },
+  token: string,
+  paths: readonly string[],
+  connections: number,
+): Promise<number> {
+  const pool = new Pool(sim.url, {
+    connections,
+    pipelining: 1,
+    ...(sim.caFile ? { connect: { ca: await readFile(sim.caFile, 'utf8') } } : {}),
+  });
+  const headers = { authorization: `PVEAPIToken=${token}`, accept: 'application/json' };
+  const get = async (path: string): Promise<void> => {
+    const res = await pool.request({ method: 'GET', path: `/api2/json${path}`, headers });
+    await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`GET ${path}: HTTP ${res.statusCode}`);
+  };
+  try {
+    const started = performance.now();
+    const [first, ...rest] = paths;
+    if (first !== undefined) await get(first);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (next < rest.length) await get(rest[next++]!);
+      }),
+    );
+    return performance.now() - started;
+  } finally {
+    await pool.close();
+  }
 }
 
 /** The median of `xs` (the mean of the middle two for an even count). */

@@ -6,8 +6,10 @@
  *   - `validate` of 10,000 guests in 250 files, and with one file per guest;
  *   - `plan --base` of a pull request that edits 10 guests in one file of 10,000 guests;
  *   - `drift` of 1,000 guests; its phases at the default concurrency (before the first request,
- *     the reads, after the last answer: the debug log's times beside spawn and exit); and its read
- *     phase with PVE_CLUSTER_LAB_CONCURRENCY=64 (first to last request of the debug log);
+ *     the reads, after the last answer: the debug log's times beside spawn and exit), beside the
+ *     floor of its reads (a bare undici Pool of as many connections sending the same requests,
+ *     `bareReads`); and its read phase with PVE_CLUSTER_LAB_CONCURRENCY=64 (first to last
+ *     request of the debug log);
  *   - `apply` of a stored plan of 500 updates over 5 nodes with 200 ms tasks (fresh simulator each run);
  *   - the webhook answer of `serve --role web` under 200 deliveries sent at once, beside a bare
  *     Probot 14 app with an empty handler in the same run (`webhook-burst.ts`).
@@ -18,7 +20,10 @@
  * Prints medians with the spread (min–max) of several runs, peak RSS (`/usr/bin/time -v` when
  * present), and the table of issue 12 with the figures the issue measured beside today's.
  *
- *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply,webhook] [--bin dist/bin.js]
+ * With `--baseline BIN` (another build, such as main's), each `drift` run is preceded by one of
+ * that build, and its figures are printed beside: a before/after measured in the same run.
+ *
+ *   node --import tsx test/bench/commands.ts [--runs 5] [--apply-runs 2] [--only validate,plan,drift,apply,webhook] [--bin dist/bin.js] [--baseline BIN]
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,7 +33,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GitHubDouble } from '../app/github-double.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { DIST_BIN, median, resetSimStats, type SimProcess, simStats, startSimProcess } from './bench-kit.js';
+import { bareReads, DIST_BIN, median, resetSimStats, type SimProcess, simStats, startSimProcess } from './bench-kit.js';
 import { estateFiles, estateFixture, NODES, writeEstate } from './estate.js';
 import { compareWebhookBursts } from './webhook-burst.js';
 
@@ -39,6 +44,7 @@ const { values } = parseArgs({
     only: { type: 'string', default: 'validate,plan,drift,apply,webhook' },
     'webhook-rounds': { type: 'string', default: '5' },
     bin: { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 const RUNS = Number(values.runs);
@@ -46,6 +52,8 @@ const APPLY_RUNS = Number(values['apply-runs']);
 const ONLY = new Set(values.only.split(','));
 /** The built command line; `--bin` measures another build (an older one, for a before/after). */
 const BIN = values.bin ?? DIST_BIN;
+/** A build to measure `drift` against in the same run, alternating with {@link BIN}. */
+const BASELINE = values.baseline;
 const TIME = '/usr/bin/time';
 const LATENCY_MS = 20;
 
@@ -64,11 +72,11 @@ interface Run {
 }
 
 /** Runs the CLI as a process, timing it from spawn to exit. */
-async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string): Promise<Run> {
+async function cli(args: string[], env: NodeJS.ProcessEnv, rssFile: string, bin: string = BIN): Promise<Run> {
   const timed = existsSync(TIME);
   const [command, argv] = timed
-    ? [TIME, ['-f', '%M %U %S', '-o', rssFile, process.execPath, BIN, ...args]]
-    : [process.execPath, [BIN, ...args]];
+    ? [TIME, ['-f', '%M %U %S', '-o', rssFile, process.execPath, bin, ...args]]
+    : [process.execPath, [bin, ...args]];
   const started = performance.now();
   const startedAt = Date.now();
   const child = spawn(command, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -127,22 +135,39 @@ interface Series {
 
 async function repeat(label: string, runs: number, run: () => Promise<Run>, expect: (r: Run) => boolean): Promise<Series> {
   const series: Series = { ms: [], rss: [], cpu: [] };
-  for (let n = 0; n < runs; n++) {
-    const result = await run();
-    if (!expect(result)) {
-      throw new Error(
-        `${label}: unexpected result (exit ${result.code})\n${result.stdout.slice(0, 2000)}\n${result.stderr.slice(0, 2000)}`,
-      );
-    }
-    series.ms.push(result.ms);
-    if (result.rssMiB !== undefined) series.rss.push(result.rssMiB);
-    if (result.cpuS !== undefined) series.cpu.push(result.cpuS);
-    process.stderr.write(
-      `  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}${result.cpuS ? `, ${result.cpuS.toFixed(2)} s CPU` : ''}\n`,
-    );
-  }
+  for (let n = 0; n < runs; n++) record(series, label, await run(), expect);
   return series;
 }
+
+/** Adds one run to `series` (and prints it), after checking its result. */
+function record(series: Series, label: string, result: Run, expect: (r: Run) => boolean): void {
+  if (!expect(result)) {
+    throw new Error(`${label}: unexpected result (exit ${result.code})\n${result.stdout.slice(0, 2000)}\n${result.stderr.slice(0, 2000)}`);
+  }
+  series.ms.push(result.ms);
+  if (result.rssMiB !== undefined) series.rss.push(result.rssMiB);
+  if (result.cpuS !== undefined) series.cpu.push(result.cpuS);
+  process.stderr.write(
+    `  ${label}: ${s(result.ms)}${result.rssMiB ? `, ${mib(result.rssMiB)}` : ''}${result.cpuS ? `, ${result.cpuS.toFixed(2)} s CPU` : ''}\n`,
+  );
+}
+
+/** Before, during and after the reads of `drift` runs, from their debug logs (ms). */
+interface Phases {
+  before: number[];
+  reads: number[];
+  after: number[];
+}
+
+/** Adds the phases of one `drift` run with the debug log on. */
+function addPhases(phases: Phases, run: Run): void {
+  const { first, last } = readTimes(run.stderr);
+  phases.before.push(first - run.startedAt);
+  phases.reads.push(last - first);
+  phases.after.push(run.endedAt - last);
+}
+
+const phaseText = (phases: Phases): string => `${s(median(phases.before))} / ${s(median(phases.reads))} / ${s(median(phases.after))}`;
 
 /** The read phase of a command: first request sent to last answer, from the debug log. */
 function readSpan(stderr: string): number {
@@ -150,18 +175,32 @@ function readSpan(stderr: string): number {
   return last - first;
 }
 
-/** Epoch ms of the first request sent and of the last answer, from the debug log. */
-function readTimes(stderr: string): { first: number; last: number } {
-  let first = Number.POSITIVE_INFINITY;
-  let last = 0;
+/** One request of the debug log: its path, when it was sent and when it was answered (epoch ms). */
+interface LoggedRequest {
+  path: string;
+  sent: number;
+  answered: number;
+}
+
+/** The requests of the debug log, in the order they were sent. */
+function loggedRequests(stderr: string): LoggedRequest[] {
+  const requests: LoggedRequest[] = [];
   for (const line of stderr.split('\n')) {
     if (!line.startsWith('{')) continue;
-    const entry = JSON.parse(line) as { msg?: string; time?: number; ms?: number };
-    if (entry.msg !== 'proxmox request' || entry.time === undefined) continue;
-    first = Math.min(first, entry.time - (entry.ms ?? 0));
-    last = Math.max(last, entry.time);
+    const entry = JSON.parse(line) as { msg?: string; time?: number; ms?: number; path?: string };
+    if (entry.msg !== 'proxmox request' || entry.time === undefined || entry.path === undefined) continue;
+    requests.push({ path: entry.path, sent: entry.time - (entry.ms ?? 0), answered: entry.time });
   }
-  return { first, last };
+  return requests.sort((a, b) => a.sent - b.sent);
+}
+
+/** Epoch ms of the first request sent and of the last answer, from the debug log. */
+function readTimes(stderr: string): { first: number; last: number } {
+  const requests = loggedRequests(stderr);
+  return {
+    first: Math.min(...requests.map((r) => r.sent)),
+    last: Math.max(0, ...requests.map((r) => r.answered)),
+  };
 }
 
 interface Row {
@@ -293,13 +332,21 @@ async function main(): Promise<void> {
         try {
           process.stderr.write('drift, 1,000 guests\n');
           const clean = (r: Run): boolean => r.code === 0;
-          const drift = await repeat('drift', RUNS, () => cli(['drift', '--specs', join(dir, 'estate-1000')], sim.env, rssFile), clean);
-          targets.push({
-            measure: '`drift`, 1,000 guests, 20 ms latency (whole command)',
-            figure: spread(drift.ms),
-            target: '< 1.8 s',
-            met: median(drift.ms) < 1800,
-          });
+          const driftArgs = ['drift', '--specs', join(dir, 'estate-1000')];
+          const debug = { ...sim.env, PVE_GITOPS_LOG_LEVEL: 'debug' };
+          const baseline: { drift: Series; phases: Phases } = {
+            drift: { ms: [], rss: [], cpu: [] },
+            phases: { before: [], reads: [], after: [] },
+          };
+          const drift = await repeat(
+            'drift',
+            RUNS,
+            async () => {
+              if (BASELINE) record(baseline.drift, 'drift, baseline', await cli(driftArgs, sim.env, rssFile, BASELINE), clean);
+              return cli(driftArgs, sim.env, rssFile);
+            },
+            clean,
+          );
           rows.push({
             measure: '`drift`, 1,000 guests (whole command)',
             issue: '2.77 s',
@@ -310,24 +357,55 @@ async function main(): Promise<void> {
           // Where the whole command's time goes, at the default concurrency: before the first
           // request (start, module loading, the specs), the reads, after the last answer (the
           // plan, its output, exit). The debug log costs a little time of its own.
-          const phases = { before: [] as number[], reads: [] as number[], after: [] as number[] };
+          const phases: Phases = { before: [], reads: [], after: [] };
+          let paths: string[] = [];
           await repeat(
             'drift phases (debug log)',
             RUNS,
             async () => {
-              const run = await cli(['drift', '--specs', join(dir, 'estate-1000')], { ...sim.env, PVE_GITOPS_LOG_LEVEL: 'debug' }, rssFile);
-              const { first, last } = readTimes(run.stderr);
-              phases.before.push(first - run.startedAt);
-              phases.reads.push(last - first);
-              phases.after.push(run.endedAt - last);
+              if (BASELINE) {
+                const run = await cli(driftArgs, debug, rssFile, BASELINE);
+                if (clean(run)) addPhases(baseline.phases, run);
+              }
+              const run = await cli(driftArgs, debug, rssFile);
+              addPhases(phases, run);
+              paths = loggedRequests(run.stderr).map((r) => r.path);
               return run;
             },
             clean,
           );
+          // The floor of those reads: the same requests from a bare undici Pool of the default
+          // concurrency's 16 connections, in this (warm) process — the network and the simulator
+          // alone, without the command's own work between the answers.
+          const floor: number[] = [];
+          for (let n = 0; n < RUNS; n++) {
+            floor.push(await bareReads(sim, sim.auditToken, paths, 16));
+            process.stderr.write(`  bare undici reads, ${paths.length} requests: ${s(floor[n] ?? 0)}\n`);
+          }
+          targets.push({
+            measure: '`drift`, 1,000 guests, 20 ms latency (whole command)',
+            figure: `${spread(drift.ms)}${cpu(drift)}; phases ${phaseText(phases)}, the reads' floor ${s(median(floor))}${BASELINE ? `; the baseline build in the same run ${s(median(baseline.drift.ms))}${cpu(baseline.drift)}, phases ${phaseText(baseline.phases)}` : ''}`,
+            target: '< 1.8 s',
+            met: median(drift.ms) < 1800,
+          });
+          if (BASELINE) {
+            rows.push({
+              measure: `\`drift\` of the baseline build (${BASELINE}), alternating with this one: whole command; phases`,
+              issue: '—',
+              now: `${spread(baseline.drift.ms)}${cpu(baseline.drift)}; ${phaseText(baseline.phases)}`,
+              target: '—',
+            });
+          }
+          rows.push({
+            measure: '`drift` reads against their floor: the same requests from a bare undici Pool of 16 connections',
+            issue: 'reads 1.58 s against a floor of 1.25 s',
+            now: `${s(median(phases.reads))} against ${spread(floor)}`,
+            target: '—',
+          });
           rows.push({
             measure: '`drift` phases, 1,000 guests, concurrency 16: before the first request / reads / after the last answer',
             issue: 'reads 1.58 s against a floor of 1.25 s',
-            now: `${s(median(phases.before))} / ${s(median(phases.reads))} / ${s(median(phases.after))}`,
+            now: phaseText(phases),
             target: 'whole < 1.8 s',
             met: median(phases.before) + median(phases.reads) + median(phases.after) < 1800,
           });
@@ -426,7 +504,9 @@ async function main(): Promise<void> {
   );
   process.stdout.write('| measure | issue figure | now: median (min–max) | target | met |\n|---|---|---|---|---|\n');
   for (const row of rows)
-    process.stdout.write(`| ${row.measure} | ${row.issue} | ${row.now} | ${row.target} | ${row.met ? 'yes' : 'no'} |\n`);
+    process.stdout.write(
+      `| ${row.measure} | ${row.issue} | ${row.now} | ${row.target} | ${row.met === undefined ? '—' : row.met ? 'yes' : 'no'} |\n`,
+    );
   if (targets.length > 0) {
     process.stdout.write('\nissue 17, the last speed targets\n\n| measure | now | target | met |\n|---|---|---|---|\n');
     for (const row of targets) process.stdout.write(`| ${row.measure} | ${row.figure} | ${row.target} | ${row.met ? 'yes' : 'no'} |\n`);

@@ -10,6 +10,7 @@
  * past its expiry date takes nothing out and is reported itself. A cluster that could not be read
  * is reported as such and keeps the first-seen times of its findings: it is never "no guests".
  */
+import { compareText } from '../compare-text.js';
 import type { ObservedState, PendingItem, Plan, SourceRef, SpecSet } from '../model.js';
 import type { GuestType } from '../guest-flavours.js';
 import { hasOwnerTag } from '../plan/desired-config.js';
@@ -382,14 +383,14 @@ export function buildDriftReport(input: DriftReportInput): DriftReport {
   }
 
   const byPlace = <T extends { cluster: string; name: string; vmid: number }>(a: T, b: T): number =>
-    a.cluster.localeCompare(b.cluster) || a.name.localeCompare(b.name) || a.vmid - b.vmid;
+    compareText(a.cluster, b.cluster) || compareText(a.name, b.name) || a.vmid - b.vmid;
   return {
     ref: input.ref,
     checkedAt,
-    clusters: [...statuses.values()].sort((a, b) => a.name.localeCompare(b.name)),
+    clusters: [...statuses.values()].sort((a, b) => compareText(a.name, b.name)),
     problems,
     guests: guests.sort(byPlace),
-    ...(objects.length > 0 ? { objects: objects.sort((a, b) => a.key.localeCompare(b.key)) } : {}),
+    ...(objects.length > 0 ? { objects: objects.sort((a, b) => compareText(a.key, b.key)) } : {}),
     pending: pending.sort(byPlace),
     guestErrors: guestErrors.sort(byPlace),
     expiredAllows: allow.expired,

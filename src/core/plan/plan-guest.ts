@@ -3,6 +3,7 @@
  * changes, operations, drift and pending values out (docs/design.md#the-plan). Pure. The guest
  * kind's planner; other kinds plan through their modules in `core/kinds/`.
  */
+import { compareText } from '../compare-text.js';
 import { GUEST_KIND, guestKeyText } from '../kinds/resource-key.js';
 import { flavourOf } from '../guest-flavours.js';
 import { hostAccessOf, isDiskKey, isNicKey } from '../key-rules.js';
@@ -58,6 +59,66 @@ function hiddenGuestMessage(vmid: number): string {
 
 interface Draft {
   plan: GuestPlan;
+  /** The comparison drift made, for the update plan to reuse when it compares the same. */
+  compared?: Comparison;
+}
+
+/** A key on which a guest's effective config and a spec differ; `want` or `have` absent: only one side has it. */
+interface KeyDifference {
+  key: string;
+  want: string | undefined;
+  have: string | undefined;
+}
+
+/** One comparison of a spec with a guest's read: what it was made from, and the keys that differ, sorted. */
+interface Comparison {
+  spec: GuestSpec;
+  observed: ObservedGuest;
+  /** The base spec, when it decides which of a clone's keys the spec owns (`cloneOwns`). */
+  previous: GuestSpec | undefined;
+  effective: Record<string, string>;
+  differences: KeyDifference[];
+}
+
+/**
+ * Compares `spec` with `observed`, every key once: the keys the spec sets and the keys it owns on
+ * the guest. A drift report compares each guest's spec twice — for drift against the base, which
+ * is the spec itself, and for the update plan — and reuses this (see {@link comparisonFor}).
+ */
+function compareGuest(spec: GuestSpec, ownerTag: string, observed: ObservedGuest, previous: GuestSpec | undefined): Comparison {
+  const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
+  const desired = desiredConfig(spec, ownerTag);
+  // A clone's keys from its template are not the spec's (plan-clone.ts, `cloneOwns`).
+  const owns = (k: string): boolean => isOwnedKey(spec, k) && (!spec.clone || cloneOwns(spec, previous, k));
+  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter(owns)]);
+  const differences: KeyDifference[] = [];
+  for (const key of [...keys].sort()) {
+    const want = desired[key];
+    const have = observedValue(spec.type, key, effective);
+    if (want !== undefined && have !== undefined && sameValue(spec.type, key, want, have)) continue;
+    if (want === undefined && have === undefined) continue;
+    differences.push({ key, want, have });
+  }
+  return { spec, observed, previous, effective, differences };
+}
+
+/**
+ * The comparison of `spec` with `observed` under `previous`: the draft's own when it was made from
+ * the same spec and read and owns the same keys — a clone's ownership is the same without a base
+ * as with itself as the base (`cloneOwns`) — else a new one.
+ */
+function comparisonFor(
+  draft: Draft,
+  spec: GuestSpec,
+  ownerTag: string,
+  observed: ObservedGuest,
+  previous: GuestSpec | undefined,
+): Comparison {
+  const compared = draft.compared;
+  const sameOwnership = (a: GuestSpec | undefined, b: GuestSpec | undefined): boolean =>
+    a === b || !spec.clone || ((a === undefined || a === spec) && (b === undefined || b === spec));
+  if (compared && compared.spec === spec && compared.observed === observed && sameOwnership(compared.previous, previous)) return compared;
+  return compareGuest(spec, ownerTag, observed, previous);
 }
 
 function emptyPlan(input: GuestPlanInput, type: GuestType, name: string, node: string): GuestPlan {
@@ -122,27 +183,17 @@ function pendingItems(observed: ObservedGuest): PendingItem[] {
     if (observed.current[key] !== undefined) item.current = observed.current[key];
     items.push(item);
   }
-  return items.sort((a, b) => a.key.localeCompare(b.key));
+  return items.sort((a, b) => compareText(a.key, b.key));
 }
 
 /** Keys where the cluster differs from what a spec asks for (used for drift against base). */
-function driftAgainst(spec: GuestSpec, ownerTag: string, effective: Record<string, string>): DriftItem[] {
-  const desired = desiredConfig(spec, ownerTag);
-  // A clone's keys from its template are not the spec's: no drift (plan-clone.ts, `cloneOwns`).
-  const owns = (k: string): boolean => isOwnedKey(spec, k) && (!spec.clone || cloneOwns(spec, undefined, k));
-  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter(owns)]);
-  const drift: DriftItem[] = [];
-  for (const key of [...keys].sort()) {
-    const expected = desired[key];
-    const actual = observedValue(spec.type, key, effective);
-    if (expected !== undefined && actual !== undefined && sameValue(spec.type, key, expected, actual)) continue;
-    if (expected === undefined && actual === undefined) continue;
+function driftAgainst(comparison: Comparison): DriftItem[] {
+  return comparison.differences.map(({ key, want, have }) => {
     const item: DriftItem = { key };
-    if (expected !== undefined) item.expected = expected;
-    if (actual !== undefined) item.actual = actual;
-    drift.push(item);
-  }
-  return drift;
+    if (want !== undefined) item.expected = want;
+    if (have !== undefined) item.actual = have;
+    return item;
+  });
 }
 
 /**
@@ -247,8 +298,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest, prev
   const plan = draft.plan;
   const type = spec.type;
   const flavour = flavourOf(type);
-  const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
-  const desired = desiredConfig(spec, plan.target.ownerTag);
+  const { effective, differences } = comparisonFor(draft, spec, plan.target.ownerTag, observed, previous);
   // Anything but a clear `stopped` (a paused VM, an `unknown` listing) may be running: changes are
   // labelled as a running guest would take them.
   const ctx: ImpactContext = { type, running: observed.status !== 'stopped', current: observed.current };
@@ -264,14 +314,7 @@ function planUpdate(draft: Draft, spec: GuestSpec, observed: ObservedGuest, prev
   const moves: Operation[] = [];
   const protectedGuest = effective.protection === '1';
 
-  const owns = (k: string): boolean => isOwnedKey(spec, k) && (!spec.clone || cloneOwns(spec, previous, k));
-  const keys = new Set([...Object.keys(desired), ...Object.keys(effective).filter(owns)]);
-  for (const key of [...keys].sort()) {
-    const want = desired[key];
-    const have = observedValue(type, key, effective);
-    if (want !== undefined && have !== undefined && sameValue(type, key, want, have)) continue;
-    if (want === undefined && have === undefined) continue;
-
+  for (const { key, want, have } of differences) {
     if (want === undefined && have !== undefined) {
       // Removed from the spec: `delete`, never an empty value. A dropped disk is detached
       // (it becomes unusedN), never destroyed.
@@ -418,8 +461,8 @@ export function planGuest(input: GuestPlanInput): GuestPlan {
 
   // An absent spec asks for nothing but absence: its config is no baseline for drift.
   if (observed && input.baseSpec?.state === 'present' && owned) {
-    const effective = effectiveConfig(observed.current, observed.pending, observed.pendingDelete);
-    plan.drift = driftAgainst(input.baseSpec, input.ownerTag, effective);
+    draft.compared = compareGuest(input.baseSpec, input.ownerTag, observed, undefined);
+    plan.drift = driftAgainst(draft.compared);
   }
 
   // No spec at head: the guest is an orphan, or its spec was removed.

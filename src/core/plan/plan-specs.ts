@@ -4,6 +4,7 @@
  * kinds through `plan-objects.ts`, and the checks across guests (identities, insecure connections).
  * Pure: the reads happened in `engine/observe-clusters.ts`.
  */
+import { compareText } from '../compare-text.js';
 import { envPrefix } from '../cluster-name.js';
 import { guestKeyText } from '../kinds/resource-key.js';
 import { planOrderAndRestarts } from './plan-order.js';
@@ -272,8 +273,8 @@ function sortGuestPlans(guests: GuestPlan[]): GuestPlan[] {
     (a, b) =>
       actionRank(a) - actionRank(b) ||
       severityRank(b.severity) - severityRank(a.severity) ||
-      a.cluster.localeCompare(b.cluster) ||
-      a.name.localeCompare(b.name) ||
+      compareText(a.cluster, b.cluster) ||
+      compareText(a.name, b.name) ||
       a.vmid - b.vmid,
   );
 }
@@ -381,7 +382,7 @@ export function planSpecs(input: PlanInput): Plan {
   const insecure = Object.entries(input.access ?? {})
     .filter(([name, access]) => access.insecure !== undefined && plan.clusters.includes(name))
     .map(([cluster, access]) => ({ cluster, transport: access.insecure! }))
-    .sort((a, b) => a.cluster.localeCompare(b.cluster));
+    .sort((a, b) => compareText(a.cluster, b.cluster));
   if (insecure.length > 0) plan.insecureConnections = insecure;
   sortGuestPlans(plan.guests);
   const objects = planObjects({

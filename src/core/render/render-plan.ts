@@ -1,12 +1,10 @@
 /**
  * One entry point for rendering a plan in any of its output formats (terminal text, a pull
  * request's markdown, versioned JSON), and the list of those formats for flags. Each format's
- * rendering lives in its own file beside this one.
+ * rendering lives in its own file beside this one, loaded when a plan is rendered in it: the
+ * JSON format brings the plan's whole schema (zod), which a terminal's text never needs.
  */
 import type { Plan } from '../model.js';
-import { renderPlanJson } from './render-json.js';
-import { renderPlanMarkdown } from './render-markdown.js';
-import { renderPlanText } from './render-text.js';
 
 /** Output formats of a plan: terminal text, a PR comment's markdown, versioned JSON. */
 export const PLAN_FORMATS = ['text', 'markdown', 'json'] as const;
@@ -18,8 +16,8 @@ export function planFormat(value: string): PlanFormat | undefined {
 }
 
 /** Renders a plan in one of {@link PLAN_FORMATS}; `color` only matters for text. */
-export function renderPlanAs(plan: Plan, format: PlanFormat, options: { color?: boolean } = {}): string {
-  if (format === 'json') return renderPlanJson(plan);
-  if (format === 'markdown') return `${renderPlanMarkdown(plan)}\n`;
-  return renderPlanText(plan, { color: options.color ?? false });
+export async function renderPlanAs(plan: Plan, format: PlanFormat, options: { color?: boolean } = {}): Promise<string> {
+  if (format === 'json') return (await import('./render-json.js')).renderPlanJson(plan);
+  if (format === 'markdown') return `${(await import('./render-markdown.js')).renderPlanMarkdown(plan)}\n`;
+  return (await import('./render-text.js')).renderPlanText(plan, { color: options.color ?? false });
 }

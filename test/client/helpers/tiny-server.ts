@@ -4,6 +4,7 @@
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { EventEmitter } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 
 export interface RecordedRequest {
@@ -24,12 +25,27 @@ export interface TinyServer {
   connections: number;
   inFlight: number;
   maxInFlight: number;
+  /** Resolves once `n` connections have been accepted in all. */
+  untilConnections(n: number): Promise<void>;
+  /** Resolves once every accepted connection has closed. */
+  untilNoSockets(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** Starts a server on 127.0.0.1; pass `tls` for HTTPS. */
 export async function startTinyServer(handler: TinyHandler, tls?: { key: string; cert: string }): Promise<TinyServer> {
   const sockets = new Set<Socket>();
+  const changed = new EventEmitter();
+  const until = (done: () => boolean): Promise<void> =>
+    new Promise((resolve) => {
+      const check = (): void => {
+        if (!done()) return;
+        changed.off('change', check);
+        resolve();
+      };
+      changed.on('change', check);
+      check();
+    });
   const state: TinyServer = {
     url: '',
     port: 0,
@@ -37,6 +53,8 @@ export async function startTinyServer(handler: TinyHandler, tls?: { key: string;
     connections: 0,
     inFlight: 0,
     maxInFlight: 0,
+    untilConnections: (n) => until(() => state.connections >= n),
+    untilNoSockets: () => until(() => sockets.size === 0),
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -62,7 +80,11 @@ export async function startTinyServer(handler: TinyHandler, tls?: { key: string;
   server.on('connection', (socket: Socket) => {
     state.connections++;
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      changed.emit('change');
+    });
+    changed.emit('change');
   });
   // TLS handshakes the client aborts surface here; they are expected in pinning tests.
   server.on('tlsClientError', () => {});
