@@ -12,10 +12,6 @@ import { renderPlanJson } from '../core/render/render-json.js';
 import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core/render/render-plan.js';
 import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { observePlan } from '../engine/run-plan.js';
-import { rehearsePlan } from '../engine/rehearse/rehearse-plan.js';
-import { anyRefused } from '../core/rehearse/outcome.js';
-import { renderRehearsalText } from '../core/rehearse/render.js';
-import { openRehearsalSandbox } from '../pve/rehearse/sandbox.js';
 import { parseFlags, UsageError } from './args.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
@@ -102,15 +98,10 @@ export const planCommand: Command = {
       if (planHasErrors(plan)) return 1;
       if (flags.rehearse && planHasChanges(plan)) {
         // The plan's apply on a simulated copy (docs/rehearsal.md); a refusal makes the plan fail.
-        const rehearsal = await rehearsePlan({
-          plan,
-          observed,
-          readers: open.clusters,
-          openSandbox: openRehearsalSandbox,
-          allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
-        });
-        (format === 'text' && flags.out === undefined ? io.stdout : io.stderr).write(renderRehearsalText(rehearsal));
-        if (anyRefused(rehearsal)) return 1;
+        // Loaded only here: the rehearsal brings the engine's apply and the whole simulator.
+        const { rehearseAndReport } = await import('./plan-rehearse.js');
+        const out = format === 'text' && flags.out === undefined ? io.stdout : io.stderr;
+        if (await rehearseAndReport(plan, observed, open, out)) return 1;
       }
       return planHasChanges(plan) ? 2 : 0;
     } finally {
