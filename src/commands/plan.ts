@@ -10,10 +10,10 @@ import type { Plan } from '../core/model.js';
 import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderPlanJson } from '../core/render/render-json.js';
 import { PLAN_FORMATS, type PlanFormat, planFormat, renderPlanAs } from '../core/render/render-plan.js';
-import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { observePlan } from '../engine/run-plan.js';
 import { parseFlags, UsageError } from './args.js';
-import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
+import { loadForPlan } from './plan-base-load.js';
+import { note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
 
 type Format = PlanFormat;
@@ -44,23 +44,6 @@ export async function emit(text: string, out: string | undefined, io: CommandIO)
   note(io, `wrote ${out}`);
 }
 
-/**
- * Loads the head's specs and the base's. Base and head share their parses through a cache that
- * lives only here: a pull request leaves most files as they were, and once both are loaded the
- * parses (YAML values, position tables) are garbage the plan's own work can reuse.
- */
-async function loadHeadAndBase(
-  specs: string,
-  baseDir: string | undefined,
-  io: CommandIO,
-): Promise<{ head: Awaited<ReturnType<typeof loadSpecDir>>; base: Awaited<ReturnType<typeof loadSpecDir>> | undefined }> {
-  if (baseDir === undefined) return { head: await loadSpecDir(specs, io), base: undefined };
-  const cache = createSpecParseCache();
-  const head = await loadSpecDir(specs, io, cache);
-  const base = await loadSpecDir(baseDir, io, cache);
-  return { head, base };
-}
-
 export const planCommand: Command = {
   name: 'plan',
   summary: 'read-only plan of the specs against the clusters; exit 0 no changes, 2 changes, 1 error',
@@ -77,10 +60,14 @@ export const planCommand: Command = {
       rehearse: { type: 'boolean' },
     });
     const format = parseFormat(flags.format);
-    const { head, base } = await loadHeadAndBase(flags.specs, flags.base, io);
+    const load = await loadForPlan(flags.specs, flags.base, io, flags.clusters);
+    const { head, base } = load;
     const errors = [...head.errorLines, ...(base?.errorLines.map((l) => `base: ${l}`) ?? [])];
-    if (reportInvalidSpecs(io, errors, 'nothing was planned')) return 1;
-    const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);
+    if (reportInvalidSpecs(io, errors, 'nothing was planned')) {
+      await load.discard();
+      return 1;
+    }
+    const open = await load.connect(clusterNames(head.specs, base?.specs));
     try {
       const { plan, observed } = await observePlan({
         head: head.specs,

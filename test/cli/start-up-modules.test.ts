@@ -34,7 +34,10 @@ export async function load(url, context, next) {
 }
 `,
   );
-  await writeFile(join(dir, 'register.mjs'), `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`);
+  await writeFile(
+    join(dir, 'register.mjs'),
+    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});\n`,
+  );
   const specs = join(dir, 'specs');
   await mkdir(specs);
   await writeFile(join(specs, 'clusters.yaml'), 'kind: Cluster\nname: lab\nvmids: { lower: 1000, upper: 2000 }\nnodes: [pve-01]\n');
@@ -55,7 +58,17 @@ async function loadedBy(name: string, args: string[]): Promise<{ code: number; m
   await writeFile(log, '');
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--import', pathToFileURL(join(dir, 'register.mjs')).href, 'src/bin.ts', 'plan', '--specs', join(dir, 'specs'), ...args],
+    [
+      '--import',
+      'tsx',
+      '--import',
+      pathToFileURL(join(dir, 'register.mjs')).href,
+      'src/bin.ts',
+      'plan',
+      '--specs',
+      join(dir, 'specs'),
+      ...args,
+    ],
     { cwd: ROOT, env: { ...process.env, ...clusters.env, LOADED_MODULES: log, NO_COLOR: '1' }, stdio: 'ignore' },
   );
   const code = await new Promise<number>((resolve, reject) => {
