@@ -22,6 +22,12 @@ import type { CommandIO } from './types.js';
 
 type LoadedDir = Awaited<ReturnType<typeof loadSpecDir>>;
 
+/**
+ * Longest wait for an early listing request to leave (connection, TLS handshake) before the trees
+ * are parsed anyway: on a reachable cluster it leaves in milliseconds.
+ */
+const MAX_SEND_WAIT_MS = 1000;
+
 /** The loaded trees, and the connections the plan of them reads through. */
 export interface PlanLoad {
   head: LoadedDir;
@@ -101,7 +107,16 @@ async function requestListings(names: string[], io: CommandIO, clustersFile: str
         // Its failure is the plan's to report, when the plan reads it; unread, it is dropped.
         listing.catch(() => undefined);
         listings.set(name, listing);
-        return Promise.race([watch.sent, listing.then(noop, noop)]).finally(watch.stop);
+        // Bounded: a cluster that does not answer the connection (its retries take minutes) must
+        // not hold up the loading of a change that may not even need it.
+        let timer: NodeJS.Timeout | undefined;
+        const bound = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, MAX_SEND_WAIT_MS);
+        });
+        return Promise.race([watch.sent, listing.then(noop, noop), bound]).finally(() => {
+          clearTimeout(timer);
+          watch.stop();
+        });
       }),
     );
   }

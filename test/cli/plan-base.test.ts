@@ -95,6 +95,14 @@ describe('pve-gitops plan --base', () => {
     expect(early.stderr).toMatch(/plain http:\/\//);
   });
 
+  it('rehearses through the connection opened early', async () => {
+    await edit('lab/web.yaml', '  memory: 4096\n', '  memory: 6144\n');
+    const run = await cli(['plan', '--specs', head, '--base', base, '--rehearse'], clusters.env);
+    expect(run.stdout).toContain('Rehearsal: 1 of 1 guest applied on a simulated copy');
+    expect(run.code).toBe(2);
+    expect(listings(clusters.lab)).toBe(1);
+  });
+
   it('reads nothing when no file differs', async () => {
     const run = await cli(['plan', '--specs', head, '--base', base], clusters.env);
     expect(run.code).toBe(0);
