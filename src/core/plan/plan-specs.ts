@@ -102,7 +102,7 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
   for (const [key, g] of headGuests) {
     const b = baseGuests.get(key);
     // A guest of a file the change left as it was is the same spec by construction: no deep look.
-    if (changedClusters.has(g.cluster) || !((b !== undefined && copiesOfOneGuest(b, g)) || sameSpec(b, g))) add(key, g.cluster);
+    if (changedClusters.has(g.cluster) || !((b !== undefined && copiesOfOneGuest(b, base, g, head)) || sameSpec(b, g))) add(key, g.cluster);
   }
   for (const [key, g] of baseGuests) {
     if (!headGuests.has(key) || changedClusters.has(g.cluster)) add(key, g.cluster);
