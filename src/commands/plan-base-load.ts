@@ -7,7 +7,8 @@
  * Nothing else changes: spec errors are reported exactly as before, and the connections opened
  * early stay silent (their notes are held) until the plan uses them; when nothing is planned they
  * are closed unseen. What the early request costs: when a changed file turns out to change nothing
- * of a cluster's plan (only a comment changed), that cluster's listing was read for nothing.
+ * of a cluster's plan (only a comment changed), or the specs are invalid, that cluster's listing
+ * was read for nothing.
  */
 import { Writable } from 'node:stream';
 import type { ListedGuest } from '../core/model.js';
