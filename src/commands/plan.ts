@@ -9,33 +9,12 @@ import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { planHasChanges, planHasErrors } from '../core/plan/plan-specs.js';
 import { renderPlanJson } from '../core/render/render-json.js';
-import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { observePlan } from '../engine/run-plan.js';
-import { rehearsePlan } from '../engine/rehearse/rehearse-plan.js';
-import { anyRefused } from '../core/rehearse/outcome.js';
-import { renderRehearsalText } from '../core/rehearse/render.js';
-import { openRehearsalSandbox } from '../pve/rehearse/sandbox.js';
 import { parseFlags } from './args.js';
 import { emit, parseFormat, renderPlan } from './plan-output.js';
-import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
+import { loadForPlan } from './plan-base-load.js';
+import { note, progress, reportInvalidSpecs } from './shared.js';
 import type { Command, CommandIO } from './types.js';
-
-/**
- * Loads the head's specs and the base's. Base and head share their parses through a cache that
- * lives only here: a pull request leaves most files as they were, and once both are loaded the
- * parses (YAML values, position tables) are garbage the plan's own work can reuse.
- */
-async function loadHeadAndBase(
-  specs: string,
-  baseDir: string | undefined,
-  io: CommandIO,
-): Promise<{ head: Awaited<ReturnType<typeof loadSpecDir>>; base: Awaited<ReturnType<typeof loadSpecDir>> | undefined }> {
-  if (baseDir === undefined) return { head: await loadSpecDir(specs, io), base: undefined };
-  const cache = createSpecParseCache();
-  const head = await loadSpecDir(specs, io, cache);
-  const base = await loadSpecDir(baseDir, io, cache);
-  return { head, base };
-}
 
 export const planCommand: Command = {
   name: 'plan',
@@ -53,10 +32,14 @@ export const planCommand: Command = {
       rehearse: { type: 'boolean' },
     });
     const format = parseFormat(flags.format);
-    const { head, base } = await loadHeadAndBase(flags.specs, flags.base, io);
+    const load = await loadForPlan(flags.specs, flags.base, io, flags.clusters);
+    const { head, base } = load;
     const errors = [...head.errorLines, ...(base?.errorLines.map((l) => `base: ${l}`) ?? [])];
-    if (reportInvalidSpecs(io, errors, 'nothing was planned')) return 1;
-    const open = await connect(clusterNames(head.specs, base?.specs), 'read', io, flags.clusters);
+    if (reportInvalidSpecs(io, errors, 'nothing was planned')) {
+      await load.discard();
+      return 1;
+    }
+    const open = await load.connect(clusterNames(head.specs, base?.specs));
     try {
       const { plan, observed } = await observePlan({
         head: head.specs,
@@ -74,15 +57,10 @@ export const planCommand: Command = {
       if (planHasErrors(plan)) return 1;
       if (flags.rehearse && planHasChanges(plan)) {
         // The plan's apply on a simulated copy (docs/rehearsal.md); a refusal makes the plan fail.
-        const rehearsal = await rehearsePlan({
-          plan,
-          observed,
-          readers: open.clusters,
-          openSandbox: openRehearsalSandbox,
-          allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
-        });
-        (format === 'text' && flags.out === undefined ? io.stdout : io.stderr).write(renderRehearsalText(rehearsal));
-        if (anyRefused(rehearsal)) return 1;
+        // Loaded only here: the rehearsal brings the engine's apply and the whole simulator.
+        const { rehearseAndReport } = await import('./plan-rehearse.js');
+        const out = format === 'text' && flags.out === undefined ? io.stdout : io.stderr;
+        if (await rehearseAndReport(plan, observed, open, out)) return 1;
       }
       return planHasChanges(plan) ? 2 : 0;
     } finally {

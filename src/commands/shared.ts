@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { formatSpecError } from '../core/spec/errors.js';
 import type { OpenClusters } from '../connections/open-clusters.js';
 import type { SpecParseCache } from '../core/spec/parse-cache.js';
-import { loadSpecDir as loadSpecDirectory } from '../spec-files/read-spec-dir.js';
+import { collectSpecDir, loadSpecDirContents, type SpecDirContents } from '../spec-files/read-spec-dir.js';
 import { SpecLimitSettingError, specLimitsFromEnv } from '../spec-files/spec-limits-env.js';
 import type { CommandIO } from './types.js';
 import { UsageError } from './args.js';
@@ -22,24 +22,39 @@ export function note(io: CommandIO, line: string): void {
 /**
  * Loads and validates a spec directory; each error as `file:line:col: message` (or `file: message`
  * for a file refused whole). The bounds come from the environment (`PVE_GITOPS_MAX_…`); loads
- * that share `cache` (a plan's base and head) parse equal files once.
+ * that share `cache` (a plan's base and head) parse equal files once. `contents`: the directory
+ * as {@link readSpecDir} already read it.
  */
-export async function loadSpecDir(dir: string, io: CommandIO, cache?: SpecParseCache): Promise<{ specs: SpecSet; errorLines: string[] }> {
-  let limits: ReturnType<typeof specLimitsFromEnv>;
-  try {
-    limits = specLimitsFromEnv(io.env);
-  } catch (err) {
-    if (err instanceof SpecLimitSettingError) throw new UsageError(err.message);
-    throw err;
-  }
+export async function loadSpecDir(
+  dir: string,
+  io: CommandIO,
+  cache?: SpecParseCache,
+  contents?: SpecDirContents,
+): Promise<{ specs: SpecSet; errorLines: string[] }> {
+  const limits = specLimits(io);
   // Large repositories are parsed on worker threads; a worker that fails only costs speed.
-  const loaded = await loadSpecDirectory(resolve(io.cwd, dir), {
+  const loaded = await loadSpecDirContents(contents ?? (await readSpecDir(dir, io)), {
     label: dir,
     limits,
     ...(cache ? { cache } : {}),
     onWorkerFailure: (error) => note(io, `warning: parsing specs in the main thread instead of a worker: ${error.message}`),
   });
   return { specs: loaded.specs, errorLines: loaded.errors.map(formatSpecError) };
+}
+
+/** Reads a spec directory's files (the first half of {@link loadSpecDir}), within the environment's bounds. */
+export function readSpecDir(dir: string, io: CommandIO): Promise<SpecDirContents> {
+  return collectSpecDir(resolve(io.cwd, dir), { label: dir, limits: specLimits(io) });
+}
+
+/** The spec bounds the environment sets (`PVE_GITOPS_MAX_…`); a malformed one is a usage error. */
+export function specLimits(io: CommandIO): ReturnType<typeof specLimitsFromEnv> {
+  try {
+    return specLimitsFromEnv(io.env);
+  } catch (err) {
+    if (err instanceof SpecLimitSettingError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /**

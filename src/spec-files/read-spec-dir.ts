@@ -47,7 +47,7 @@ interface ReadSpecDirOptions {
 }
 
 /** What was read: the files, and `file: message` errors for what was refused. */
-interface SpecDirContents {
+export interface SpecDirContents {
   files: SpecFileInput[];
   /** Links leading outside the root or nowhere, files over the size limit, a repository over its bounds. */
   errors: SpecError[];
@@ -118,9 +118,17 @@ export async function readSpecDir(root: string, options: ReadSpecDirOptions = {}
  * directory refused is reported among the spec errors, as `file: message`.
  */
 export async function loadSpecDir(root: string, options: LoadSpecFilesOptions & ReadSpecDirOptions = {}): Promise<LoadedSpecs> {
-  const contents = await collectSpecDir(root, { ...options, label: options.label ?? root });
+  const label = options.label ?? root;
+  return loadSpecDirContents(await collectSpecDir(root, { ...options, label }), { ...options, label });
+}
+
+/**
+ * The second half of {@link loadSpecDir}: loads what {@link collectSpecDir} read. Apart, so a caller
+ * can look at the files before they are parsed (`plan --base` compares the base's with the head's).
+ */
+export async function loadSpecDirContents(contents: SpecDirContents, options: LoadSpecFilesOptions = {}): Promise<LoadedSpecs> {
   if (contents.refused) return { specs: { clusters: [], guests: [] }, errors: contents.errors, positions: new Map() };
-  const loaded = await loadSpecFiles(contents.files, { ...options, label: options.label ?? root });
+  const loaded = await loadSpecFiles(contents.files, options);
   if (contents.errors.length === 0) return loaded;
   return { ...loaded, errors: [...contents.errors, ...loaded.errors].sort(compareSpecErrors) };
 }

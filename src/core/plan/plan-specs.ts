@@ -29,6 +29,7 @@ import { severityRank } from './impact.js';
 import { type GuestPlanInput, planGuest, toError } from './plan-guest.js';
 import type { ListedGuest, ObservedGuest } from '../model.js';
 import { clustersWithChangedObjects, planObjects } from './plan-objects.js';
+import { copiesOfOneGuest } from '../spec/loaded-copies.js';
 
 /**
  * Which guests a plan covers. A pull request plans what it adds, changes or removes — every guest
@@ -100,7 +101,9 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
     scope.clusters.add(cluster);
   };
   for (const [key, g] of headGuests) {
-    if (changedClusters.has(g.cluster) || !sameSpec(baseGuests.get(key), g)) add(key, g.cluster);
+    const b = baseGuests.get(key);
+    // A guest of a file the change left as it was is the same spec by construction: no deep look.
+    if (changedClusters.has(g.cluster) || !((b !== undefined && copiesOfOneGuest(b, base, g, head)) || sameSpec(b, g))) add(key, g.cluster);
   }
   for (const [key, g] of baseGuests) {
     if (!headGuests.has(key) || changedClusters.has(g.cluster)) add(key, g.cluster);

@@ -30,6 +30,7 @@ import { validateObjects } from './validate-objects.js';
 import { assignVmids, UNASSIGNED_VMID } from './vmid.js';
 import { toWireValue } from './wire-values.js';
 import { keyedRecord } from './keyed-record.js';
+import { recordCopies } from './loaded-copies.js';
 
 /** One file of the spec repository: its path relative to the spec root, and its text. */
 export interface SpecFile {
@@ -253,6 +254,7 @@ export function assembleSpecs(parsed: readonly ParsedSpecFile[], prepared?: Prep
   }
   assignGuestVmids(state);
   const specs = specSetOf(state);
+  recordCopies(specs, origins);
   const guestVerdicts: GuestVerdicts = {
     get: (guest, cluster) => {
       const origin = origins.get(guest) as GuestSpec | undefined;
