@@ -81,11 +81,18 @@ const WEBHOOK_SIDE = (file: string): boolean => under(file, 'src/webhooks');
 const ABOVE_GITHUB = ['src/queue', 'src/webhooks', 'src/server', 'src/commands', 'src/cli'];
 const TALKS_TO_PROXMOX = ['src/pve', 'src/engine', 'src/connections'];
 /**
- * The commands that run the simulator: `sim` serves it, `demo` plays on it, `plan --rehearse` and
- * `serve`'s plan worker apply a plan on a simulated copy. Any other command (`drift`, `apply`, …)
- * loading it would pay for it in start-up and run none of it.
+ * The commands that run the simulator: `sim` serves it, `demo` plays on it, `plan --rehearse`
+ * (`plan-rehearse.ts`, which `plan.ts` imports only for that flag: test/cli/start-up-modules.test.ts
+ * keeps a plain plan from loading it) and `serve`'s plan worker apply a plan on a simulated copy.
+ * Any other command (`drift`, `apply`, …) loading it would pay for it in start-up and run none of it.
  */
-const RUN_THE_SIMULATOR = ['src/commands/sim.ts', 'src/commands/demo.ts', 'src/commands/plan.ts', 'src/commands/serve.ts'];
+const RUN_THE_SIMULATOR = [
+  'src/commands/sim.ts',
+  'src/commands/demo.ts',
+  'src/commands/plan.ts',
+  'src/commands/plan-rehearse.ts',
+  'src/commands/serve.ts',
+];
 /** The queue's feature folders and the features each builds on; the shared files at the top of `src/queue` import none. */
 const QUEUE_FEATURES: Readonly<Record<string, readonly string[]>> = { plan: [], apply: ['plan'], drift: [] };
 const queueFeature = (file: string): string | undefined => {

@@ -14,7 +14,7 @@ import { parseFlags } from './args.js';
 import { emit, parseFormat, renderPlan } from './plan-output.js';
 import { loadForPlan } from './plan-base-load.js';
 import { note, progress, reportInvalidSpecs } from './shared.js';
-import type { Command, CommandIO } from './types.js';
+import type { Command } from './types.js';
 
 export const planCommand: Command = {
   name: 'plan',
