@@ -10,9 +10,9 @@
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
-import { issueCommentEvent, pullRequestEvent } from './deliveries.js';
-import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
+import { type ApplyWorld, ownedGuest, planOpened, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { issueCommentEvent } from './deliveries.js';
+import { expectAcceptedCommand, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 
@@ -206,24 +206,15 @@ describe('apply windows through the App', () => {
       applyWindows: { clock, recheckMs: 100 },
     });
     const w = world;
-    const { github, app, repo, installationId } = w;
+    const { github, repo } = w;
     const sim = w.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', WINDOW), 'vms/web.yaml': vmDoc('web-01', WEB) };
     const head: RepoFiles = { ...base, 'pools.yaml': 'kind: Pool\nname: web\ncluster: lab\ncomment: Web servers\n' };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const pr = 214;
 
-    await expectArchive(github, repo, baseSha, base);
-    await expectArchive(github, repo, headSha, head);
-    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 2104 });
-    const planComment = expectNewComment(github, repo, pr, 2204);
-    const opened = await app.deliver({
-      event: 'pull_request',
-      payload: pullRequestEvent({ action: 'opened', installationId, repo, number: pr, headSha, baseSha }),
-    });
-    await app.jobDone('plan', opened.deliveryId);
-    await planCheck.result();
-    expect(await planComment.body()).toContain("applies only inside its cluster's apply window: Sat 02:00-05:00 Europe/Berlin");
+    const planned = await planOpened(w, { pr, baseSha, base, headSha, head, checkId: 2104, commentId: 2204 });
+    expect(planned.comment).toContain("applies only inside its cluster's apply window: Sat 02:00-05:00 Europe/Berlin");
     github.verify();
 
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 2105 });

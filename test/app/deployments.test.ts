@@ -9,10 +9,10 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { deploymentsDeniedKey } from '../../src/queue/apply/deployments.js';
-import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { finishedComment } from './apply-flow.js';
+import { type ApplyWorld, mergeReviewed, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { grants, requiredGrants } from './github-double.js';
-import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { clusterDoc, type RepoFiles, vmDoc } from './spec-repo.js';
 
 let world: ApplyWorld | undefined;
 
@@ -26,14 +26,10 @@ const WEB = 100101;
 const DB = 100102;
 const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/web.yaml': vmDoc('web-01', WEB), 'vms/db.yaml': vmDoc('db-01', DB) };
 
-/** Stores pull request `pr`'s plan (web-01 and db-01 to `memory`) and merges it; resolves to its shas. */
-async function storeAndMerge(w: ApplyWorld, pr: number, memory: number, expectations: (mergeSha: string) => void) {
+/** Pull request `pr`, reviewed with web-01 and db-01 at `memory`, merged; its apply expected with `ids`. */
+function mergeMemory(w: ApplyWorld, pr: number, memory: number, ids: { checkId: number; commentId: number; deployments?: string[] }) {
   const head: RepoFiles = { ...base, 'vms/web.yaml': vmDoc('web-01', WEB, { memory }), 'vms/db.yaml': vmDoc('db-01', DB, { memory }) };
-  const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-  await w.storePlan({ baseSha, base, pr, headSha, head });
-  expectations(mergeSha);
-  await w.merge({ number: pr, headSha, baseSha, mergeSha });
-  return { mergeSha };
+  return mergeReviewed(w, { pr, base, head, ...ids });
 }
 
 const REFUSED_WARNING = "GitHub refused the apply's deployments";
@@ -43,20 +39,15 @@ describe('deployments through the App', () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(WEB, 'web-01'), ownedGuest(DB, 'db-01', 'pve-02')] });
     const w = world;
     const pr = 231;
-    let check: ReturnType<typeof expectApplyCheckRun> | undefined;
-    let comment: ReturnType<typeof expectApplyComment> | undefined;
-    await storeAndMerge(w, pr, 4096, (mergeSha) => {
-      check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2121 });
-      comment = expectApplyComment(w.github, w.repo, { pr, id: 2221 });
-    });
-    expect(await check!.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
-    await comment!.until(finishedComment);
+    const { check, comment } = await mergeMemory(w, pr, 4096, { checkId: 2121, commentId: 2221 });
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    await comment.until(finishedComment);
     const created = w.github.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/deployments'));
     expect(created.map((r) => r.body)).toMatchObject([{ environment: 'lab', description: `pve-gitops: apply of #${pr} on lab` }]);
     // Each state posted once, in order, ending in success.
-    const states = check!.deployments.get('lab')!.all.map((body) => body.state);
+    const states = check.deployments.get('lab')!.all.map((body) => body.state);
     expect(states.at(-1)).toBe('success');
-    expect(check!.deployments.get('lab')!.last()).toMatchObject({ environment: 'lab', description: '2 applied' });
+    expect(check.deployments.get('lab')!.last()).toMatchObject({ environment: 'lab', description: '2 applied' });
     expect(states.filter((s, i) => s === states[i - 1])).toEqual([]);
     expect(states.every((s) => s === 'in_progress' || s === 'success')).toBe(true);
     w.github.verify();
@@ -65,23 +56,17 @@ describe('deployments through the App', () => {
   it('an installation without deployments: write is told once, and its deployments are not tried again within the hour; the apply is not affected', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(WEB, 'web-01'), ownedGuest(DB, 'db-01', 'pve-02')] });
     const w = world;
-    let first: ReturnType<typeof expectApplyCheckRun> | undefined;
-    let firstComment: ReturnType<typeof expectApplyComment> | undefined;
-    let refused: ReturnType<typeof w.github.expect> | undefined;
-    await storeAndMerge(w, 241, 4096, (mergeSha) => {
-      first = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2131, deployments: [] });
-      firstComment = expectApplyComment(w.github, w.repo, { pr: 241, id: 2231 });
-      // What GitHub answers an installation that has not accepted the permission.
-      refused = w.github.expect({
-        method: 'POST',
-        path: `/repos/${w.repo.owner}/${w.repo.name}/deployments`,
-        reply: { status: 403, json: { message: 'Resource not accessible by integration' } },
-      });
+    // What GitHub answers an installation that has not accepted the permission.
+    const refused = w.github.expect({
+      method: 'POST',
+      path: `/repos/${w.repo.owner}/${w.repo.name}/deployments`,
+      reply: { status: 403, json: { message: 'Resource not accessible by integration' } },
     });
-    expect(await first!.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
-    await refused!.done;
+    const first = await mergeMemory(w, 241, 4096, { checkId: 2131, commentId: 2231, deployments: [] });
+    expect(await first.check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    await refused.done;
     // The comment follows the deployments in each report: the finished one comes after the 403 was handled.
-    await firstComment!.until(finishedComment);
+    await first.comment.until(finishedComment);
     const redis = new Redis(w.redisUrl, { maxRetriesPerRequest: 3 });
     try {
       const ttl = await redis.ttl(deploymentsDeniedKey(`${w.app.prefix}:state`, w.installationId));
@@ -92,14 +77,9 @@ describe('deployments through the App', () => {
     }
 
     // A second run of the same installation: no deployment request (the double would fail it).
-    let second: ReturnType<typeof expectApplyCheckRun> | undefined;
-    let secondComment: ReturnType<typeof expectApplyComment> | undefined;
-    await storeAndMerge(w, 242, 8192, (mergeSha) => {
-      second = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2132, deployments: [] });
-      secondComment = expectApplyComment(w.github, w.repo, { pr: 242, id: 2232 });
-    });
-    expect(await second!.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
-    await secondComment!.until(finishedComment);
+    const second = await mergeMemory(w, 242, 8192, { checkId: 2132, commentId: 2232, deployments: [] });
+    expect(await second.check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    await second.comment.until(finishedComment);
     const warnings = w.app
       .logs()
       .split('\n')
@@ -117,14 +97,9 @@ describe('deployments through the App', () => {
       env: { APPLY_DEPLOYMENTS: '0' },
     });
     const w = world;
-    let check: ReturnType<typeof expectApplyCheckRun> | undefined;
-    let comment: ReturnType<typeof expectApplyComment> | undefined;
-    await storeAndMerge(w, 251, 4096, (mergeSha) => {
-      check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2141, deployments: [] });
-      comment = expectApplyComment(w.github, w.repo, { pr: 251, id: 2241 });
-    });
-    expect(await check!.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
-    await comment!.until(finishedComment);
+    const { check, comment } = await mergeMemory(w, 251, 4096, { checkId: 2141, commentId: 2241, deployments: [] });
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
+    await comment.until(finishedComment);
     w.github.verify();
   }, 60_000);
 
