@@ -362,6 +362,11 @@ export interface ObjectPlan extends ItemEnvelope<ObjectOperation> {
   /** Keys of items that must have applied before this one (a pool member's guest). */
   after?: string[];
   /**
+   * The apply windows of the item's cluster (`core/spec/apply-windows.ts`): objects of other kinds
+   * have none of their own. Absent: applies any time.
+   */
+  windows?: string[];
+  /**
    * Set on a pull request's plan when the item follows a guest whose live values are withheld
    * (`GuestPlan.liveWithheld`): renderings for the pull request withhold its live values too.
    */

@@ -14,7 +14,7 @@ import { Semaphore } from '../util/semaphore.js';
 import { type ApplyGuestOptions, applyGuest, type ReleaseSlot, resultWithoutApply } from './apply-guest.js';
 import { errorMessage } from '../util/error-message.js';
 import { applyObject, heldResult, resultOf } from './apply-object.js';
-import { heldOutsideWindow, type WindowPolicy } from './window-hold.js';
+import { heldOutsideWindow, objectHeldOutsideWindow, type WindowPolicy } from './window-hold.js';
 import { windowsOpen } from '../core/spec/apply-windows.js';
 import { GuestOrder, heldGuestResult } from './guest-order.js';
 
@@ -115,6 +115,7 @@ async function applyObjectPhase(
   outcomes: Map<string, ApplyStatus>,
   clusterConcurrency: number,
   signal: AbortSignal | undefined,
+  windows: WindowPolicy | undefined,
 ): Promise<ObjectApplyResult[]> {
   const limits = new Map<string, Semaphore>();
   const running = new Map<string, Promise<ObjectApplyResult>>();
@@ -127,7 +128,9 @@ async function applyObjectPhase(
     const blocker = item.after?.find((key) => outcomes.has(key) && !DONE.has(outcomes.get(key) as ApplyStatus));
     const writer = writers[item.cluster];
     let result: ObjectApplyResult;
+    const outside = blocker === undefined ? objectHeldOutsideWindow(item, windows) : undefined;
     if (blocker !== undefined) result = heldResult(item, blocker, outcomes.get(blocker) as ApplyStatus);
+    else if (outside) result = outside;
     else if (!writer) result = resultOf(item, 'failed', { error: `no connection configured for cluster '${item.cluster}'` });
     else {
       let limit = limits.get(item.cluster);
@@ -165,6 +168,7 @@ export async function executePlan(
     outcomes,
     options.clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY,
     options.signal,
+    options.windows,
   );
   const byCluster = new Map<string, GuestPlan[]>();
   const order = new GuestOrder(plan.guests.map((g) => g.key));
@@ -255,6 +259,7 @@ export async function executePlan(
       outcomes,
       options.clusterConcurrency ?? DEFAULT_CLUSTER_CONCURRENCY,
       options.signal,
+      options.windows,
     )),
   );
   const result: ApplyResult = { version: 1, startedAt, finishedAt: clock().toISOString(), guests: results };

@@ -139,7 +139,8 @@ export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: 
     ...(view.objects ?? []).filter((o) => o.status === 'conflict' || o.status === 'failed').map(objectLine),
     ...view.finished.filter((g) => g.status === 'conflict' || g.status === 'failed').map(guestLine),
   ];
-  const windowWaits = view.inProgress.filter((g) => g.reason?.startsWith(WINDOW_WAIT) === true);
+  // Guests and objects of other kinds alike: a cluster's windows gate every item of it.
+  const windowWaits = [...view.inProgress, ...(view.objectsInProgress ?? [])].filter((g) => g.reason?.startsWith(WINDOW_WAIT) === true);
   const summary = [
     context(view),
     '',
@@ -148,7 +149,7 @@ export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: 
           fitList(
             windowWaits.map((g) => `⏳ ${escapeText(`${g.cluster}/${g.name}`)}: ${escapeText(g.reason ?? '')}`),
             20_000,
-            (omitted) => `…and ${plural(omitted, 'more guest')} outside their windows`,
+            (omitted) => `…and ${plural(omitted, `more ${noun}`)} outside their windows`,
           ),
           '',
         ]
@@ -159,7 +160,7 @@ export function applyCheckResult(view: ApplyRunView): CheckResult & { complete: 
     `The pull request's apply comment (#${view.pr}) has every ${noun}'s steps, task ids and what moved.`,
   ].join('\n');
   if (!complete) {
-    const waits = windowWaits.length > 0 ? `; ${plural(windowWaits.length, 'guest')} waiting for an apply window` : '';
+    const waits = windowWaits.length > 0 ? `; ${plural(windowWaits.length, noun)} waiting for an apply window` : '';
     return { complete, conclusion: 'neutral', title: `Applying: ${done} of ${total} ${noun}s done${waits}`, summary };
   }
   return {

@@ -76,7 +76,7 @@ interface ApplySettings {
   backoffMs: number;
   /** The pull request's apply comment and check run are updated at most this often. */
   reportIntervalMs: number;
-  /** A GitHub deployment per cluster per run, its status following the guests (`APPLY_DEPLOYMENTS`). */
+  /** A GitHub deployment per cluster per run, its status following the items (on unless `APPLY_DEPLOYMENTS=0`). */
   deployments: boolean;
 }
 
@@ -345,7 +345,7 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
       problems,
       'milliseconds between updates of the apply comment',
     ),
-    deployments: flag01(env, 'APPLY_DEPLOYMENTS', problems),
+    deployments: flag01(env, 'APPLY_DEPLOYMENTS', problems, true),
   };
 
   if (worker) await checkConnections(env, options.cwd, problems);
@@ -387,11 +387,12 @@ export async function loadServerConfig(env: NodeJS.ProcessEnv, options: { cwd: s
   };
 }
 
-/** A `0`/`1` switch of the environment (absent: off); anything else is a problem. */
-function flag01(env: NodeJS.ProcessEnv, name: string, problems: string[]): boolean {
+/** A `0`/`1` switch of the environment (absent or empty: `absent`); anything else is a problem. */
+function flag01(env: NodeJS.ProcessEnv, name: string, problems: string[], absent = false): boolean {
   const value = env[name];
-  if (value === undefined || value === '' || value === '0') return false;
+  if (value === undefined || value === '') return absent;
+  if (value === '0') return false;
   if (value === '1') return true;
   problems.push(`${name} must be 0 or 1, got '${value}'`);
-  return false;
+  return absent;
 }

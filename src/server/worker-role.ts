@@ -101,7 +101,7 @@ async function openApplies({ config, logger, metrics, clients, closers }: Worker
   closers.add('cluster writers', () => writers.close());
   // Runs this process saw unfinished, looked up as often as an unfinished run is reported:
   // one Redis lost (emptied without its append-only file) is reported as such.
-  const lost = new LostRuns({ logger, redis, store, github: clients.github, statePrefix: state });
+  const lost = new LostRuns({ logger, redis, store, github: clients.github, statePrefix: state, deployments: config.apply.deployments });
   const stopLostRuns = lost.start(jobs.settings.watchdogMs);
   closers.add('lost apply watch', async () => stopLostRuns());
   return { redis, subscriber, store, jobs, writers, lost };

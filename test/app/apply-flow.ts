@@ -53,15 +53,39 @@ class Bodies<T> {
   }
 }
 
+/** A deployment status the App posted (`POST …/deployments/{id}/statuses`). */
+export interface DeploymentStatusBody {
+  state: string;
+  description?: string;
+  environment?: string;
+}
+
+/** Deployment states that end a deployment as a run leaves it. */
+const FINAL_DEPLOYMENT_STATES: ReadonlySet<string> = new Set(['success', 'failure', 'error']);
+
 /** The `pve-gitops/apply` check run of one run: created on the merge commit, updated, completed. */
 export interface ApplyCheckRun {
   bodies: Bodies<CheckRunBody>;
-  /** The body that completed it (created completed, or updated to completed). */
+  /**
+   * The body that completed it (created completed, or updated to completed), once every expected
+   * deployment has its final status too (they follow the check run in the same report).
+   */
   completed: Promise<CheckRunBody>;
+  /** The statuses of each expected cluster's deployment, in the order posted. */
+  deployments: Map<string, Bodies<DeploymentStatusBody>>;
 }
 
-/** Expects one apply check run on `mergeSha` (answered with `id`) and any number of updates to it. */
-export function expectApplyCheckRun(github: GitHubDouble, repo: TestRepo, options: { mergeSha: string; id: number }): ApplyCheckRun {
+/**
+ * Expects one apply check run on `mergeSha` (answered with `id`) and any number of updates to it;
+ * and, as every run that applies something has (README "Deployments"), one GitHub deployment per
+ * cluster of `deployments` (default `lab`; `[]` for a notice, or an App without deployments) on
+ * the merge commit, with any number of statuses. Deployment `i` is answered with id `id * 100 + i`.
+ */
+export function expectApplyCheckRun(
+  github: GitHubDouble,
+  repo: TestRepo,
+  options: { mergeSha: string; id: number; deployments?: readonly string[] },
+): ApplyCheckRun {
   const bodies = new Bodies<CheckRunBody>();
   const record = (request: RecordedRequest): void => bodies.add(request.body as CheckRunBody);
   github.expect({
@@ -82,7 +106,31 @@ export function expectApplyCheckRun(github: GitHubDouble, repo: TestRepo, option
       return { json: { id: options.id } };
     },
   });
-  return { bodies, completed: bodies.until((body) => body.status === 'completed') };
+  const deployments = new Map<string, Bodies<DeploymentStatusBody>>();
+  for (const [i, cluster] of (options.deployments ?? ['lab']).entries()) {
+    const deploymentId = options.id * 100 + i;
+    const statuses = new Bodies<DeploymentStatusBody>();
+    deployments.set(cluster, statuses);
+    github.expect({
+      method: 'POST',
+      path: `/repos/${repo.owner}/${repo.name}/deployments`,
+      body: { ref: options.mergeSha, environment: cluster, auto_merge: false, required_contexts: [] },
+      reply: { status: 201, json: { id: deploymentId } },
+    });
+    github.expect({
+      method: 'POST',
+      path: `/repos/${repo.owner}/${repo.name}/deployments/${deploymentId}/statuses`,
+      body: { environment: cluster },
+      times: 'any',
+      reply: (request) => {
+        statuses.add(request.body as DeploymentStatusBody);
+        return { status: 201, json: { id: statuses.all.length } };
+      },
+    });
+  }
+  const ended = [...deployments.values()].map((statuses) => statuses.until((body) => FINAL_DEPLOYMENT_STATES.has(body.state)));
+  const completed = bodies.until((body) => body.status === 'completed');
+  return { bodies, completed: Promise.all([completed, ...ended]).then(([body]) => body), deployments };
 }
 
 /** The sticky apply comment of a pull request. */
@@ -224,6 +272,11 @@ export interface ApplyQueues {
   guestJobIds(): Promise<string[]>;
   /** Removes the completed merge jobs (what BullMQ does a day after they completed). */
   forgetCompletedMerges(): Promise<void>;
+  /**
+   * Starts hearing guest jobs moved to delayed (a retry's backoff, a park outside a window);
+   * `next()` resolves with the id of each in turn, `promote` runs one now instead of at its time.
+   */
+  watchDelayedGuests(): Promise<{ next(): Promise<string>; promote(jobId: string): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -233,6 +286,7 @@ export function applyQueues(redisUrl: string, prefix: string): ApplyQueues {
   const runQueue = new Queue(QUEUE_NAMES.applyRun, { connection, prefix });
   const guestQueue = new Queue(QUEUE_NAMES.applyGuest, { connection, prefix });
   let events: QueueEvents | undefined;
+  let guestEvents: QueueEvents | undefined;
   return {
     async mergesSettled() {
       events ??= new QueueEvents(QUEUE_NAMES.applyRun, { connection: { url: redisUrl }, prefix });
@@ -247,8 +301,27 @@ export function applyQueues(redisUrl: string, prefix: string): ApplyQueues {
     async forgetCompletedMerges() {
       for (const job of await runQueue.getJobs(['completed'])) if (job.name === 'merge') await job.remove();
     },
+    async watchDelayedGuests() {
+      guestEvents ??= new QueueEvents(QUEUE_NAMES.applyGuest, { connection: { url: redisUrl }, prefix });
+      await guestEvents.waitUntilReady();
+      const delayed = new Bodies<string>();
+      guestEvents.on('delayed', ({ jobId }) => delayed.add(jobId));
+      let taken = 0;
+      return {
+        next: () => {
+          const index = taken++;
+          return delayed.until(() => delayed.all.length > index).then(() => delayed.all[index]!);
+        },
+        async promote(jobId) {
+          const job = await guestQueue.getJob(jobId);
+          if (!job) throw new Error(`no guest job ${jobId}`);
+          await job.promote();
+        },
+      };
+    },
     async close() {
       await events?.close();
+      await guestEvents?.close();
       await runQueue.close();
       await guestQueue.close();
       connection.disconnect();

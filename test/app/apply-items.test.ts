@@ -19,9 +19,7 @@ import { ApplyStore } from '../../src/queue/apply/apply-store.js';
 import { PlanStore } from '../../src/queue/plan/plan-store.js';
 import { QUEUE_NAMES } from '../../src/queue/schema.js';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { pullRequestEvent } from './deliveries.js';
-import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
-import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { type ApplyWorld, ownedGuest, planOpened, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 
@@ -376,7 +374,7 @@ describe('a pull request that moves a guest to another pool', () => {
       pools: [{ poolid: 'web', comment: 'Web servers', vmids: [X] }, { poolid: 'db' }],
     });
     const w = world;
-    const { github, app, repo, installationId } = w;
+    const { github, repo } = w;
     const sim = w.clusters.sims.lab!;
     const pools = 'kind: Pool\nname: web\ncluster: lab\ncomment: Web servers\n---\nkind: Pool\nname: db\ncluster: lab\n';
     const vm = (pool: string): string => `${vmDoc('web-01', X)}pool: ${pool}\n`;
@@ -385,17 +383,7 @@ describe('a pull request that moves a guest to another pool', () => {
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const pr = 101;
 
-    await expectArchive(github, repo, baseSha, base);
-    await expectArchive(github, repo, headSha, head);
-    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 1801 });
-    const planComment = expectNewComment(github, repo, pr, 1901);
-    const opened = await app.deliver({
-      event: 'pull_request',
-      payload: pullRequestEvent({ action: 'opened', installationId, repo, number: pr, headSha, baseSha }),
-    });
-    await app.jobDone('plan', opened.deliveryId);
-    await planCheck.result();
-    const planned = await planComment.body();
+    const { comment: planned } = await planOpened(w, { pr, baseSha, base, headSha, head, checkId: 1801, commentId: 1901 });
     expect(planned).toContain('**lab: pool membership of web-01 (100731)**');
     expect(planned).toContain('| `pool` | `web` | `db` | live |');
     github.verify();

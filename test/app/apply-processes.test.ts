@@ -6,6 +6,7 @@
  * two were ever in flight at once.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { LOST_DEPLOYMENT } from '../../src/queue/apply/lost-runs.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
 import { type ApplyWorld, ownedGuest, startApplyWorld } from './apply-world.js';
@@ -163,6 +164,8 @@ describe('Redis restarted mid-apply', () => {
     expect(completed).toMatchObject({ conclusion: 'failure' });
     expect(completed.output?.title).toMatch(/^Apply lost: [1-3] of 3 guests unknown$/);
     expect(completed.output?.summary).toContain("the App's Redis lost its state while it ran");
+    // Its deployment, created by the first report, is ended as an error that says why.
+    expect(check.deployments.get('lab')?.last()).toMatchObject({ state: 'error', description: LOST_DEPLOYMENT });
     const body = await comment.until((text) => text.includes('This apply can no longer finish'));
     expect(finishedComment(body)).toBe(true);
     expect(body).toContain('Comment `/pve plan` to see the cluster as it is now, then `/pve apply` to carry out what is left.');

@@ -4,11 +4,13 @@
  * runs when the clock reaches the window, restarting a `restart: in-window` guest inside it; a
  * window that closes mid-run finishes the guest in flight and holds the rest until the next one;
  * `/pve apply --now` is an admin's alone, applies outside the window, and leaves an in-window
- * restart undone. Real webhook deliveries, Redis, the queue, GitHub's double and the simulator over HTTP.
+ * restart undone. A cluster's windows gate its objects of other kinds too: a pool's plan comment
+ * says it waits for the window, and a merge outside it parks the pool until the clock reaches it.
+ * Real webhook deliveries, Redis, the queue, GitHub's double and the simulator over HTTP.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { type ApplyWorld, ownedGuest, planOpened, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent } from './deliveries.js';
 import { expectAcceptedCommand, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
@@ -194,4 +196,41 @@ describe('apply windows through the App', () => {
     expect(sim.sim.getGuest(WEB)?.running).toBe(true);
     w.github.verify();
   }, 60_000);
+
+  it("a cluster's windows gate its pool too: the plan comment says it waits, a merge outside the window parks it, and it is created when the window opens", async () => {
+    const clock = handClock(BEFORE);
+    world = await startApplyWorld({
+      redisUrl: inject('redisUrl'),
+      guests: [ownedGuest(WEB, 'web-01')],
+      pools: [],
+      applyWindows: { clock, recheckMs: 100 },
+    });
+    const w = world;
+    const { github, repo } = w;
+    const sim = w.clusters.sims.lab!;
+    const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', WINDOW), 'vms/web.yaml': vmDoc('web-01', WEB) };
+    const head: RepoFiles = { ...base, 'pools.yaml': 'kind: Pool\nname: web\ncluster: lab\ncomment: Web servers\n' };
+    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+    const pr = 214;
+
+    const planned = await planOpened(w, { pr, baseSha, base, headSha, head, checkId: 2104, commentId: 2204 });
+    expect(planned.comment).toContain("applies only inside its cluster's apply window: Sat 02:00-05:00 Europe/Berlin");
+    github.verify();
+
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 2105 });
+    const comment = expectApplyComment(github, repo, { pr, id: 2205 });
+    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    const queued = await comment.until(waitingFor);
+    expect(queued).toContain('lab/web');
+    expect(queued).toContain('outside its apply window: runs when Sat 02:00-05:00 Europe/Berlin opens');
+    const checkWaiting = await check.bodies.until((body) => body.output?.title?.includes('waiting for an apply window') === true);
+    expect(checkWaiting.output?.title).toBe('Applying: 0 of 1 items done; 1 item waiting for an apply window');
+    expect(sim.sim.pools.has('web')).toBe(false);
+
+    clock.set(INSIDE);
+    expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
+    await comment.until(finishedComment);
+    expect(sim.sim.pools.get('web')?.comment).toBe('Web servers');
+    github.verify();
+  });
 });

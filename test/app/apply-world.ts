@@ -9,10 +9,11 @@
 import type { TestContext } from 'vitest';
 import type { SimFixture } from '../../src/pve/sim/schema.js';
 import type { ServerRole } from '../../src/server/config.js';
-import { mergeEvent, storePlan } from './apply-flow.js';
+import { type ApplyCheckRun, type ApplyComment, expectApplyCheckRun, expectApplyComment, mergeEvent, storePlan } from './apply-flow.js';
 import type { TestApp } from './harness.js';
-import type { RepoFiles } from './spec-repo.js';
-import { startWorld, type World, type WorldOptions } from './world.js';
+import { type CheckRunBody, expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { newSha, type RepoFiles } from './spec-repo.js';
+import { openPullRequest, startWorld, type World, type WorldOptions } from './world.js';
 
 /** Settings that keep apply tests short (see README "Merge to apply" for what each does). */
 export const FAST_APPLY_ENV: Record<string, string> = {
@@ -94,4 +95,63 @@ export function showAppWarningsOnFailure(context: TestContext, world: World | un
       .filter((line) => /"level":(40|50|60)/.test(line));
     console.error(lines.slice(-40).join('\n'));
   }
+}
+
+/** What {@link mergeReviewed} merged, and its apply's expectations. */
+export interface ReviewedMerge {
+  baseSha: string;
+  headSha: string;
+  mergeSha: string;
+  check: ApplyCheckRun;
+  comment: ApplyComment;
+}
+
+/**
+ * A reviewed pull request merged: `head` against `base` stored as its posted plan, its apply's
+ * check run (with one deployment per cluster of `deployments`, default `lab`) and comment
+ * expected with ids `checkId` and `commentId`, `beforeMerge` run (an operator's edit between
+ * review and merge), then the merge delivered. Resolves once the merge was delivered.
+ */
+export async function mergeReviewed(
+  w: ApplyWorld,
+  options: {
+    pr: number;
+    base: RepoFiles;
+    head: RepoFiles;
+    checkId: number;
+    commentId: number;
+    deployments?: readonly string[];
+    beforeMerge?: () => void | Promise<void>;
+  },
+): Promise<ReviewedMerge> {
+  const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
+  await w.storePlan({ baseSha, base: options.base, pr: options.pr, headSha, head: options.head });
+  await options.beforeMerge?.();
+  const check = expectApplyCheckRun(w.github, w.repo, {
+    mergeSha,
+    id: options.checkId,
+    ...(options.deployments !== undefined ? { deployments: options.deployments } : {}),
+  });
+  const comment = expectApplyComment(w.github, w.repo, { pr: options.pr, id: options.commentId });
+  await w.merge({ number: options.pr, headSha, baseSha, mergeSha });
+  return { baseSha, headSha, mergeSha, check, comment };
+}
+
+/**
+ * Pull request `pr` opened and planned by the App: both commits' archives read, its plan check
+ * run (`checkId`) and first plan comment (`commentId`) expected; resolves with the check run's
+ * last body and the comment once the plan job is done.
+ */
+export async function planOpened(
+  w: World,
+  options: { pr: number; baseSha: string; base: RepoFiles; headSha: string; head: RepoFiles; checkId: number; commentId: number },
+): Promise<{ check: CheckRunBody; comment: string }> {
+  const { github, repo } = w;
+  const { pr, baseSha, headSha } = options;
+  await expectArchive(github, repo, baseSha, options.base);
+  await expectArchive(github, repo, headSha, options.head);
+  const planCheck = expectCheckRun(github, repo, { headSha, pr, id: options.checkId });
+  const planComment = expectNewComment(github, repo, pr, options.commentId);
+  await w.app.jobDone('plan', await openPullRequest(w, pr, headSha, baseSha));
+  return { check: await planCheck.result(), comment: await planComment.body() };
 }

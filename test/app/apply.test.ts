@@ -219,7 +219,7 @@ describe('a merge whose job gives up', () => {
     const backup = lockGuest(sim, X);
     const checkA = expectApplyCheckRun(github, repo, { mergeSha: mergeA, id: 8241 });
     const commentA = expectApplyComment(github, repo, { pr: A, id: 9241 });
-    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 8242 });
+    const checkB = expectApplyCheckRun(github, repo, { mergeSha: mergeB, id: 8242, deployments: [] });
     const commentB = expectApplyComment(github, repo, { pr: B, id: 9242 });
     await world.merge({ number: A, headSha: shaA, baseSha, mergeSha: mergeA, mergedAt: at(2) });
     await commentA.until((body) => body.includes('locked (backup)'));
@@ -483,7 +483,7 @@ describe('merges that apply nothing', () => {
     await expectArchive(github, repo, headSha, { ...base, 'vms/app.yaml': vmDoc('app-01', X, { memory: 8192 }) });
     const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 841 });
     const planComment = expectNewComment(github, repo, pr, 941);
-    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 842 });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 842, deployments: [] });
     const comment = expectApplyComment(github, repo, { pr, id: 942 });
     const merged = await world.merge({ number: pr, headSha, baseSha, mergeSha });
     await app.jobDone('closed', merged.deliveryId);
@@ -519,7 +519,7 @@ describe('merges that apply nothing', () => {
     });
     // The retry plans the merged head again (a new check run; the comment says the same) and posts the notice.
     const replanCheck = expectCheckRun(github, repo, { headSha, pr, id: 853 });
-    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 852 });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 852, deployments: [] });
     const comment = expectApplyComment(github, repo, { pr, id: 952 });
     const merged = await world.merge({ number: pr, headSha, baseSha, mergeSha });
     await refusedNotice.done;
@@ -547,7 +547,7 @@ describe('merges that apply nothing', () => {
     await editStoredPlan(world, 63, headSha, (plan) => {
       plan.guests[0].target.spec.config.memory = 'lots';
     });
-    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 856 });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 856, deployments: [] });
     const comment = expectApplyComment(github, repo, { pr: 63, id: 956 });
     await world.merge({ number: 63, headSha, baseSha, mergeSha });
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the stored specs are invalid' } });
@@ -574,7 +574,7 @@ describe('merges that apply nothing', () => {
     };
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     await world.storePlan({ baseSha, base, pr: 62, headSha, head });
-    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 851 });
+    const check = expectApplyCheckRun(github, repo, { mergeSha, id: 851, deployments: [] });
     const comment = expectApplyComment(github, repo, { pr: 62, id: 951 });
     await world.merge({ number: 62, headSha, baseSha, mergeSha });
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: 'Not applied: the plan has errors' } });
@@ -590,7 +590,9 @@ describe('merges that apply nothing', () => {
 describe('a cluster that cannot be reached', () => {
   it('is retried with backoff, then reported on the pull request; /pve apply runs it again once the cluster is back', async () => {
     const X = 100701;
-    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')] });
+    // A backoff no test waits out: each retry is run by the test once it was seen waiting, so the
+    // comment showing the wait is an event the test waits for, not a race with the next attempt.
+    world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [ownedGuest(X, 'app-01')], env: { APPLY_BACKOFF_MS: '600000' } });
     const { github, app, repo, installationId } = world;
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc(), 'vms/app.yaml': vmDoc('app-01', X) };
@@ -600,9 +602,19 @@ describe('a cluster that cannot be reached', () => {
     sim.sim.setFailureRate(1, { mode: 'reset' });
     const check = expectApplyCheckRun(github, repo, { mergeSha, id: 891 });
     const comment = expectApplyComment(github, repo, { pr: 91, id: 991 });
-    await world.merge({ number: 91, headSha, baseSha, mergeSha });
-    // Retried while it could succeed: the comment says so.
-    await comment.until((body) => body.includes('retrying after:'));
+    const queues = applyQueues(world.redisUrl, app.prefix);
+    const retries = await queues.watchDelayedGuests();
+    try {
+      await world.merge({ number: 91, headSha, baseSha, mergeSha });
+      // Retried while it could succeed (3 attempts: 2 backoffs): the comment says so.
+      for (let retry = 1; retry <= 2; retry++) {
+        const job = await retries.next();
+        await comment.until((body) => body.includes('retrying after:'));
+        await retries.promote(job);
+      }
+    } finally {
+      await queues.close();
+    }
     expect(await check.completed).toMatchObject({ conclusion: 'failure', output: { title: '1 failed' } });
     const failed = await comment.until(finishedComment);
     expect(failed).toContain('gave up after 3 attempts; comment /pve apply to run it again');

@@ -13,9 +13,7 @@ import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
 import { PveClient } from '../../src/pve/client.js';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
 import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
-import { pullRequestEvent } from './deliveries.js';
-import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { type ApplyWorld, planOpened, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { rawConfig, watchWrites } from './sim-writes.js';
 import { clusterDoc, newSha, type RepoFiles } from './spec-repo.js';
 import { startWorkerProcess, type WorkerProcess } from './worker-process.js';
@@ -85,7 +83,7 @@ const named = (sim: RunningSimulator, name: string): number => sim.sim.sortedGue
 describe('clones through the App', () => {
   it('a pull request adding three clones is planned, merged and applied, and the plan after it is empty', async () => {
     world = await startApplyWorld({ redisUrl: inject('redisUrl'), guests: [TEMPLATE] });
-    const { github, app, repo, installationId } = world;
+    const { github, repo } = world;
     const sim = world.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc() };
     const head: RepoFiles = {
@@ -97,17 +95,16 @@ describe('clones through the App', () => {
     const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const pr = 118;
 
-    await expectArchive(github, repo, baseSha, base);
-    await expectArchive(github, repo, headSha, head);
-    const planCheck = expectCheckRun(github, repo, { headSha, pr, id: 1181 });
-    const planComment = expectNewComment(github, repo, pr, 1182);
-    const opened = await app.deliver({
-      event: 'pull_request',
-      payload: pullRequestEvent({ action: 'opened', installationId, repo, number: pr, headSha, baseSha }),
+    const { check: planCheck, comment: planned } = await planOpened(world, {
+      pr,
+      baseSha,
+      base,
+      headSha,
+      head,
+      checkId: 1181,
+      commentId: 1182,
     });
-    await app.jobDone('plan', opened.deliveryId);
-    expect(await planCheck.result()).toMatchObject({ conclusion: 'success' });
-    const planned = await planComment.body();
+    expect(planCheck).toMatchObject({ conclusion: 'success' });
     expect(planned).toContain('linked clone of template `debian-12-cloud` (VMID `9000`) on `pve-01` to node `pve-01`');
     expect(planned.match(/linked clone of template/g)).toHaveLength(3);
     github.verify();

@@ -160,7 +160,9 @@ const REQUIRED: readonly { method: string; path: RegExp; anyOf: readonly Grant[]
   { method: 'PATCH', path: new RegExp(`^${REPO}/git/refs/.+$`), anyOf: [{ permission: 'contents', level: 'write' }] },
   { method: 'POST', path: new RegExp(`^${REPO}/pulls$`), anyOf: [{ permission: 'pull_requests', level: 'write' }] },
   { method: 'GET', path: new RegExp(`^${REPO}/pulls$`), anyOf: [{ permission: 'pull_requests', level: 'read' }] },
-  // Deployments of an apply (APPLY_DEPLOYMENTS=1): the deployment and its statuses.
+  // Deployments of an apply (on unless APPLY_DEPLOYMENTS=0): the deployment and its statuses, and a
+  // lost run's deployments looked up on its merge commit.
+  { method: 'GET', path: new RegExp(`^${REPO}/deployments$`), anyOf: [{ permission: 'deployments', level: 'read' }] },
   { method: 'POST', path: new RegExp(`^${REPO}/deployments$`), anyOf: [{ permission: 'deployments', level: 'write' }] },
   { method: 'POST', path: new RegExp(`^${REPO}/deployments/\\d+/statuses$`), anyOf: [{ permission: 'deployments', level: 'write' }] },
 ];

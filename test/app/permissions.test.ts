@@ -3,7 +3,7 @@
  * double refuses, as GitHub does, any call they do not cover), and no permission of app.yml is
  * wider than what a pull request's plan and a `/pve plan` command use — lowering any one of them
  * refuses one of the calls made — once the two writes only `/pve adopt` needs are taken back to read and the deployments only an
- * apply with APPLY_DEPLOYMENTS=1 writes are left out.
+ * apply writes (and an installation may leave out: test/app/deployments.test.ts) are left out.
  */
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
@@ -87,8 +87,8 @@ describe('the permissions of app.yml', () => {
     // app.yml grants write on contents and pull requests for `/pve adopt` only (off unless a
     // repository turns it on; test/app/adopt.test.ts shows its calls refused at read). Without it,
     // an installation granted them at read runs every plan and command, and nothing is wider.
-    // Deployments likewise are written only by the apply, and only with APPLY_DEPLOYMENTS=1
-    // (test/app/deployments.test.ts): without them the permission is not needed at all.
+    // Deployments likewise are written only by the apply, and an installation without them is
+    // told once and its applies go on (test/app/deployments.test.ts): the permission is not needed here.
     expect(granted).toMatchObject({ contents: 'write', pull_requests: 'write', deployments: 'write' });
     const { deployments: _deployments, ...withoutDeployments } = granted;
     const readOnly: InstallationPermissions = { ...withoutDeployments, contents: 'read', pull_requests: 'read' };

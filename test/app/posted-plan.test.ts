@@ -197,7 +197,7 @@ describe('a plan posted after the merge', () => {
 
       // Merged at second 5: the plan shown from `writtenAt` is not what was seen when merging.
       const planCheck = expectCheckRun(w.github, w.repo, { headSha, pr, id: 1062 });
-      const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1063 });
+      const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1063, deployments: [] });
       const notice = expectApplyComment(w.github, w.repo, { pr, id: 1162 });
       const merged = await w.merge({ number: pr, headSha, baseSha, mergeSha, mergedAt: at(5) });
       await w.app.jobDone('closed', merged.deliveryId);
@@ -320,7 +320,7 @@ describe('a retargeted pull request', () => {
     await expectArchive(w.github, w.repo, mainSha, { ...base, 'vms/db.yaml': vmDoc('db-01', X + 1) });
     const planCheck = expectCheckRun(w.github, w.repo, { headSha, pr, id: 1042 });
     const planEdit = expectCommentEdit(w.github, w.repo, 1141);
-    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1043 });
+    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 1043, deployments: [] });
     const notice = expectApplyComment(w.github, w.repo, { pr, id: 1142 });
     const merged = await w.merge({ number: pr, headSha, baseSha: mainSha, mergeSha });
     await w.app.jobDone('closed', merged.deliveryId);

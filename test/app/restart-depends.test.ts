@@ -5,10 +5,10 @@
  * not apply. Real webhook deliveries, Redis, the queue, GitHub's double and the simulator over HTTP.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { finishedComment } from './apply-flow.js';
+import { type ApplyWorld, mergeReviewed, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { rawConfig } from './sim-writes.js';
-import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
+import { clusterDoc, type RepoFiles, vmDoc } from './spec-repo.js';
 
 let world: ApplyWorld | undefined;
 
@@ -30,13 +30,7 @@ describe('restarts and dependsOn through the App', () => {
       'vms/web.yaml': vmDoc('web-01', WEB),
     };
     const head: RepoFiles = { ...base, 'vms/web.yaml': vmDoc('web-01', WEB, { memory: 4096 }) };
-    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    const pr = 121;
-    await world.storePlan({ baseSha, base, pr, headSha, head });
-
-    const check = expectApplyCheckRun(world.github, world.repo, { mergeSha, id: 1201 });
-    const comment = expectApplyComment(world.github, world.repo, { pr, id: 1301 });
-    await world.merge({ number: pr, headSha, baseSha, mergeSha });
+    const { check, comment } = await mergeReviewed(world, { pr: 121, base, head, checkId: 1201, commentId: 1301 });
     const completed = await check.completed;
     const body = await comment.until(finishedComment);
 
@@ -60,16 +54,16 @@ describe('restarts and dependsOn through the App', () => {
       'vms/web.yaml': `${vmDoc('web-01', WEB, { memory: 4096 })}dependsOn: [db-01]\n`,
       'vms/db.yaml': vmDoc('db-01', DB, { memory: 4096 }),
     };
-    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
-    const pr = 122;
-    await world.storePlan({ baseSha, base, pr, headSha, head });
-    // Reviewed 2048 → 4096 on db-01; then someone edits it: its apply is a conflict.
-    sim.sim.operatorEdit(DB, { set: { memory: 3000 } });
     const webBefore = sim.sim.stats().guests[WEB]?.writes ?? 0;
-
-    const check = expectApplyCheckRun(world.github, world.repo, { mergeSha, id: 1202 });
-    const comment = expectApplyComment(world.github, world.repo, { pr, id: 1302 });
-    await world.merge({ number: pr, headSha, baseSha, mergeSha });
+    const { check, comment } = await mergeReviewed(world, {
+      pr: 122,
+      base,
+      head,
+      checkId: 1202,
+      commentId: 1302,
+      // Reviewed 2048 → 4096 on db-01; then someone edits it: its apply is a conflict.
+      beforeMerge: () => void sim.sim.operatorEdit(DB, { set: { memory: 3000 } }),
+    });
     const completed = await check.completed;
     const body = await comment.until(finishedComment);
 

@@ -6,13 +6,12 @@
  * and the simulator over HTTP.
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { expectApplyCheckRun, expectApplyComment, finishedComment } from './apply-flow.js';
-import { type ApplyWorld, ownedGuest, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
+import { finishedComment } from './apply-flow.js';
+import { type ApplyWorld, mergeReviewed, ownedGuest, planOpened, showAppWarningsOnFailure, startApplyWorld } from './apply-world.js';
 import { issueCommentEvent } from './deliveries.js';
-import { expectAcceptedCommand, expectArchive, expectCheckRun, expectNewComment, expectReply } from './plan-flow.js';
+import { expectAcceptedCommand, expectReply } from './plan-flow.js';
 import { rawConfig } from './sim-writes.js';
 import { clusterDoc, containerDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
-import { openPullRequest } from './world.js';
 
 let world: ApplyWorld | undefined;
 
@@ -47,12 +46,8 @@ describe('snapshots first through the App', () => {
     const sim = w.clusters.sims.lab!;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', 'snapshot: always'), 'vms/web.yaml': vmDoc('web-01', WEB) };
     const head: RepoFiles = { ...base, 'vms/web.yaml': vmDoc('web-01', WEB, { memory: 4096 }) };
-    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const pr = 221;
-    await w.storePlan({ baseSha, base, pr, headSha, head });
-    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2111 });
-    const comment = expectApplyComment(w.github, w.repo, { pr, id: 2211 });
-    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    const { check, comment } = await mergeReviewed(w, { pr, base, head, checkId: 2111, commentId: 2211 });
     expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '1 applied' } });
     const body = await comment.until(finishedComment);
     const name = /pvegitops-run-[0-9a-f]{12}/.exec(body)?.[0];
@@ -120,12 +115,8 @@ describe('snapshots first through the App', () => {
       'vms/web.yaml': vmDoc('web-01', WEB, { memory: 4096 }),
       'cts/ct.yaml': containerDoc('ct-01', CT, { memory: 1024 }),
     };
-    const [baseSha, headSha, mergeSha] = [newSha(), newSha(), newSha()];
     const pr = 222;
-    await w.storePlan({ baseSha, base, pr, headSha, head });
-    const check = expectApplyCheckRun(w.github, w.repo, { mergeSha, id: 2112 });
-    const comment = expectApplyComment(w.github, w.repo, { pr, id: 2212 });
-    await w.merge({ number: pr, headSha, baseSha, mergeSha });
+    const { check, comment } = await mergeReviewed(w, { pr, base, head, checkId: 2112, commentId: 2212 });
     expect(await check.completed).toMatchObject({ conclusion: 'success', output: { title: '2 applied' } });
     const body = await comment.until(finishedComment);
     const name = /pvegitops-run-[0-9a-f]{12}/.exec(body)?.[0] as string;
@@ -151,15 +142,12 @@ describe('snapshots first through the App', () => {
     const w = world;
     const base: RepoFiles = { 'cluster.yaml': clusterDoc('lab', 'snapshot: always'), 'cts/ct.yaml': containerDoc('ct-01', CT) };
     const [baseSha, headSha] = [newSha(), newSha()];
-    await expectArchive(w.github, w.repo, baseSha, base);
-    await expectArchive(w.github, w.repo, headSha, { ...base, 'cts/ct.yaml': containerDoc('ct-01', CT, { memory: 1024 }) });
-    const check = expectCheckRun(w.github, w.repo, { headSha, pr: 223, id: 2113 });
-    const comment = expectNewComment(w.github, w.repo, 223, 2213);
-    await w.app.jobDone('plan', await openPullRequest(w, 223, headSha, baseSha));
+    const head: RepoFiles = { ...base, 'cts/ct.yaml': containerDoc('ct-01', CT, { memory: 1024 }) };
+    const { check, comment } = await planOpened(w, { pr: 223, baseSha, base, headSha, head, checkId: 2113, commentId: 2213 });
     w.github.verify();
     // The plan's own error, not a rehearsal's failure on the simulated copy: nothing is rehearsed.
-    expect(await check.result()).toMatchObject({ conclusion: 'failure', output: { title: 'Plan errors: No changes, 1 error' } });
-    expect(await comment.body()).toContain(
+    expect(check).toMatchObject({ conclusion: 'failure', output: { title: 'Plan errors: No changes, 1 error' } });
+    expect(comment).toContain(
       `snapshot refused: local:${CT}/vm-${CT}-disk-0.raw (rootfs) on local (dir) cannot be snapshotted; the apply would fail this guest with nothing written`,
     );
   }, 60_000);

@@ -108,7 +108,7 @@ async function measure(redisUrl: string, fixturePath: string, workerCount: numbe
       head: specFiles(4096),
       base: specFiles(2048),
     });
-    expectApplyCheckRun(github, repo, { mergeSha, id: 1 });
+    expectApplyCheckRun(github, repo, { mergeSha, id: 1, deployments: ['bench'] });
     expectApplyComment(github, repo, { pr: 1, id: 2 });
     const before = await simStats(sim);
     const started = performance.now();

@@ -97,3 +97,47 @@ describe('apply windows from the command line', () => {
     expect(rawValue(lab, 100, 'memory')).toBe('8192');
   });
 });
+
+describe("a cluster's apply windows gate its objects of every kind", () => {
+  const POOL = 'kind: Pool\nname: web\ncluster: lab\ncomment: Web servers\n';
+
+  it('plan says the pool waits for the window; apply outside it holds the pool (nothing written); --now creates it', async () => {
+    await writeFile(join(dir, 'pool.yaml'), POOL);
+    const plan = await cli(['plan', '--specs', dir], env, BEFORE);
+    expect(plan.stdout).toContain("note: applies only inside its cluster's apply window: Sat 02:00-05:00 Europe/Berlin");
+
+    const out = join(dir, 'result.json');
+    await cli(['apply', '--specs', dir, '--yes', '--format', 'json', '--out', out], env, BEFORE);
+    const held = JSON.parse(await readFile(out, 'utf8')) as {
+      objects?: { key: string; status: string; error?: string; retryable?: boolean }[];
+    };
+    expect(held.objects).toEqual([
+      {
+        kind: 'pool',
+        key: 'lab/pool/web',
+        cluster: 'lab',
+        name: 'web',
+        status: 'skipped',
+        steps: [],
+        error:
+          'held: outside its apply window: runs when Sat 02:00-05:00 Europe/Berlin opens, Sat 2026-12-05 02:00 Europe/Berlin (01:00 UTC); nothing was written — apply again then, or with --now',
+        retryable: true,
+      },
+    ]);
+    expect(lab.sim.pools.has('web')).toBe(false);
+
+    await cli(['apply', '--specs', dir, '--yes', '--now', '--format', 'json', '--out', out], env, BEFORE);
+    const now = JSON.parse(await readFile(out, 'utf8')) as { objects?: { key: string; status: string }[] };
+    expect(now.objects?.map((o) => `${o.key}: ${o.status}`)).toEqual(['lab/pool/web: applied']);
+    expect(lab.sim.pools.get('web')?.comment).toBe('Web servers');
+  });
+
+  it('validate refuses windows on a kind document, saying to put them on the Cluster', async () => {
+    await writeFile(join(dir, 'pool.yaml'), `${POOL}windows: ['daily 01:00-02:00 UTC']\n`);
+    const run = await cli(['validate', '--specs', dir], env, BEFORE);
+    expect(run.code).not.toBe(0);
+    expect(`${run.stdout}${run.stderr}`).toContain(
+      "windows: a Pool document has no apply windows of its own; it applies inside its cluster's: put windows: on the Cluster document 'lab'",
+    );
+  });
+});

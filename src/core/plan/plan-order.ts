@@ -6,11 +6,22 @@
  * Pure.
  */
 import { guestKeyText } from '../kinds/resource-key.js';
-import type { ClusterSpec, GuestPlan, GuestSpec } from '../model.js';
+import type { ClusterSpec, GuestPlan, GuestSpec, ObjectPlan } from '../model.js';
 import { effectiveWindows } from '../spec/apply-windows.js';
 import { DEFAULT_RESTARTS_IN_FLIGHT, effectiveRestart } from '../spec/restart-policy.js';
 
 const POWER_OPS: ReadonlySet<string> = new Set(['start', 'shutdown', 'stop']);
+
+/**
+ * Sets the apply windows of `objects` (pools, firewalls, HA resources, backup jobs): their
+ * cluster's, since a kind document has none of its own (validation refuses them).
+ */
+export function planObjectWindows(objects: ObjectPlan[], clusters: ReadonlyMap<string, ClusterSpec>): void {
+  for (const item of objects) {
+    const windows = effectiveWindows(undefined, clusters.get(item.cluster)?.windows);
+    if (windows) item.windows = windows;
+  }
+}
 
 /** Sets `after` and `restart` on `guests` from the head specs and their clusters. */
 export function planOrderAndRestarts(

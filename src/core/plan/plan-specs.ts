@@ -7,7 +7,7 @@
 import { compareText } from '../compare-text.js';
 import { envPrefix } from '../cluster-name.js';
 import { guestKeyText } from '../kinds/resource-key.js';
-import { planOrderAndRestarts } from './plan-order.js';
+import { planObjectWindows, planOrderAndRestarts } from './plan-order.js';
 import { planSnapshots } from './plan-snapshot.js';
 import { flavourOf } from '../guest-flavours.js';
 import type { HostAccessRule } from '../key-rules.js';
@@ -397,6 +397,7 @@ export function planSpecs(input: PlanInput): Plan {
     guestPlans: plan.guests,
   });
   plan.objects = objects.items;
+  planObjectWindows(plan.objects, clusterSpecs);
   if (input.withholdUnowned) {
     // An item that follows a guest whose live values are withheld (its pool membership) is withheld too.
     const withheld = new Set(plan.guests.filter((g) => g.liveWithheld === true).map((g) => g.key));

@@ -216,6 +216,7 @@ export const ObjectPlanSchema = z.strictObject({
   severity: SeveritySchema,
   source: SourceRefSchema.optional(),
   after: z.array(z.string().min(1)).optional(),
+  windows: z.array(z.string().min(1)).optional(),
   liveWithheld: z.boolean().optional(),
   payload: z.record(z.string(), z.unknown()),
 });

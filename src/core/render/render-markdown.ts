@@ -251,6 +251,10 @@ function renderObject(item: ObjectPlan): string {
     steps.length > 0 ? `**Operations**, in order:\n\n${steps.map((step, i) => `${i + 1}. ${escapeText(step)}`).join('\n')}\n\n` : '',
     renderDrift(item.drift),
     renderMessages('Warnings', item.warnings),
+    renderMessages(
+      'Apply window',
+      [windowSentence(item)].filter((s) => s !== undefined),
+    ),
   ].filter((section) => section !== '');
   const summary = [item.changes.length > 0 ? plural(item.changes.length, 'change') : undefined, `${item.kind} on ${item.cluster}`]
     .filter((part) => part !== undefined)

@@ -3,7 +3,7 @@
  * worded once for every renderer: the restart a guest's apply will carry out and why, and the
  * guests it applies after. Pure text; each renderer escapes it for its medium.
  */
-import type { GuestPlan, Plan } from '../model.js';
+import type { GuestPlan, ObjectPlan, Plan } from '../model.js';
 
 /** The restart of `guest`, as one sentence; undefined when its apply restarts nothing. */
 export function restartSentence(guest: GuestPlan): string | undefined {
@@ -20,10 +20,14 @@ export function snapshotSentence(guest: GuestPlan): string | undefined {
   return `${guest.snapshot.reason}; the ${guest.snapshot.keep} newest snapshots of pve-gitops are kept`;
 }
 
-/** When the guest may be applied (its apply windows), as one sentence; undefined when any time. */
-export function windowSentence(guest: GuestPlan): string | undefined {
-  if (!guest.windows || guest.windows.length === 0) return undefined;
-  return `applies only inside its apply window${guest.windows.length === 1 ? '' : 's'}: ${guest.windows.join('; ')} (an admin's /pve apply --now overrides)`;
+/**
+ * When the item may be applied (its apply windows), as one sentence; undefined when any time. An
+ * object of another kind (a pool, a firewall) has its cluster's windows, and says so.
+ */
+export function windowSentence(item: Pick<GuestPlan | ObjectPlan, 'kind' | 'windows'>): string | undefined {
+  if (!item.windows || item.windows.length === 0) return undefined;
+  const whose = item.kind === 'guest' ? 'its' : "its cluster's";
+  return `applies only inside ${whose} apply window${item.windows.length === 1 ? '' : 's'}: ${item.windows.join('; ')} (an admin's /pve apply --now overrides)`;
 }
 
 /** The guests `guest` applies after, as one sentence; undefined when it depends on none. */

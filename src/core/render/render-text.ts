@@ -135,6 +135,8 @@ function renderObject(item: ObjectPlan, paint: Painter): string[] {
   for (const change of item.changes) lines.push(`${INDENT}${renderChange(change, paint)}`);
   for (const step of objectSteps(item)) lines.push(`${INDENT}${paint('>', 'cyan')} ${terminalSafe(step, 2_000)}`);
   for (const warning of item.warnings) lines.push(`${INDENT}${paint('warning:', 'yellow')} ${terminalSafe(warning, 2_000)}`);
+  const window = windowSentence(item);
+  if (window) lines.push(`${INDENT}${paint('note:', 'cyan')} ${terminalSafe(window, 2_000)}`);
   if (item.drift.length > 0) lines.push(`${INDENT}${paint('drift:', 'yellow')} changed outside git (see Drift below)`);
   return lines;
 }

@@ -477,9 +477,23 @@ function loadObjectDocument(
   document: KindDocument,
   state: LoadState,
 ): void {
-  const parsed = document.schema.safeParse(raw);
+  // A kind document follows its cluster's apply windows (README "Apply windows"): one list per
+  // cluster, so a pool and the guests it holds never wait for different hours.
+  let body = raw;
+  if (Object.hasOwn(raw, 'windows')) {
+    const cluster = typeof raw.cluster === 'string' ? ` '${raw.cluster}'` : '';
+    state.errors.push(
+      new SpecError(
+        at.key(['windows']),
+        `windows: a ${document.name} document has no apply windows of its own; it applies inside its cluster's: put windows: on the Cluster document${cluster}`,
+      ),
+    );
+    const { windows: _windows, ...rest } = raw;
+    body = rest;
+  }
+  const parsed = document.schema.safeParse(body);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) for (const error of issueErrors(issue, raw, at, document.name)) state.errors.push(error);
+    for (const issue of parsed.error.issues) for (const error of issueErrors(issue, body, at, document.name)) state.errors.push(error);
     return;
   }
   const spec = kind.load(parsed.data as Record<string, unknown>, at.start);

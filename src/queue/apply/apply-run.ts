@@ -79,7 +79,7 @@ export interface ApplyRunDeps {
   lockMs: number;
   /** This process's memory of unfinished runs, to report one Redis lost (`lost-runs.ts`). */
   lost?: LostRuns;
-  /** A GitHub deployment per cluster per run (`deployments.ts`, `APPLY_DEPLOYMENTS`). */
+  /** A GitHub deployment per cluster per run (`deployments.ts`; on unless `APPLY_DEPLOYMENTS=0`). */
   deployments?: boolean;
 }
 
@@ -599,9 +599,14 @@ async function report(deps: ApplyRunDeps, runId: string, healing: boolean, log: 
         await deps.store.setCheck(runId, { id, hash, completed: check.complete });
         checkRunId = id;
       }
-      if (deps.deployments) await syncDeployments(deps.redis, deps.store, octokit, record.run, view, log);
+      const deployments = deps.deployments ? await syncDeployments(deps.redis, deps.store, octokit, record.run, view, log) : undefined;
       const latest = (await deps.store.latestRun(repo.id, pr)) === runId;
-      deps.lost?.note(record.run, { ...(checkRunId !== undefined ? { checkRunId } : {}), latest, view });
+      deps.lost?.note(record.run, {
+        ...(checkRunId !== undefined ? { checkRunId } : {}),
+        ...(deployments !== undefined ? { deployments } : {}),
+        latest,
+        view,
+      });
       if (latest) {
         await stillPosting(lock);
         const comment = await ensureComment(octokit, {

@@ -1,6 +1,7 @@
 /**
- * Apply windows in the App's queue (README "Apply windows"): a guest item whose plan has
- * `windows` is applied only while one of them is open by the App's clock. Outside them its job
+ * Apply windows in the App's queue (README "Apply windows"): an item whose plan has `windows` — a
+ * guest (its own or its cluster's) or an object of another kind (its cluster's: a pool, a firewall,
+ * an HA resource, a backup job) — is applied only while one of them is open by the App's clock. Outside them its job
  * parks — a delayed BullMQ job holding no worker, lock or slot, its ticket kept so later merges of
  * the guest still wait behind it — and its progress says when it will run, which the apply comment
  * and the check run show. It looks again when the next window opens, and at least every recheck
@@ -45,7 +46,7 @@ export function windowOpen(windows: readonly string[] | undefined, clock: Window
 }
 
 /**
- * Returns when the guest may be applied now (no windows, one open, or a `--now` run); otherwise
+ * Returns when the item may be applied now (no windows, one open, or a `--now` run); otherwise
  * records why it waits and until when, and parks the job (throws BullMQ's DelayedError).
  */
 export async function awaitWindow(

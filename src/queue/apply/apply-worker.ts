@@ -283,7 +283,7 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     if ((await takeTicket(run, previous)) === 'finished')
       return wakeNextAfterFinished(run, (await deps.store.result(runId, item)) ?? previous);
     // Its turn: inside an apply window (or a `--now` run), else parked with its ticket until one opens.
-    if (isGuestProgress(previous)) await awaitWindow(windowJob(run), previous, await windowsOf(run), now);
+    await awaitWindow(windowJob(run), previous, await windowsOf(run, isGuestProgress(previous)), now);
     const lock = await takeLock(run);
     try {
       if (isGuestProgress(previous)) return await applyUnderLock(run, previous, lock, repo);
@@ -401,9 +401,12 @@ function windowJob(run: GuestJobRun): WindowJob {
   };
 }
 
-/** The apply windows of the guest's stored plan; none when it cannot be read (the apply step fails it for good). */
-async function windowsOf({ deps, runId, item }: GuestJobRun): Promise<string[] | undefined> {
-  return deps.store.guestPlan(runId, item).then(
+/**
+ * The apply windows of the item's stored plan (a guest's, or an object's: its cluster's); none
+ * when it cannot be read (the apply step fails it for good).
+ */
+async function windowsOf({ deps, runId, item }: GuestJobRun, guest: boolean): Promise<string[] | undefined> {
+  return (guest ? deps.store.guestPlan(runId, item) : deps.store.objectPlan(runId, item)).then(
     (plan) => plan.windows,
     () => undefined,
   );

@@ -9,7 +9,8 @@
  * it looks each one up: a run whose record is gone while it was unfinished can never finish
  * (finished runs are only let expire once complete), and the process says so on GitHub — the
  * check run completed as a failure, the comment marking the unfinished guests unknown and saying
- * what to do. One process does it (a mark in Redis, set only once); the others forget the run.
+ * what to do, and its deployments ended in `error`. One process does it (a mark in Redis, set
+ * only once); the others forget the run.
  */
 import { parseKeyText } from '../../core/kinds/resource-key.js';
 import type { Redis } from 'ioredis';
@@ -21,6 +22,10 @@ import { type CheckTarget, completeCheckRun, createCompletedCheckRun } from '../
 import { APPLY_MARKER } from '../../core/render/render-apply.js';
 import { ensureComment, type KnownComment } from '../../github/sticky-comment.js';
 import type { ApplyRun, ApplyStore } from './apply-store.js';
+import { endDeployments, findRunDeployments, type RunDeployments } from './deployments.js';
+
+/** What a lost run's deployments say (GitHub keeps 140 characters). */
+export const LOST_DEPLOYMENT = "the App's Redis lost this apply while it ran: what was written is unknown; /pve plan shows the cluster now";
 
 /** What this process last knew of a run it has not seen finish. */
 interface WatchedRun {
@@ -31,6 +36,8 @@ interface WatchedRun {
   /** Whether the run's results were the pull request's comment at the last report. */
   latest: boolean;
   view?: ApplyRunView;
+  /** The run's GitHub deployments as this process last knew them. */
+  deployments?: RunDeployments;
   /** Looks that found the record gone. */
   misses: number;
 }
@@ -43,6 +50,8 @@ export interface LostRunsDeps {
   github: (installationId: number) => Promise<ProbotOctokit>;
   /** The App's state prefix (the "reported lost" marks live beside the runs). */
   statePrefix: string;
+  /** Whether runs have GitHub deployments (`APPLY_DEPLOYMENTS`): a lost run's are ended in `error`. */
+  deployments?: boolean;
 }
 
 /** A view of a run no report has rendered yet: every item still queued. */
@@ -86,7 +95,10 @@ export class LostRuns {
   constructor(private readonly deps: LostRunsDeps) {}
 
   /** Remembers a run (started here, or reported here) with what was last posted for it. */
-  note(run: ApplyRun, posted: { checkRunId?: number; comment?: KnownComment; latest?: boolean; view?: ApplyRunView } = {}): void {
+  note(
+    run: ApplyRun,
+    posted: { checkRunId?: number; comment?: KnownComment; latest?: boolean; view?: ApplyRunView; deployments?: RunDeployments } = {},
+  ): void {
     const known = this.runs.get(run.id);
     this.runs.set(run.id, {
       run,
@@ -95,6 +107,7 @@ export class LostRuns {
       ...((posted.checkRunId ?? known?.checkRunId) !== undefined ? { checkRunId: posted.checkRunId ?? known?.checkRunId } : {}),
       ...((posted.comment ?? known?.comment) !== undefined ? { comment: posted.comment ?? known?.comment } : {}),
       ...((posted.view ?? known?.view) !== undefined ? { view: posted.view ?? known?.view } : {}),
+      ...((posted.deployments ?? known?.deployments) !== undefined ? { deployments: posted.deployments ?? known?.deployments } : {}),
     });
   }
 
@@ -164,6 +177,11 @@ export class LostRuns {
         body,
         ...(watched.comment ? { known: watched.comment } : {}),
       });
+    }
+    if (this.deps.deployments) {
+      // A process that never reported the run knows none of its deployments: GitHub does.
+      const deployments = watched.deployments ?? (watched.view === undefined ? await findRunDeployments(octokit, run) : {});
+      await endDeployments(this.deps.redis, this.deps.statePrefix, octokit, run, deployments, LOST_DEPLOYMENT, log);
     }
     log.warn({ unfinished: view.inProgress.length }, 'apply lost with Redis state: reported on the pull request');
   }
