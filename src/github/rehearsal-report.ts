@@ -7,6 +7,8 @@
 import type { Annotation, CheckResult } from './check-runs.js';
 import {
   anyRefused,
+  noteLine,
+  notes,
   objectRefusalLine,
   objectRefusals,
   refusalLine,
@@ -68,6 +70,7 @@ export function withRehearsalCheck(
     `**${rehearsalHeadline(rehearsal)}**`,
     ...refused.map((g) => `- ❌ ${escapeText(refusalLine(g))}`),
     ...objects.map((o) => `- ❌ ${escapeText(objectRefusalLine(o))}`),
+    ...notes(rehearsal).map((g) => `- ${escapeText(noteLine(g))}`),
   ];
   for (const [cluster, why] of Object.entries(rehearsal.skipped))
     lines.push(`- ⚠️ ${escapeText(`cluster ${cluster} not rehearsed: ${why}`)}`);

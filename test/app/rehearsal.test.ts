@@ -448,6 +448,23 @@ describe('the apply rehearsal of a pull request', () => {
     expect(sim.stats().writes.total).toBe(0);
   });
 
+  it('rehearses a guest locked when planned as applied: the run waits the lock out on a skipping clock, as the apply would', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const sim = w.clusters.sims.lab!.sim;
+    // A backup holds app-01 when the pull request is planned; the real apply waits it out (never clears it).
+    const guest = sim.guests.get(100201)!;
+    guest.main.set('lock', 'backup');
+    guest.commit();
+    const { result, body } = await planPr(w, 64, { 'app.yaml': app([], { memory: 4096 }) });
+    expect(body).toContain('### ✅ Rehearsal: 1 of 1 guest applied on a simulated copy');
+    expect(body).toContain('lab/app-01 (100201): locked (backup) when planned: the apply will wait for it');
+    expect(result.conclusion).toBe('success');
+    expect(result.output?.summary).toContain('locked (backup) when planned: the apply will wait for it');
+    // The live guest keeps its lock: the copy's ended, the cluster's is the backup's own.
+    expect(sim.guests.get(100201)?.lock).toBe('backup');
+    expect(sim.stats().writes.total).toBe(0);
+  });
+
   it('with rehearsal: warn, reports the refusal as a warning and does not fail the check', async () => {
     const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
     const base = { ...BASE, '.github/pve-gitops.yml': 'rehearsal: warn\n' };

@@ -52,6 +52,16 @@ export interface GuestCopy {
   pendingDelete: string[];
 }
 
+/**
+ * The lock a guest of the copy held when the plan was made and the apply waits out (a backup's,
+ * a snapshot's, …; `apply-guest.ts`): undefined without one, and for a hibernated VM's
+ * `suspended`/`suspending`, which only a resume ends, so the apply refuses at once.
+ */
+export function waitedOutLock(guest: GuestCopy): string | undefined {
+  const lock = guest.current.lock;
+  return lock === undefined || lock === 'suspended' || lock === 'suspending' ? undefined : lock;
+}
+
 /** The copy of one cluster. */
 export interface ClusterCopy {
   cluster: string;
