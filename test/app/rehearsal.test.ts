@@ -22,9 +22,13 @@ afterEach(async () => {
   world = undefined;
 });
 
+const MIB = 1024 ** 2;
+const GIB = 1024 ** 3;
+
 /**
  * The cluster: pve-01 has 8 CPUs and only `vmbr0`; `local` holds no disks (no `images`, no
- * `rootdir`), `fast` is enabled on pve-02 only; pool `web` exists. Guest 100201 (a VM) and
+ * `rootdir`), `fast` is enabled on pve-02 only; the LVM volume groups `tight` and `thick` have 4 MiB
+ * and 2 GiB free; pool `web` exists. Guest 100201 (a VM) and
  * 100301 (a container) are owned and stopped on pve-01, beside the template 9000 outside git.
  */
 const LAB = {
@@ -36,6 +40,8 @@ const LAB = {
       'local-lvm',
       { storage: 'local', type: 'dir', content: ['iso', 'vztmpl', 'backup', 'snippets'] },
       { storage: 'fast', type: 'lvmthin', content: ['images', 'rootdir'], nodes: ['pve-02'] },
+      { storage: 'tight', type: 'lvm', content: ['images', 'rootdir'], total: 16 * GIB, used: 16 * GIB - 4 * MIB },
+      { storage: 'thick', type: 'lvm', content: ['images', 'rootdir'], total: 16 * GIB, used: 14 * GIB },
     ],
     pools: ['web'],
     guests: [
@@ -180,6 +186,34 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /move/,
     error: "storage 'fast' is not available on node 'pve-01'",
+    at: ['app.yaml', 'scsi0'],
+  },
+  {
+    // RHM-1: pve-storage's own check compares the volume group's free bytes with the disk's KiB.
+    what: 'a new VM disk on an LVM storage with less free space than it needs',
+    head: { 'new.yaml': vm('new-01', 100401, { scsi0: 'tight:8' }) },
+    guest: 'lab/new-01 (100401)',
+    step: /create/,
+    // The `<` that follows is escaped in the markdown.
+    error: 'not enough free space (4194304 ',
+    at: ['new.yaml', undefined],
+  },
+  {
+    // RHM-2: past pve-storage's check, `lvcreate` finds too few extents.
+    what: 'a disk added to a VM that does not fit on its LVM storage',
+    head: { 'app.yaml': vm('app-01', 100201, { scsi0: 'local-lvm:8', scsi1: 'thick:4' }) },
+    guest: 'lab/app-01 (100201)',
+    step: /set scsi1/,
+    // The comment cuts Proxmox's answer at 120 characters.
+    error: `lvcreate 'thick/vm-100201-disk-0' error:   Volume group "thick" has insufficient free space (512 extents)`,
+    at: ['app.yaml', 'scsi1'],
+  },
+  {
+    what: 'a VM disk moved to an LVM storage without room for it',
+    head: { 'app.yaml': vm('app-01', 100201, { scsi0: 'tight:8' }) },
+    guest: 'lab/app-01 (100201)',
+    step: /move/,
+    error: 'not enough free space (4194304 ',
     at: ['app.yaml', 'scsi0'],
   },
   {

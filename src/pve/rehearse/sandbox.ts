@@ -91,7 +91,10 @@ export function fixtureOf(copy: ClusterCopy): SimFixture {
   return {
     clusterName: copy.cluster,
     nodes: facts.nodes.map((n) => n.node),
-    ...(facts.storages.length > 0 ? { storages: facts.storages } : {}),
+    // A storage whose free space the copy does not know is never full there.
+    ...(facts.storages.length > 0
+      ? { storages: facts.storages.map((s) => (s.total === undefined ? { ...s, total: Number.MAX_SAFE_INTEGER, used: 0 } : s)) }
+      : {}),
     ...(facts.pools ? { pools: poolsOf(facts.pools, copy.objects) } : {}),
     bridges: facts.bridges,
     nodeCpus,
