@@ -14,7 +14,7 @@ import { createSpecParseCache } from '../core/spec/parse-cache.js';
 import { observePlan } from '../engine/run-plan.js';
 import { rehearsePlan } from '../engine/rehearse/rehearse-plan.js';
 import { anyRefused } from '../core/rehearse/outcome.js';
-import { renderRehearsalText } from '../core/rehearse/render.js';
+import { renderRehearsalText, withRehearsalRendered } from '../core/rehearse/render.js';
 import { openRehearsalSandbox } from '../pve/rehearse/sandbox.js';
 import { parseFlags, UsageError } from './args.js';
 import { connect, loadSpecDir, note, progress, reportInvalidSpecs } from './shared.js';
@@ -94,22 +94,26 @@ export const planCommand: Command = {
         ref: flags.specs,
         onProgress: progress(io),
       });
-      await emit(renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      // The plan's apply on a simulated copy (docs/rehearsal.md), written after the plan in its
+      // output, so a plan kept in a file shows it too; a refusal makes the plan fail.
+      const rehearsal =
+        flags.rehearse && !planHasErrors(plan) && planHasChanges(plan)
+          ? await rehearsePlan({
+              plan,
+              observed,
+              readers: open.clusters,
+              openSandbox: openRehearsalSandbox,
+              allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
+            })
+          : undefined;
+      await emit(withRehearsalRendered(renderPlan(plan, format, io, flags.out !== undefined), format, rehearsal), flags.out, io);
       if (flags.save !== undefined) {
         await writeFile(resolve(io.cwd, flags.save), renderPlanJson(plan));
         note(io, `saved the plan to ${flags.save}: apply exactly this with \`pve-gitops apply --plan ${flags.save}\``);
       }
       if (planHasErrors(plan)) return 1;
-      if (flags.rehearse && planHasChanges(plan)) {
-        // The plan's apply on a simulated copy (docs/rehearsal.md); a refusal makes the plan fail.
-        const rehearsal = await rehearsePlan({
-          plan,
-          observed,
-          readers: open.clusters,
-          openSandbox: openRehearsalSandbox,
-          allowHostAccess: Object.fromEntries(Object.entries(open.access).map(([name, access]) => [name, access.allowHostAccess])),
-        });
-        (format === 'text' && flags.out === undefined ? io.stdout : io.stderr).write(renderRehearsalText(rehearsal));
+      if (rehearsal) {
+        if (format === 'json') io.stderr.write(renderRehearsalText(rehearsal));
         if (anyRefused(rehearsal)) return 1;
       }
       return planHasChanges(plan) ? 2 : 0;

@@ -16,7 +16,7 @@ import {
   rehearsalHeadline,
   type Rehearsal,
 } from '../core/rehearse/outcome.js';
-import { REHEARSAL_CAVEAT, renderRehearsalMarkdown } from '../core/rehearse/render.js';
+import { REHEARSAL_CAVEAT, withRehearsalRendered } from '../core/rehearse/render.js';
 import { escapeText } from '../core/render/markdown-format.js';
 import type { GuestSpec, SourceRef } from '../core/model.js';
 import { refusalSource } from '../core/rehearse/refused-key.js';
@@ -26,8 +26,7 @@ export type RehearsalMode = 'fail' | 'warn' | 'off';
 
 /** The plan comment with the rehearsal's section at its end. */
 export function withRehearsalSection(body: string, rehearsal: Rehearsal | undefined): string {
-  if (!rehearsal) return body;
-  return `${body.trimEnd()}\n\n${renderRehearsalMarkdown(rehearsal)}`;
+  return withRehearsalRendered(body, 'markdown', rehearsal);
 }
 
 /** The plan's check result with the rehearsal's verdict, annotations and, in `fail` mode, its failure. */

@@ -11,9 +11,10 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { clusterFirewall, saveFirewallFile, SimFirewallFile } from '../../src/pve/sim/kinds/firewall/state.js';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import type { Simulator } from '../../src/pve/sim/simulator.js';
-import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { pullRequestEvent } from './deliveries.js';
+import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles } from './spec-repo.js';
-import { openPullRequest, startWorld, type World } from './world.js';
+import { at, openPullRequest, startWorld, type World } from './world.js';
 
 let world: World | undefined;
 
@@ -497,6 +498,49 @@ describe('the apply rehearsal of a pull request', () => {
     // The live guest keeps its lock: the copy's ended, the cluster's is the backup's own.
     expect(sim.guests.get(100201)?.lock).toBe('backup');
     expect(sim.stats().writes.total).toBe(0);
+  });
+
+  it('shows a stored plan’s rehearsal again as it was posted: its refusals and its notes', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const guest = w.clusters.sims.lab!.sim.guests.get(100201)!;
+    guest.main.set('lock', 'backup');
+    guest.commit();
+    const baseSha = newSha();
+    const headSha = newSha();
+    await expectArchive(w.github, w.repo, baseSha, BASE);
+    await expectArchive(w.github, w.repo, headSha, {
+      ...BASE,
+      'app.yaml': app([], { memory: 4096 }),
+      'new.yaml': vm('new-01', 100401, { scsi0: 'local:8' }),
+    });
+    expectCheckRun(w.github, w.repo, { headSha, pr: 65, id: 965 });
+    const posted = expectNewComment(w.github, w.repo, 65, 1965);
+    await w.app.jobDone('plan', await openPullRequest(w, 65, headSha, baseSha, { draft: true }));
+    const first = await posted.body();
+    w.github.verify();
+
+    // Marked ready: the comment is rendered again from the stored plan and its rehearsal, nothing is planned.
+    const edited = expectCommentEdit(w.github, w.repo, 1965);
+    const ready = await w.app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({
+        action: 'ready_for_review',
+        installationId: w.installationId,
+        repo: w.repo,
+        number: 65,
+        headSha,
+        baseSha,
+        updatedAt: at(66),
+      }),
+    });
+    await w.app.jobDone('plan', ready.deliveryId);
+    const again = await edited.body();
+    w.github.verify();
+    const section = (body: string): string => body.slice(body.indexOf('### ❌ Rehearsal'));
+    expect(first).not.toBe(again);
+    expect(section(first)).toContain("storage 'local' does not support vm images");
+    expect(section(first)).toContain('locked (backup) when planned: the apply will wait for it');
+    expect(section(again)).toBe(section(first));
   });
 
   it('with rehearsal: warn, reports the refusal as a warning and does not fail the check', async () => {

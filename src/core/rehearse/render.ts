@@ -51,3 +51,14 @@ export function renderRehearsalMarkdown(rehearsal: Rehearsal): string {
   lines.push(`_${REHEARSAL_CAVEAT}_`, '');
   return lines.join('\n');
 }
+
+/**
+ * A rendered plan with its rehearsal after it, as the plan's output (and a file it is written to)
+ * keeps it: the terminal lines after text, the comment's section after markdown; JSON is left as
+ * it is (it must stay one document).
+ */
+export function withRehearsalRendered(rendered: string, format: 'text' | 'markdown' | 'json', rehearsal: Rehearsal | undefined): string {
+  if (!rehearsal || format === 'json') return rendered;
+  if (format === 'markdown') return `${rendered.trimEnd()}\n\n${renderRehearsalMarkdown(rehearsal)}`;
+  return `${rendered}${renderRehearsalText(rehearsal)}`;
+}
