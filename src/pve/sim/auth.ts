@@ -37,13 +37,20 @@ export function splitTokenId(id: string): { userid: string; tokenName: string } 
   return m ? { userid: m[1] as string, tokenName: m[4] as string } : undefined;
 }
 
+/** The keys a request authenticates by, each with its `extract_auth_value` pattern, compiled once. */
+const AUTH_VALUE_RE = {
+  PVEAuthCookie: /(?:^|\s)PVEAuthCookie(?:=| )([^;]*)/,
+  PVEAPIToken: /(?:^|\s)PVEAPIToken(?:=| )([^;]*)/,
+} as const;
+type AuthKey = keyof typeof AUTH_VALUE_RE;
+
 /**
  * `extract_auth_value`: `(?:^|\s)KEY(?:=| )([^;]*)`, URI-unescaped. Returns undefined when the
  * header does not carry that key.
  */
-function extractAuthValue(header: string | undefined, key: string): string | undefined {
+function extractAuthValue(header: string | undefined, key: AuthKey): string | undefined {
   if (!header) return undefined;
-  const m = new RegExp(`(?:^|\\s)${key}(?:=| )([^;]*)`).exec(header);
+  const m = AUTH_VALUE_RE[key].exec(header);
   if (!m) return undefined;
   try {
     return decodeURIComponent(m[1] as string);

@@ -59,6 +59,8 @@ export interface StorageDefinition {
 
 const FILE_STORAGE_TYPES = new Set(['dir', 'nfs', 'cifs', 'cephfs', 'glusterfs', 'btrfs']);
 const GIB = 1024 ** 3;
+/** A guest image's volume name, with its owner: `vm-<vmid>-…`, `base-<vmid>-…` (`<vmid>/…` on file storages). */
+const GUEST_IMAGE = /^(?:\d+\/)?(?:vm|base)-(\d+)-/;
 /** LVM's default physical extent (`vgcreate -s`): volumes are allocated in whole extents. */
 const LVM_EXTENT = 4 * 1024 ** 2;
 // A fixed time so listings are reproducible.
@@ -100,6 +102,8 @@ export class VolumeStore {
   private readonly volumes = new Map<string, number>();
   /** Per storage with a given start usage, the bytes allocated (less those freed) since. */
   private readonly grown = new Map<string, number>();
+  /** Per storage, the bytes its volumes take: kept as they change, so a status listing sums nothing. */
+  private readonly volumeBytes = new Map<string, number>();
   private readonly defined = new Map<string, SimStorage>();
   /** Whether the storages were given (strict) or any id is accepted (lenient). */
   readonly strict: boolean;
@@ -232,7 +236,7 @@ export class VolumeStore {
 
   /** Registers an existing volume (fixtures). */
   register(volid: string, bytes: number): void {
-    this.volumes.set(volid, bytes);
+    this.put(volid, bytes);
   }
 
   has(volid: string): boolean {
@@ -246,12 +250,23 @@ export class VolumeStore {
   /** Sets a volume's size (no checks); on a storage with a start usage, the difference counts as used. */
   setSize(volid: string, bytes: number): void {
     this.count(volid, bytes - (this.volumes.get(volid) ?? 0));
-    this.volumes.set(volid, bytes);
+    this.put(volid, bytes);
   }
 
   free(volid: string): void {
     this.count(volid, -(this.volumes.get(volid) ?? 0));
-    this.volumes.delete(volid);
+    this.put(volid, undefined);
+  }
+
+  /** Sets (or, with undefined, removes) a volume, keeping its storage's byte count. */
+  private put(volid: string, bytes: number | undefined): void {
+    const before = this.volumes.get(volid) ?? 0;
+    if (bytes === undefined) this.volumes.delete(volid);
+    else this.volumes.set(volid, bytes);
+    // Counted as `images` lists them: a guest's image (`vm-`/`base-<vmid>-…`).
+    const parsed = parseVolumeId(volid);
+    if (parsed && GUEST_IMAGE.test(parsed.volname))
+      this.volumeBytes.set(parsed.storage, (this.volumeBytes.get(parsed.storage) ?? 0) + (bytes ?? 0) - before);
   }
 
   /** Frees every volume owned by a guest (`vm-<vmid>-…`), as destroy does. */
@@ -273,7 +288,7 @@ export class VolumeStore {
     for (const [volid, size] of this.volumes) {
       const parsed = parseVolumeId(volid);
       if (parsed?.storage !== storage) continue;
-      const owner = /^(?:\d+\/)?(?:vm|base)-(\d+)-/.exec(parsed.volname);
+      const owner = GUEST_IMAGE.exec(parsed.volname);
       if (owner) out.push({ volid, vmid: Number(owner[1]), size });
     }
     return out;
@@ -283,8 +298,7 @@ export class VolumeStore {
   used(storage: string): number {
     const start = this.defined.get(storage)?.used;
     if (start !== undefined) return start + (this.grown.get(storage) ?? 0);
-    let total = 0;
-    for (const image of this.images(storage)) total += image.size;
+    let total = this.volumeBytes.get(storage) ?? 0;
     for (const file of this.files) if (parseVolumeId(file.volid)?.storage === storage) total += file.size;
     return total;
   }
@@ -318,7 +332,7 @@ export class VolumeStore {
       const isVolumeKey =
         type === 'qemu' ? /^(ide|sata|scsi|virtio)\d+$|^efidisk0$|^tpmstate0$/.test(key) : key === 'rootfs' || /^mp\d+$/.test(key);
       if (/^unused\d+$/.test(key)) {
-        if (parseVolumeId(value)) this.volumes.set(value, this.volumes.get(value) ?? 0);
+        if (parseVolumeId(value)) this.put(value, this.volumes.get(value) ?? 0);
         continue;
       }
       if (!isVolumeKey) continue;
@@ -328,7 +342,7 @@ export class VolumeStore {
       if (!volid || !id || parseAllocation(volid) || parsed?.media === 'cdrom') continue;
       // A lenient cluster learns the storages its guests use, so listings show them.
       this.storage(id.storage);
-      this.volumes.set(volid, parseSize(parsed?.size ?? '') ?? 0);
+      this.put(volid, parseSize(parsed?.size ?? '') ?? 0);
     }
   }
 }
