@@ -11,6 +11,7 @@ import { rehearsePlan } from '../../src/engine/rehearse/rehearse-plan.js';
 import { observePlan } from '../../src/engine/run-plan.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
+import { readClusterFacts } from '../../src/pve/rehearse/read-facts.js';
 import { openRehearsalSandbox } from '../../src/pve/rehearse/sandbox.js';
 import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
 import { clusterFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
@@ -118,5 +119,36 @@ describe('the rehearsal of a 10-guest pull request', () => {
       'lab/firewall/102: applied',
     ]);
     expect(extra.writes.total).toBe(0);
+  });
+
+  it('takes each storage’s free space from one /cluster/resources read where one figure holds for the nodes the apply allocates on', async () => {
+    const GIB = 1024 ** 3;
+    sim = await startSimulator({
+      port: 0,
+      nodes: ['pve-01', 'pve-02', 'pve-03'],
+      fixture: {
+        storages: [
+          { storage: 'thick', type: 'lvm', content: ['images'], total: 16 * GIB, used: 14 * GIB },
+          { storage: 'san', type: 'lvm', content: ['images'], shared: true, total: 64 * GIB, used: 8 * GIB },
+          { storage: 'fast', type: 'lvmthin', content: ['images'], nodes: ['pve-02'], total: 8 * GIB, used: GIB },
+        ],
+      },
+    });
+    client = new PveClient({ cluster: 'lab', url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
+    const sized = (facts: Awaited<ReturnType<typeof readClusterFacts>>) =>
+      Object.fromEntries(
+        facts.storages.map((s) => [s.storage, [s.nodes ?? 'all', s.total === undefined ? '?' : (s.total - (s.used ?? 0)) / GIB]]),
+      );
+    // One touched node: its local volume group's figures are the copy's (`fast` is not on it).
+    const one = await readClusterFacts(client, ['pve-01']);
+    expect(sized(one)).toEqual({ thick: ['all', 2], san: ['all', 56], fast: [['pve-02'], '?'] });
+    expect(sized(await readClusterFacts(client, ['pve-02']))).toEqual({ thick: ['all', 2], san: ['all', 56], fast: [['pve-02'], 7] });
+    expect(one.requests).toBe(4);
+    // Two: each has a volume group of its own, which the copy's one cannot stand for; a shared one can.
+    expect(sized(await readClusterFacts(client, ['pve-01', 'pve-03']))).toEqual({
+      thick: ['all', '?'],
+      san: ['all', 56],
+      fast: [['pve-02'], '?'],
+    });
   });
 });
