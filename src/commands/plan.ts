@@ -49,18 +49,23 @@ export const planCommand: Command = {
         ref: flags.specs,
         onProgress: progress(io),
       });
-      await emit(await renderPlan(plan, format, io, flags.out !== undefined), flags.out, io);
+      // The plan's apply on a simulated copy (docs/rehearsal.md), written after the plan in its
+      // output, so a plan kept in a file shows it too; a refusal makes the plan fail. Loaded only
+      // here: the rehearsal brings the engine's apply and the whole simulator.
+      const rendered = await renderPlan(plan, format, io, flags.out !== undefined);
+      const rehearsed =
+        flags.rehearse && !planHasErrors(plan) && planHasChanges(plan)
+          ? await (await import('./plan-rehearse.js')).rehearseIntoOutput(plan, observed, open, rendered, format)
+          : undefined;
+      await emit(rehearsed?.output ?? rendered, flags.out, io);
       if (flags.save !== undefined) {
         await writeFile(resolve(io.cwd, flags.save), renderPlanJson(plan));
         note(io, `saved the plan to ${flags.save}: apply exactly this with \`pve-gitops apply --plan ${flags.save}\``);
       }
       if (planHasErrors(plan)) return 1;
-      if (flags.rehearse && planHasChanges(plan)) {
-        // The plan's apply on a simulated copy (docs/rehearsal.md); a refusal makes the plan fail.
-        // Loaded only here: the rehearsal brings the engine's apply and the whole simulator.
-        const { rehearseAndReport } = await import('./plan-rehearse.js');
-        const out = format === 'text' && flags.out === undefined ? io.stdout : io.stderr;
-        if (await rehearseAndReport(plan, observed, open, out)) return 1;
+      if (rehearsed) {
+        if (rehearsed.aside !== undefined) io.stderr.write(rehearsed.aside);
+        if (rehearsed.refused) return 1;
       }
       return planHasChanges(plan) ? 2 : 0;
     } finally {

@@ -49,6 +49,11 @@ export interface ClusterReader {
 /** A running simulated copy of clusters: a writer per cluster, closed when the rehearsal ends. */
 export interface RehearsalSandbox {
   writers: Record<string, ClusterWriter>;
+  /**
+   * The rehearsal's clock skipped `ms` ahead (the apply waited): the copy ends what the cluster
+   * would have ended meanwhile — the locks its guests held when the plan was made.
+   */
+  skip(ms: number): void;
   close(): Promise<void>;
 }
 

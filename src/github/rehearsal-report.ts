@@ -7,6 +7,8 @@
 import type { Annotation, CheckResult } from './check-runs.js';
 import {
   anyRefused,
+  noteLine,
+  notes,
   objectRefusalLine,
   objectRefusals,
   refusalLine,
@@ -14,7 +16,7 @@ import {
   rehearsalHeadline,
   type Rehearsal,
 } from '../core/rehearse/outcome.js';
-import { REHEARSAL_CAVEAT, renderRehearsalMarkdown } from '../core/rehearse/render.js';
+import { REHEARSAL_CAVEAT, withRehearsalRendered } from '../core/rehearse/render.js';
 import { escapeText } from '../core/render/markdown-format.js';
 import type { GuestSpec, SourceRef } from '../core/model.js';
 import { refusalSource } from '../core/rehearse/refused-key.js';
@@ -24,8 +26,7 @@ export type RehearsalMode = 'fail' | 'warn' | 'off';
 
 /** The plan comment with the rehearsal's section at its end. */
 export function withRehearsalSection(body: string, rehearsal: Rehearsal | undefined): string {
-  if (!rehearsal) return body;
-  return `${body.trimEnd()}\n\n${renderRehearsalMarkdown(rehearsal)}`;
+  return withRehearsalRendered(body, 'markdown', rehearsal);
 }
 
 /** The plan's check result with the rehearsal's verdict, annotations and, in `fail` mode, its failure. */
@@ -68,6 +69,7 @@ export function withRehearsalCheck(
     `**${rehearsalHeadline(rehearsal)}**`,
     ...refused.map((g) => `- ❌ ${escapeText(refusalLine(g))}`),
     ...objects.map((o) => `- ❌ ${escapeText(objectRefusalLine(o))}`),
+    ...notes(rehearsal).map((g) => `- ${escapeText(noteLine(g))}`),
   ];
   for (const [cluster, why] of Object.entries(rehearsal.skipped))
     lines.push(`- ⚠️ ${escapeText(`cluster ${cluster} not rehearsed: ${why}`)}`);

@@ -71,7 +71,7 @@ export function createConnector(policy: TlsPolicy, timeoutMs: number): Connector
 }
 
 /**
- * A connector whose sockets share one TLS context, made on the first connection. Given TLS
+ * A connector whose sockets share one TLS context, made on the first TLS connection. Given TLS
  * options instead, `tls.connect` makes a context per socket — with a CA, a certificate store of
  * its own built each time — for every connection of the pool. A context that cannot be made (a
  * CA that is not PEM) fails each connection as `tls.connect` would have.
@@ -79,7 +79,14 @@ export function createConnector(policy: TlsPolicy, timeoutMs: number): Connector
 function sharedContextConnector(context: SecureContextOptions, options: BuildConnector.BuildOptions): Connector {
   let shared: SecureContext | undefined;
   let base: Connector | undefined;
+  let plain: Connector | undefined;
   return (connect, callback) => {
+    // Plain HTTP (a simulator on loopback, a rehearsal's copy) needs no TLS context: making one
+    // loads the system's certificate store, a fixed cost of every client.
+    if (connect.protocol === 'http:') {
+      plain ??= buildConnector(options);
+      return plain(connect, callback);
+    }
     if (!base) {
       try {
         shared = createSecureContext(context);

@@ -11,9 +11,10 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { clusterFirewall, saveFirewallFile, SimFirewallFile } from '../../src/pve/sim/kinds/firewall/state.js';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
 import type { Simulator } from '../../src/pve/sim/simulator.js';
-import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { pullRequestEvent } from './deliveries.js';
+import { expectArchive, expectCheckRun, expectCommentEdit, expectNewComment } from './plan-flow.js';
 import { clusterDoc, newSha, type RepoFiles } from './spec-repo.js';
-import { openPullRequest, startWorld, type World } from './world.js';
+import { at, openPullRequest, startWorld, type World } from './world.js';
 
 let world: World | undefined;
 
@@ -22,9 +23,13 @@ afterEach(async () => {
   world = undefined;
 });
 
+const MIB = 1024 ** 2;
+const GIB = 1024 ** 3;
+
 /**
  * The cluster: pve-01 has 8 CPUs and only `vmbr0`; `local` holds no disks (no `images`, no
- * `rootdir`), `fast` is enabled on pve-02 only; pool `web` exists. Guest 100201 (a VM) and
+ * `rootdir`), `fast` is enabled on pve-02 only; the LVM volume groups `tight` and `thick` have 4 MiB
+ * and 2 GiB free; pool `web` exists. Guest 100201 (a VM) and
  * 100301 (a container) are owned and stopped on pve-01, beside the template 9000 outside git.
  */
 const LAB = {
@@ -36,6 +41,8 @@ const LAB = {
       'local-lvm',
       { storage: 'local', type: 'dir', content: ['iso', 'vztmpl', 'backup', 'snippets'] },
       { storage: 'fast', type: 'lvmthin', content: ['images', 'rootdir'], nodes: ['pve-02'] },
+      { storage: 'tight', type: 'lvm', content: ['images', 'rootdir'], total: 16 * GIB, used: 16 * GIB - 4 * MIB },
+      { storage: 'thick', type: 'lvm', content: ['images', 'rootdir'], total: 16 * GIB, used: 14 * GIB },
     ],
     pools: ['web'],
     guests: [
@@ -180,6 +187,34 @@ const CASES: Case[] = [
     guest: 'lab/app-01 (100201)',
     step: /move/,
     error: "storage 'fast' is not available on node 'pve-01'",
+    at: ['app.yaml', 'scsi0'],
+  },
+  {
+    // RHM-1: pve-storage's own check compares the volume group's free bytes with the disk's KiB.
+    what: 'a new VM disk on an LVM storage with less free space than it needs',
+    head: { 'new.yaml': vm('new-01', 100401, { scsi0: 'tight:8' }) },
+    guest: 'lab/new-01 (100401)',
+    step: /create/,
+    // The `<` that follows is escaped in the markdown.
+    error: 'not enough free space (4194304 ',
+    at: ['new.yaml', undefined],
+  },
+  {
+    // RHM-2: past pve-storage's check, `lvcreate` finds too few extents.
+    what: 'a disk added to a VM that does not fit on its LVM storage',
+    head: { 'app.yaml': vm('app-01', 100201, { scsi0: 'local-lvm:8', scsi1: 'thick:4' }) },
+    guest: 'lab/app-01 (100201)',
+    step: /set scsi1/,
+    // The comment cuts Proxmox's answer at 120 characters.
+    error: `lvcreate 'thick/vm-100201-disk-0' error:   Volume group "thick" has insufficient free space (512 extents)`,
+    at: ['app.yaml', 'scsi1'],
+  },
+  {
+    what: 'a VM disk moved to an LVM storage without room for it',
+    head: { 'app.yaml': vm('app-01', 100201, { scsi0: 'tight:8' }) },
+    guest: 'lab/app-01 (100201)',
+    step: /move/,
+    error: 'not enough free space (4194304 ',
     at: ['app.yaml', 'scsi0'],
   },
   {
@@ -446,6 +481,66 @@ describe('the apply rehearsal of a pull request', () => {
     expect(result.conclusion).toBe('success');
     expect(sim.guests.get(100201)?.running).toBe(false);
     expect(sim.stats().writes.total).toBe(0);
+  });
+
+  it('rehearses a guest locked when planned as applied: the run waits the lock out on a skipping clock, as the apply would', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const sim = w.clusters.sims.lab!.sim;
+    // A backup holds app-01 when the pull request is planned; the real apply waits it out (never clears it).
+    const guest = sim.guests.get(100201)!;
+    guest.main.set('lock', 'backup');
+    guest.commit();
+    const { result, body } = await planPr(w, 64, { 'app.yaml': app([], { memory: 4096 }) });
+    expect(body).toContain('### ✅ Rehearsal: 1 of 1 guest applied on a simulated copy');
+    expect(body).toContain('lab/app-01 (100201): locked (backup) when planned: the apply will wait for it');
+    expect(result.conclusion).toBe('success');
+    expect(result.output?.summary).toContain('locked (backup) when planned: the apply will wait for it');
+    // The live guest keeps its lock: the copy's ended, the cluster's is the backup's own.
+    expect(sim.guests.get(100201)?.lock).toBe('backup');
+    expect(sim.stats().writes.total).toBe(0);
+  });
+
+  it('shows a stored plan’s rehearsal again as it was posted: its refusals and its notes', async () => {
+    const w = (world = await startWorld({ redisUrl: inject('redisUrl'), clusters: { lab: LAB } }));
+    const guest = w.clusters.sims.lab!.sim.guests.get(100201)!;
+    guest.main.set('lock', 'backup');
+    guest.commit();
+    const baseSha = newSha();
+    const headSha = newSha();
+    await expectArchive(w.github, w.repo, baseSha, BASE);
+    await expectArchive(w.github, w.repo, headSha, {
+      ...BASE,
+      'app.yaml': app([], { memory: 4096 }),
+      'new.yaml': vm('new-01', 100401, { scsi0: 'local:8' }),
+    });
+    expectCheckRun(w.github, w.repo, { headSha, pr: 65, id: 965 });
+    const posted = expectNewComment(w.github, w.repo, 65, 1965);
+    await w.app.jobDone('plan', await openPullRequest(w, 65, headSha, baseSha, { draft: true }));
+    const first = await posted.body();
+    w.github.verify();
+
+    // Marked ready: the comment is rendered again from the stored plan and its rehearsal, nothing is planned.
+    const edited = expectCommentEdit(w.github, w.repo, 1965);
+    const ready = await w.app.deliver({
+      event: 'pull_request',
+      payload: pullRequestEvent({
+        action: 'ready_for_review',
+        installationId: w.installationId,
+        repo: w.repo,
+        number: 65,
+        headSha,
+        baseSha,
+        updatedAt: at(66),
+      }),
+    });
+    await w.app.jobDone('plan', ready.deliveryId);
+    const again = await edited.body();
+    w.github.verify();
+    const section = (body: string): string => body.slice(body.indexOf('### ❌ Rehearsal'));
+    expect(first).not.toBe(again);
+    expect(section(first)).toContain("storage 'local' does not support vm images");
+    expect(section(first)).toContain('locked (backup) when planned: the apply will wait for it');
+    expect(section(again)).toBe(section(first));
   });
 
   it('with rehearsal: warn, reports the refusal as a warning and does not fail the check', async () => {

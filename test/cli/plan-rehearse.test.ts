@@ -4,7 +4,7 @@
  * node has) is reported with Proxmox's error text and exit 1; a clean change passes with the
  * plan's own exit code; the cluster itself is never written.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -111,6 +111,17 @@ describe('pve-gitops plan --rehearse', () => {
     );
     expect(run.code).toBe(1);
     expect(lab.sim.guests.has(1001)).toBe(false);
+  });
+
+  it('keeps the rehearsal with a plan written to a file: the markdown has the App comment’s section', async () => {
+    const dirOf = await specs(vm('  scsi0: local:8\n'));
+    const run = await cli(['plan', '--specs', dirOf, '--format', 'markdown', '--out', 'plan.md', '--rehearse']);
+    expect(run.code).toBe(1);
+    const written = await readFile(join(dir, 'plan.md'), 'utf8');
+    const section = written.slice(written.indexOf('### ❌ Rehearsal: 0 of 1 guest applied on a simulated copy'));
+    expect(section).toContain('| lab/app-01 (1001) |');
+    expect(section).toContain("storage 'local' does not support vm images");
+    expect(section).toContain('a model, not a guarantee');
   });
 
   it('without --rehearse plans as before: the refused change is exit 2 and no rehearsal line', async () => {

@@ -1,6 +1,6 @@
 /**
  * The rehearsal's cost and reach, measured with the simulator's request counters: a pull request
- * changing 10 guests on 2 nodes reads `2 + 2 × nodes` = 6 requests more than its plan, in an
+ * changing 10 guests on 2 nodes reads `3 + nodes` = 5 requests more than its plan, in an
  * estate of 200 guests as in one of 2,000 (the bench takes it to 10,000), and rehearses all 10 on
  * its copy without writing to the cluster; objects of other kinds are copied from the plan's own
  * reads, the datacenter's IPsets and aliases aside (2 requests, when a firewall rule is written).
@@ -11,6 +11,7 @@ import { rehearsePlan } from '../../src/engine/rehearse/rehearse-plan.js';
 import { observePlan } from '../../src/engine/run-plan.js';
 import { PveClient } from '../../src/pve/client.js';
 import { PveClusterAdapter } from '../../src/pve/cluster-adapter.js';
+import { readClusterFacts } from '../../src/pve/rehearse/read-facts.js';
 import { openRehearsalSandbox } from '../../src/pve/rehearse/sandbox.js';
 import { type RunningSimulator, startSimulator } from '../../src/pve/sim/index.js';
 import { clusterFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
@@ -31,7 +32,7 @@ afterEach(async () => {
 });
 
 describe('the rehearsal of a 10-guest pull request', () => {
-  it.each([200, 2000])('reads 6 requests more than the plan in an estate of %i guests, and applies all 10 on the copy', async (size) => {
+  it.each([200, 2000])('reads 5 requests more than the plan in an estate of %i guests, and applies all 10 on the copy', async (size) => {
     const layout = { kind: 'grouped', files: 20 } as const;
     const baseFiles = estateFiles(size, layout);
     const head = loadSpecs(estateFiles(size, layout, { guests: CHANGED, memory: '8192' })).specs;
@@ -48,11 +49,11 @@ describe('the rehearsal of a 10-guest pull request', () => {
     sim.sim.resetStats();
     const rehearsal = await rehearsePlan({ plan, observed, readers, openSandbox: openRehearsalSandbox });
     const extra = sim.sim.stats();
-    expect(extra.requests.total).toBe(6);
-    expect(rehearsal.requests).toBe(6);
+    expect(extra.requests.total).toBe(5);
+    expect(rehearsal.requests).toBe(5);
     expect(extra.requests.byRoute).toEqual({
       'GET /nodes': 1,
-      'GET /nodes/{node}/storage': 2,
+      'GET /cluster/resources': 1,
       'GET /nodes/{node}/network': 2,
       'GET /pools': 1,
     });
@@ -118,5 +119,36 @@ describe('the rehearsal of a 10-guest pull request', () => {
       'lab/firewall/102: applied',
     ]);
     expect(extra.writes.total).toBe(0);
+  });
+
+  it('takes each storage’s free space from one /cluster/resources read where one figure holds for the nodes the apply allocates on', async () => {
+    const GIB = 1024 ** 3;
+    sim = await startSimulator({
+      port: 0,
+      nodes: ['pve-01', 'pve-02', 'pve-03'],
+      fixture: {
+        storages: [
+          { storage: 'thick', type: 'lvm', content: ['images'], total: 16 * GIB, used: 14 * GIB },
+          { storage: 'san', type: 'lvm', content: ['images'], shared: true, total: 64 * GIB, used: 8 * GIB },
+          { storage: 'fast', type: 'lvmthin', content: ['images'], nodes: ['pve-02'], total: 8 * GIB, used: GIB },
+        ],
+      },
+    });
+    client = new PveClient({ cluster: 'lab', url: sim.url, token: sim.auditToken, readOnly: true, retries: 0 });
+    const sized = (facts: Awaited<ReturnType<typeof readClusterFacts>>) =>
+      Object.fromEntries(
+        facts.storages.map((s) => [s.storage, [s.nodes ?? 'all', s.total === undefined ? '?' : (s.total - (s.used ?? 0)) / GIB]]),
+      );
+    // One touched node: its local volume group's figures are the copy's (`fast` is not on it).
+    const one = await readClusterFacts(client, ['pve-01']);
+    expect(sized(one)).toEqual({ thick: ['all', 2], san: ['all', 56], fast: [['pve-02'], '?'] });
+    expect(sized(await readClusterFacts(client, ['pve-02']))).toEqual({ thick: ['all', 2], san: ['all', 56], fast: [['pve-02'], 7] });
+    expect(one.requests).toBe(4);
+    // Two: each has a volume group of its own, which the copy's one cannot stand for; a shared one can.
+    expect(sized(await readClusterFacts(client, ['pve-01', 'pve-03']))).toEqual({
+      thick: ['all', '?'],
+      san: ['all', 56],
+      fast: [['pve-02'], '?'],
+    });
   });
 });

@@ -195,7 +195,14 @@ async function whileCreating(type: 'qemu' | 'lxc', vmid: number, form: Record<st
   return { data: { keys: Object.keys(config).filter((key) => key !== 'digest'), lock: config.lock } };
 }
 
-/** The cluster of the RHS rows: pve-01 with 8 CPUs and only vmbr0, `local` without disks, `fast` on pve-02 only. */
+const MIB = 1024 ** 2;
+const GIB = 1024 ** 3;
+
+/**
+ * The cluster of the RHS and RHM rows: pve-01 with 8 CPUs and only vmbr0, `local` without disks,
+ * `fast` on pve-02 only; the LVM volume groups `tight` (16 GiB, 4 MiB free) and `thick` (16 GiB,
+ * 2 GiB free, VM 101's 1 GiB `scsi2` on it).
+ */
 const RHS_FIXTURE = {
   nodeCpus: { 'pve-01': 8 },
   bridges: { 'pve-01': ['vmbr0'] },
@@ -203,13 +210,16 @@ const RHS_FIXTURE = {
     'local-lvm',
     { storage: 'local', type: 'dir', content: ['iso', 'vztmpl', 'backup', 'snippets'] },
     { storage: 'fast', type: 'lvmthin', content: ['images', 'rootdir'], nodes: ['pve-02'] },
+    { storage: 'tight', type: 'lvm', content: ['images', 'rootdir'], total: 16 * GIB, used: 16 * GIB - 4 * MIB },
+    { storage: 'thick', type: 'lvm', content: ['images', 'rootdir'], total: 16 * GIB, used: 14 * GIB },
   ],
   guests: [
     {
       vmid: 101,
       type: 'qemu',
       node: 'pve-01',
-      config: 'cores: 2\nname: app\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0\nscsi0: local-lvm:vm-101-disk-0,size=8G\n',
+      config:
+        'cores: 2\nname: app\nnet0: virtio=BC:24:11:00:00:01,bridge=vmbr0\nscsi0: local-lvm:vm-101-disk-0,size=8G\nscsi2: thick:vm-101-disk-0,size=1G\n',
     },
     { vmid: 110, type: 'qemu', node: 'pve-01', config: 'name: tpl\nscsi0: local-lvm:base-110-disk-0,size=2G\ntemplate: 1\n' },
     { vmid: 201, type: 'lxc', node: 'pve-01', config: CT_CONFIG.replace('db-01', 'db-02').replace('vm-200-', 'vm-201-') },
@@ -971,6 +981,25 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   'RHS-11': () => onRehearsalCluster(() => http('POST', '/nodes/pve-01/qemu/110/clone', { newid: '150', full: '1', storage: 'fast' })),
   'RHS-12': () => onRehearsalCluster(async () => ({ data: await data('/nodes/pve-01/status', sim.auditToken) })),
   'RHS-13': () => onRehearsalCluster(() => task('POST', '/nodes/pve-01/qemu', { vmid: '150', scsi0: 'fast:8' })),
+  'RHM-1': () => onRehearsalCluster(() => http('PUT', '/nodes/pve-01/qemu/101/config', { scsi1: 'tight:8' })),
+  'RHM-2': () => onRehearsalCluster(() => http('PUT', '/nodes/pve-01/qemu/101/config', { scsi1: 'thick:4' })),
+  'RHM-3': () => onRehearsalCluster(() => task('PUT', '/nodes/pve-01/qemu/101/resize', { disk: 'scsi2', size: '+4G' })),
+  'RHM-4': () =>
+    onRehearsalCluster(async () => {
+      // 1 GiB fits and takes its space: of the 2 GiB free, 1 GiB (256 extents) is left.
+      expect((await call('PUT', '/nodes/pve-01/qemu/101/config', { scsi1: 'thick:1' })).status).toBe(200);
+      return http('PUT', '/nodes/pve-01/qemu/101/config', { scsi3: 'thick:2' });
+    }),
+  'RHM-5': () =>
+    onRehearsalCluster(async () => ({
+      data: (await call('PUT', '/nodes/pve-01/qemu/101/config', { scsi1: 'local-lvm:1000' })).body?.data,
+    })),
+  'RHM-6': () =>
+    onRehearsalCluster(async () => ({
+      data: arr(await data('/cluster/resources?type=storage', sim.auditToken)).filter(
+        (s) => s.storage === 'fast' || s.id === 'storage/pve-01/thick',
+      ),
+    })),
   'RHK-1': () => http('POST', '/pools', { poolid: 'team/web' }),
   'RHK-2': () => http('POST', '/cluster/backup', { id: 'nightly', schedule: 'daily', pool: 'nope' }),
   'RHK-3': () => http('POST', `${FW}/rules`, { type: 'in', action: 'ACCEPT', macro: 'HTTPX' }),

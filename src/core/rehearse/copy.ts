@@ -10,14 +10,20 @@ import type { GuestType } from '../guest-flavours.js';
 import type { ObservedCluster, Operation, Plan } from '../model.js';
 import { buildKindsCopy, type KindsCopy, partGuests, touchedObjects } from './kinds-copy.js';
 
-/** One storage as `GET /nodes/{node}/storage` lists it, with the nodes of the copy it is enabled on. */
+/** One storage as `GET /cluster/resources?type=storage` lists it, with the nodes it is enabled on. */
 export interface StorageFact {
   storage: string;
   type: string;
   content: string[];
   shared: boolean;
-  /** Nodes of the copy the storage is enabled on; undefined: all of them. */
+  /** Nodes the storage is enabled on; undefined: all of them. */
   nodes?: string[];
+  /**
+   * Bytes in all and in use (`maxdisk`, `disk`), when one figure holds for the nodes the apply
+   * allocates on; undefined: its free space is not modelled.
+   */
+  total?: number;
+  used?: number;
 }
 
 /** The datacenter's IPsets and aliases, which a guest's firewall rule may name as well as its own. */
@@ -50,6 +56,16 @@ export interface GuestCopy {
   current: Record<string, string>;
   pending: Record<string, string>;
   pendingDelete: string[];
+}
+
+/**
+ * The lock a guest of the copy held when the plan was made and the apply waits out (a backup's,
+ * a snapshot's, …; `apply-guest.ts`): undefined without one, and for a hibernated VM's
+ * `suspended`/`suspending`, which only a resume ends, so the apply refuses at once.
+ */
+export function waitedOutLock(guest: GuestCopy): string | undefined {
+  const lock = guest.current.lock;
+  return lock === undefined || lock === 'suspended' || lock === 'suspending' ? undefined : lock;
 }
 
 /** The copy of one cluster. */

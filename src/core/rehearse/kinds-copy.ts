@@ -98,20 +98,19 @@ export function buildKindsCopy(plan: Plan, observed: ObservedCluster, guests: Re
   const ha = Object.values(readOf<HaObserved>(observed, HA_KIND)?.resources ?? {}).filter((r) =>
     guests.has(Number(r.sid.slice(r.sid.indexOf(':') + 1))),
   );
-  // A guest HA manages whose spec does not declare `ha:` was not read by the HA kind: the listing
-  // says it is managed, so its power goes through the HA manager on the copy too.
   const read = new Set(ha.map((r) => r.sid));
+  const haErrors: string[] = [];
+  // One pass over the estate's listing, looking only at the copy's guests.
   for (const listed of observed.listing) {
+    if (!guests.has(listed.vmid)) continue;
     const sid = haSid(listed.type, listed.vmid);
-    if (!guests.has(listed.vmid) || listed.hastate === undefined || read.has(sid)) continue;
-    ha.push({ sid, state: listed.hastate === 'stopped' || listed.hastate === 'ignored' ? listed.hastate : 'started' });
+    // A guest HA manages whose spec does not declare `ha:` was not read by the HA kind: the listing
+    // says it is managed, so its power goes through the HA manager on the copy too.
+    if (listed.hastate !== undefined && !read.has(sid))
+      ha.push({ sid, state: listed.hastate === 'stopped' || listed.hastate === 'ignored' ? listed.hastate : 'started' });
+    // The plan's listing (`hastate`) or, where the plan read it, the guest's `status/current`.
+    if ((listed.hastate ?? observed.guests[listed.vmid]?.ha?.state) === 'error') haErrors.push(sid);
   }
-  // The plan's listing (`hastate`) or, where the plan read it, the guest's `status/current`.
-  const haErrors = observed.listing.flatMap((listed) =>
-    guests.has(listed.vmid) && (listed.hastate ?? observed.guests[listed.vmid]?.ha?.state) === 'error'
-      ? [haSid(listed.type, listed.vmid)]
-      : [],
-  );
   const firewallRead = readOf<FirewallObserved>(observed, FIREWALL_KIND)?.guests ?? {};
   const firewalls: Record<string, FirewallState> = {};
   for (const vmid of ids(FIREWALL_KIND, 'vmid')) {

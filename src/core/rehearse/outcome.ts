@@ -22,6 +22,8 @@ export interface RehearsedGuest {
   error?: string;
   /** The spec document of the guest, for an annotation. */
   source?: SourceRef;
+  /** What the reviewer should know of an applied guest (`locked (backup) when planned: …`). */
+  note?: string;
 }
 
 /** One rehearsed object of another kind (a pool, a backup job, a guest's HA resource or firewall). */
@@ -68,7 +70,13 @@ function refusedStep(result: GuestApplyResult): string | undefined {
 export function rehearsalOf(
   plan: Plan,
   result: ApplyResult,
-  context: { skipped: Record<string, string>; requests: number; ms: number },
+  context: {
+    skipped: Record<string, string>;
+    requests: number;
+    ms: number;
+    /** Per guest (`cluster/vmid`), the lock it held when planned that the apply waits out. */
+    locked?: Readonly<Record<string, string>>;
+  },
 ): Rehearsal {
   const sources = new Map(plan.guests.filter((g) => guestTouched(g.action)).map((g) => [`${g.cluster}/${g.vmid}`, g.source]));
   const guests: RehearsedGuest[] = [];
@@ -77,7 +85,8 @@ export function rehearsalOf(
     const source = sources.get(`${r.cluster}/${r.vmid}`);
     const base = { cluster: r.cluster, name: r.name, vmid: r.vmid, ...(source ? { source } : {}) };
     if (r.status === 'applied' || r.status === 'unchanged') {
-      guests.push({ ...base, status: 'applied' });
+      const lock = context.locked?.[`${r.cluster}/${r.vmid}`];
+      guests.push({ ...base, status: 'applied', ...(lock ? { note: `locked (${lock}) when planned: the apply will wait for it` } : {}) });
       continue;
     }
     const step = refusedStep(r);
@@ -117,6 +126,16 @@ export function refusals(rehearsal: Rehearsal): RehearsedGuest[] {
 /** The refused objects of other kinds. */
 export function objectRefusals(rehearsal: Rehearsal): RehearsedObject[] {
   return (rehearsal.objects ?? []).filter((o) => o.status === 'refused');
+}
+
+/** The applied guests with a note for the reviewer. */
+export function notes(rehearsal: Rehearsal): RehearsedGuest[] {
+  return rehearsal.guests.filter((g) => g.status === 'applied' && g.note !== undefined);
+}
+
+/** The line a person reads for one note. */
+export function noteLine(guest: RehearsedGuest): string {
+  return `${guest.cluster}/${guest.name} (${guest.vmid}): ${guest.note ?? ''}`;
 }
 
 /** Whether anything was refused, guest or object. */

@@ -3,7 +3,17 @@
  * that this is a rehearsal on a model, not a guarantee, and point to docs/rehearsal.md.
  */
 import { codeSpan, escapeText, markdownTable } from '../render/markdown-format.js';
-import { anyRefused, objectRefusalLine, objectRefusals, refusalLine, refusals, rehearsalHeadline, type Rehearsal } from './outcome.js';
+import {
+  anyRefused,
+  noteLine,
+  notes,
+  objectRefusalLine,
+  objectRefusals,
+  refusalLine,
+  refusals,
+  rehearsalHeadline,
+  type Rehearsal,
+} from './outcome.js';
 
 /** What every rendering says about the model. */
 export const REHEARSAL_CAVEAT =
@@ -14,6 +24,7 @@ export function renderRehearsalText(rehearsal: Rehearsal): string {
   const lines = [rehearsalHeadline(rehearsal)];
   for (const guest of refusals(rehearsal)) lines.push(`  ✗ ${refusalLine(guest)}`);
   for (const object of objectRefusals(rehearsal)) lines.push(`  ✗ ${objectRefusalLine(object)}`);
+  for (const guest of notes(rehearsal)) lines.push(`  - ${noteLine(guest)}`);
   for (const [cluster, why] of Object.entries(rehearsal.skipped)) lines.push(`  - cluster ${cluster} not rehearsed: ${why}`);
   lines.push(`  (${REHEARSAL_CAVEAT})`);
   return `${lines.join('\n')}\n`;
@@ -34,8 +45,20 @@ export function renderRehearsalMarkdown(rehearsal: Rehearsal): string {
     lines.push(markdownTable(['guest or object', 'step', 'Proxmox answered'], rows), '');
     if (refused.length > MAX_ROWS) lines.push(`…and ${refused.length - MAX_ROWS} more refusals (the check run annotates them).`, '');
   }
+  for (const guest of notes(rehearsal)) lines.push(`- ${escapeText(noteLine(guest))}`);
   for (const [cluster, why] of Object.entries(rehearsal.skipped))
     lines.push(`- cluster ${escapeText(cluster)} not rehearsed: ${escapeText(why)}`);
   lines.push(`_${REHEARSAL_CAVEAT}_`, '');
   return lines.join('\n');
+}
+
+/**
+ * A rendered plan with its rehearsal after it, as the plan's output (and a file it is written to)
+ * keeps it: the terminal lines after text, the comment's section after markdown; JSON is left as
+ * it is (it must stay one document).
+ */
+export function withRehearsalRendered(rendered: string, format: 'text' | 'markdown' | 'json', rehearsal: Rehearsal | undefined): string {
+  if (!rehearsal || format === 'json') return rendered;
+  if (format === 'markdown') return `${rendered.trimEnd()}\n\n${renderRehearsalMarkdown(rehearsal)}`;
+  return `${rendered}${renderRehearsalText(rehearsal)}`;
 }

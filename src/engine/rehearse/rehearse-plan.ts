@@ -9,11 +9,12 @@
 import type { HostAccessRule } from '../../core/key-rules.js';
 import type { ObservedState, Plan } from '../../core/model.js';
 import type { ClusterReader, OpenSandbox } from '../../core/ports.js';
-import { buildClusterCopy, type ClusterCopy, touchedNodes } from '../../core/rehearse/copy.js';
+import { buildClusterCopy, type ClusterCopy, touchedNodes, waitedOutLock } from '../../core/rehearse/copy.js';
 import { factsOptions } from '../../core/rehearse/kinds-copy.js';
 import { type Rehearsal, rehearsalOf } from '../../core/rehearse/outcome.js';
 import { errorMessage } from '../../util/error-message.js';
 import { executePlan } from '../execute-plan.js';
+import { skippingClock } from './skipping-clock.js';
 
 /** Guests applied at once on the copy. */
 const REHEARSAL_CONCURRENCY = 32;
@@ -67,18 +68,25 @@ export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
   };
   if (plan.guests.length === 0 && plan.objects.length === 0)
     return rehearsalOf(plan, emptyResult(), { skipped, requests, ms: now() - started });
+  const locked: Record<string, string> = {};
+  for (const copy of copies)
+    for (const guest of copy.guests) {
+      const lock = waitedOutLock(guest);
+      if (lock !== undefined) locked[`${copy.cluster}/${guest.vmid}`] = lock;
+    }
   const sandbox = await input.openSandbox(copies);
   try {
     const result = await executePlan(plan, sandbox.writers, {
       ...(input.allowHostAccess ? { allowHostAccess: input.allowHostAccess } : {}),
-      // A lock in the copy is one the plan saw: waiting it out on a model tells nothing.
-      lockWaitMs: 0,
+      // The apply waits out a lock the plan saw (it never clears one): on the copy the wait
+      // skips ahead and the lock ends as the job that holds it would.
+      clock: skippingClock((ms) => sandbox.skip(ms)),
       // The per-cluster and per-node limits protect a real cluster; the copy has none to protect,
       // and each guest's steps stay strictly in order whatever the limits.
       clusterConcurrency: REHEARSAL_CONCURRENCY,
       nodeConcurrency: REHEARSAL_CONCURRENCY,
     });
-    return rehearsalOf(plan, result, { skipped, requests, ms: now() - started });
+    return rehearsalOf(plan, result, { skipped, requests, ms: now() - started, locked });
   } finally {
     await sandbox.close();
   }

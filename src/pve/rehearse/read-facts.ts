@@ -1,7 +1,8 @@
 /**
  * The cluster facts of a rehearsal's copy (`core/rehearse/copy.ts`) read over the API, in
- * `2 + 2 × nodes` requests for the nodes of the touched guests, whatever the size of the estate:
- * `GET /nodes` (CPUs), per node `GET /nodes/{node}/storage` (type, content, enabled there) and
+ * `3 + nodes` requests for the nodes of the touched guests (2 without one), whatever the size of the estate:
+ * `GET /nodes` (CPUs), `GET /cluster/resources?type=storage` (per storage and node it is enabled
+ * on: type, content, shared, bytes used and in all — RHM-6), per node
  * `GET /nodes/{node}/network?type=any_bridge` (bridges and VNets), and `GET /pools`; 2 more,
  * `GET /cluster/firewall/ipset` and `GET /cluster/firewall/aliases`, when the plan writes a
  * guest's firewall rule. docs/rehearsal.md says what the facts leave out.
@@ -15,12 +16,16 @@ interface NodeEntry {
   node: string;
   maxcpu?: number;
 }
+/** A `type=storage` entry of `/cluster/resources`: one per storage and node it is enabled on. */
 interface StorageEntry {
   storage: string;
-  type?: string;
+  node: string;
+  plugintype?: string;
   content?: string;
   shared?: number;
-  enabled?: number;
+  /** Bytes used and in all, from pvestatd's RRD; absent while the storage's status is `unknown`. */
+  disk?: number;
+  maxdisk?: number;
 }
 interface NetworkEntry {
   iface: string;
@@ -60,53 +65,50 @@ export async function readClusterFacts(client: PveClient, nodes: readonly string
     if (!ipsets || !aliases) return undefined;
     return { ipsets: ipsets.map((s) => s.name), aliases: aliases.map((a) => ({ name: a.name, cidr: a.cidr })) };
   };
-  const [listed, perNode, pools, datacenter] = await Promise.all([
+  const [listed, entries, perNode, pools, datacenter] = await Promise.all([
     get<NodeEntry[]>('/nodes'),
+    // Only guests allocate on storages: a plan of other kinds alone needs none.
+    nodes.length > 0 ? get<StorageEntry[]>('/cluster/resources', { type: 'storage' }) : [],
     Promise.all(
       nodes.map(async (node) => {
-        const path = `/nodes/${encodeURIComponent(node)}`;
-        const [storages, bridges] = await Promise.all([
-          get<StorageEntry[]>(`${path}/storage`),
-          get<NetworkEntry[]>(`${path}/network`, { type: 'any_bridge' }),
-        ]);
-        return { node, storages, bridges: bridges.map((b) => b.iface).sort() };
+        const bridges = await get<NetworkEntry[]>(`/nodes/${encodeURIComponent(node)}/network`, { type: 'any_bridge' });
+        return { node, bridges: bridges.map((b) => b.iface).sort() };
       }),
     ),
     // A token without Pool.Audit anywhere lists no pool: the copy then accepts any pool.
     unlessForbidden(get<PoolEntry[]>('/pools')).then((all) => all?.map((p) => p.poolid)),
     options.firewall ? firewall() : undefined,
   ]);
-  const storages = new Map<string, StorageFact & { on: string[] }>();
-  for (const { node, storages: entries } of perNode) {
-    for (const e of entries) {
-      let fact = storages.get(e.storage);
-      if (!fact) {
-        fact = {
-          storage: e.storage,
-          type: e.type ?? 'dir',
-          content: (e.content ?? '').split(',').filter(Boolean).sort(),
-          shared: e.shared === 1,
-          on: [],
-        };
-        storages.set(e.storage, fact);
-      }
-      if (e.enabled !== 0) fact.on.push(node);
-    }
-  }
-  const all = listed.map((n) => n.node);
-  // A storage enabled on none of the nodes read is on the others (or disabled) as far as the copy goes.
-  const elsewhere = all.filter((n) => !nodes.includes(n));
-  const placed = (on: string[]): string[] | undefined => (on.length === nodes.length ? undefined : on.length > 0 ? on : elsewhere);
   return {
     nodes: listed.map((n) => ({ node: n.node, ...(typeof n.maxcpu === 'number' ? { cpus: n.maxcpu } : {}) })),
-    storages: [...storages.values()].flatMap(({ on, ...fact }) => {
-      const where = placed(on);
-      if (where === undefined) return [fact];
-      return where.length > 0 ? [{ ...fact, nodes: where }] : [];
-    }),
+    storages: storageFacts(entries, listed.length, nodes),
     bridges: Object.fromEntries(perNode.map((n) => [n.node, n.bridges])),
     ...(pools ? { pools } : {}),
     ...(datacenter ? { firewall: datacenter } : {}),
     requests,
   };
+}
+
+/**
+ * The storages of the copy from `/cluster/resources` entries: enabled on the nodes listed (all of
+ * the cluster's `nodeCount`: no restriction), with their size and use where one figure holds for
+ * every node the apply allocates on — a shared storage, or one enabled on only one of the
+ * touched `nodes` (the simulator keeps one volume group per storage).
+ */
+function storageFacts(entries: readonly StorageEntry[], nodeCount: number, nodes: readonly string[]): StorageFact[] {
+  const byId = new Map<string, StorageEntry[]>();
+  for (const e of entries) byId.set(e.storage, [...(byId.get(e.storage) ?? []), e]);
+  return [...byId.values()].map((on) => {
+    const first = on[0] as StorageEntry;
+    const touched = on.filter((e) => nodes.includes(e.node));
+    const sized = first.shared === 1 ? first : touched.length === 1 ? touched[0] : undefined;
+    return {
+      storage: first.storage,
+      type: first.plugintype ?? 'dir',
+      content: (first.content ?? '').split(',').filter(Boolean).sort(),
+      shared: first.shared === 1,
+      ...(on.length === nodeCount ? {} : { nodes: on.map((e) => e.node) }),
+      ...(sized?.maxdisk !== undefined && sized.disk !== undefined ? { total: sized.maxdisk, used: sized.disk } : {}),
+    };
+  });
 }

@@ -8,7 +8,7 @@
  */
 import type { FirewallState } from '../../core/kinds/firewall/state.js';
 import type { OpenSandbox, RehearsalSandbox } from '../../core/ports.js';
-import type { ClusterCopy, GuestCopy } from '../../core/rehearse/copy.js';
+import { type ClusterCopy, type GuestCopy, waitedOutLock } from '../../core/rehearse/copy.js';
 import type { KindsCopy } from '../../core/rehearse/kinds-copy.js';
 import { PveClient } from '../client.js';
 import { PveClusterAdapter } from '../cluster-adapter.js';
@@ -91,7 +91,10 @@ export function fixtureOf(copy: ClusterCopy): SimFixture {
   return {
     clusterName: copy.cluster,
     nodes: facts.nodes.map((n) => n.node),
-    ...(facts.storages.length > 0 ? { storages: facts.storages } : {}),
+    // A storage whose free space the copy does not know is never full there.
+    ...(facts.storages.length > 0
+      ? { storages: facts.storages.map((s) => (s.total === undefined ? { ...s, total: Number.MAX_SAFE_INTEGER, used: 0 } : s)) }
+      : {}),
     ...(facts.pools ? { pools: poolsOf(facts.pools, copy.objects) } : {}),
     bridges: facts.bridges,
     nodeCpus,
@@ -114,15 +117,24 @@ export const openRehearsalSandbox: OpenSandbox = async (copies: readonly Cluster
   };
   try {
     const writers: RehearsalSandbox['writers'] = {};
+    // The locks held when the plan was made: each ends once the apply has waited (the clock skipped).
+    const planned: (() => void)[] = [];
     for (const copy of copies) {
       const sim = await startSimulator({ port: 0, taskMs: 0, fixture: fixtureOf(copy) });
       running.push(sim);
+      for (const guest of copy.guests) {
+        const lock = waitedOutLock(guest);
+        if (lock !== undefined) planned.push(() => sim.sim.endPlannedLock(guest.vmid, lock));
+      }
       seedObjects(sim.sim, copy.objects, copy.facts);
       const client = new PveClient({ cluster: copy.cluster, url: sim.url, token: sim.token, retries: 0 });
       clients.push(client);
       writers[copy.cluster] = new PveClusterAdapter(client, { wait: { fastIntervalMs: 1, intervalMs: 5 } });
     }
-    return { writers, close };
+    const skip = (): void => {
+      for (const end of planned.splice(0)) end();
+    };
+    return { writers, skip, close };
   } catch (err) {
     await close();
     throw err;

@@ -37,13 +37,20 @@ export function splitTokenId(id: string): { userid: string; tokenName: string } 
   return m ? { userid: m[1] as string, tokenName: m[4] as string } : undefined;
 }
 
+/** The keys a request authenticates by, each with its `extract_auth_value` pattern, compiled once. */
+const AUTH_VALUE_RE = {
+  PVEAuthCookie: /(?:^|\s)PVEAuthCookie(?:=| )([^;]*)/,
+  PVEAPIToken: /(?:^|\s)PVEAPIToken(?:=| )([^;]*)/,
+} as const;
+type AuthKey = keyof typeof AUTH_VALUE_RE;
+
 /**
  * `extract_auth_value`: `(?:^|\s)KEY(?:=| )([^;]*)`, URI-unescaped. Returns undefined when the
  * header does not carry that key.
  */
-function extractAuthValue(header: string | undefined, key: string): string | undefined {
+function extractAuthValue(header: string | undefined, key: AuthKey): string | undefined {
   if (!header) return undefined;
-  const m = new RegExp(`(?:^|\\s)${key}(?:=| )([^;]*)`).exec(header);
+  const m = AUTH_VALUE_RE[key].exec(header);
   if (!m) return undefined;
   try {
     return decodeURIComponent(m[1] as string);
@@ -54,17 +61,19 @@ function extractAuthValue(header: string | undefined, key: string): string | und
 
 /** The tokens of one simulator, looked up per request. */
 export class TokenRegistry {
-  private readonly tokens = new Map<string, SimToken>();
+  /** Each token with its principal, split once when it is added rather than per request. */
+  private readonly tokens = new Map<string, Principal>();
 
   /** The token with this id (`USER@REALM!TOKENID`), if configured. */
   get(id: string): SimToken | undefined {
-    return this.tokens.get(id);
+    return this.tokens.get(id)?.token;
   }
 
   /** Adds or replaces a token. */
   add(token: SimToken): void {
-    if (!splitTokenId(token.id)) throw new Error(`invalid token id '${token.id}' (expected USER@REALM!TOKENID)`);
-    this.tokens.set(token.id, token);
+    const parts = splitTokenId(token.id);
+    if (!parts) throw new Error(`invalid token id '${token.id}' (expected USER@REALM!TOKENID)`);
+    this.tokens.set(token.id, { token, ...parts });
   }
 
   /**
@@ -79,11 +88,9 @@ export class TokenRegistry {
     // Split on the last `=` (Perl's greedy `^(.*)=(.*)$`).
     const eq = apiToken.lastIndexOf('=');
     if (eq < 0) return 'Authentication failed!';
-    const token = this.tokens.get(apiToken.slice(0, eq));
-    if (!token || token.secret !== apiToken.slice(eq + 1)) return 'Authentication failed!';
-    const parts = splitTokenId(token.id);
-    if (!parts) return 'Authentication failed!';
-    return { token, ...parts };
+    const principal = this.tokens.get(apiToken.slice(0, eq));
+    if (!principal || principal.token.secret !== apiToken.slice(eq + 1)) return 'Authentication failed!';
+    return principal;
   }
 }
 

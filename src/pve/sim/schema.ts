@@ -43,6 +43,10 @@ const SimFixtureStorage = z.union([
     content: z.array(z.string().pipe(CONTENT_TYPE)).optional(),
     shared: z.boolean().optional(),
     nodes: z.array(z.string().regex(NODE_NAME, 'invalid node name')).min(1).optional(),
+    /** Capacity and bytes in use at start (a rehearsal's copy: `maxdisk` and `disk` of `/cluster/resources`). */
+    total: z.number().int().nonnegative().optional(),
+    used: z.number().int().nonnegative().optional(),
+    vgname: z.string().min(1).optional(),
   }),
 ]);
 

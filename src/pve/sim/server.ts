@@ -80,6 +80,11 @@ async function readBody(req: IncomingMessage): Promise<Buffer | 'too-large'> {
 }
 
 async function drain(req: IncomingMessage): Promise<void> {
+  // Nothing to read without a body: an async iterator's listeners per GET cost more than the request.
+  if (!hasBody(req)) {
+    req.resume();
+    return;
+  }
   for await (const _ of req as AsyncIterable<Buffer>) {
     // discard
   }

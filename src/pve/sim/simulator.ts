@@ -212,15 +212,24 @@ export class Simulator {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.timers.delete(timer);
-        const current = this.guests.get(vmid);
-        if (current && current.lock === lock) {
-          current.main.delete('lock');
-          current.commit();
-        }
+        this.endPlannedLock(vmid, lock);
         resolve();
       }, ms);
       this.timers.add(timer);
     });
+  }
+
+  /**
+   * Ends a `lock: <lock>` the guest holds as the job that took it would (a backup, a snapshot:
+   * the lock is removed and the digest changes); a guest holding another lock, or none, is left
+   * as it is. True when the lock was ended.
+   */
+  endPlannedLock(vmid: number, lock: string): boolean {
+    const guest = this.guests.get(vmid);
+    if (guest?.lock !== lock) return false;
+    guest.main.delete('lock');
+    guest.commit();
+    return true;
   }
 
   /**

@@ -3,6 +3,8 @@
  * exist and how big they are (allocation picks the next free `vm-<vmid>-disk-<n>` like
  * `find_free_diskname`, resize knows the old size, a referenced-but-missing volume fails like
  * `volume_size_info` would), and the files on them (templates, ISO images, snippets, backups).
+ * An LVM storage has a volume group of fixed size: an allocation or a grow that does not fit is
+ * refused as pve-storage and LVM refuse it (docs/proxmox-behaviour.md RHM-1…).
  */
 import { DieError, ParamError } from './errors.js';
 import { parseAllocation, parseOption, parseSize, parseVolumeId } from './property-format.js';
@@ -22,6 +24,13 @@ export interface SimStorage {
   path?: string;
   /** Capacity reported by the status listing, bytes. */
   total: number;
+  /**
+   * Bytes in use when the simulator started (a rehearsal's copy: `disk` of
+   * `/cluster/resources`); undefined: what the simulator's own volumes and files take.
+   */
+  used?: number;
+  /** The volume group of an `lvm`/`lvmthin` storage (`vgname` in `storage.cfg`). */
+  vgname?: string;
   /** The nodes the storage is restricted to (`nodes` in `storage.cfg`); undefined: every node. */
   nodes?: ReadonlySet<string>;
 }
@@ -41,10 +50,19 @@ export interface StorageDefinition {
   content?: string[];
   shared?: boolean;
   nodes?: string[];
+  /** Capacity, bytes (default 500 GiB for `local-lvm`, else 100 GiB). */
+  total?: number;
+  /** Bytes in use at start, beyond the simulator's own volumes (see {@link SimStorage.used}). */
+  used?: number;
+  vgname?: string;
 }
 
 const FILE_STORAGE_TYPES = new Set(['dir', 'nfs', 'cifs', 'cephfs', 'glusterfs', 'btrfs']);
 const GIB = 1024 ** 3;
+/** A guest image's volume name, with its owner: `vm-<vmid>-…`, `base-<vmid>-…` (`<vmid>/…` on file storages). */
+const GUEST_IMAGE = /^(?:\d+\/)?(?:vm|base)-(\d+)-/;
+/** LVM's default physical extent (`vgcreate -s`): volumes are allocated in whole extents. */
+const LVM_EXTENT = 4 * 1024 ** 2;
 // A fixed time so listings are reproducible.
 const DEFAULT_CTIME = 1_735_689_600;
 
@@ -70,8 +88,10 @@ function makeStorage(def: StorageDefinition): SimStorage {
     type,
     content,
     shared: def.shared ?? false,
-    total: (thin ? 500 : 100) * GIB,
+    total: def.total ?? (thin ? 500 : 100) * GIB,
   };
+  if (def.used !== undefined) storage.used = def.used;
+  if (type === 'lvm' || type === 'lvmthin') storage.vgname = def.vgname ?? (thin ? 'pve' : def.storage);
   if (def.nodes) storage.nodes = new Set(def.nodes);
   if (FILE_STORAGE_TYPES.has(type)) storage.path = def.storage === 'local' ? '/var/lib/vz' : `/mnt/pve/${def.storage}`;
   return storage;
@@ -80,6 +100,10 @@ function makeStorage(def: StorageDefinition): SimStorage {
 /** Volume registry of the whole simulated cluster (shared storage semantics: one namespace). */
 export class VolumeStore {
   private readonly volumes = new Map<string, number>();
+  /** Per storage with a given start usage, the bytes allocated (less those freed) since. */
+  private readonly grown = new Map<string, number>();
+  /** Per storage, the bytes its volumes take: kept as they change, so a status listing sums nothing. */
+  private readonly volumeBytes = new Map<string, number>();
   private readonly defined = new Map<string, SimStorage>();
   /** Whether the storages were given (strict) or any id is accepted (lenient). */
   readonly strict: boolean;
@@ -135,14 +159,18 @@ export class VolumeStore {
     }
   }
 
-  /** Allocates `storage:vm-<vmid>-disk-<n>` (lowest free n) of `bytes`, on `node` when given (RHS-2). */
+  /**
+   * Allocates `storage:vm-<vmid>-disk-<n>` (lowest free n) of `bytes`, on `node` when given
+   * (RHS-2); on an LVM storage only when it fits (RHM-1, RHM-2).
+   */
   allocate(storage: string, vmid: number, bytes: number, node?: string): string {
     this.checkStorage(storage);
     if (node !== undefined) this.checkOnNode(storage, node);
     for (let n = 0; ; n++) {
       const volid = `${storage}:vm-${vmid}-disk-${n}`;
       if (!this.volumes.has(volid)) {
-        this.volumes.set(volid, bytes);
+        this.checkLvmAllocation(storage, `vm-${vmid}-disk-${n}`, bytes);
+        this.setSize(volid, bytes);
         return volid;
       }
     }
@@ -152,13 +180,63 @@ export class VolumeStore {
   allocateCloudinit(storage: string, vmid: number): string {
     this.checkStorage(storage);
     const volid = `${storage}:vm-${vmid}-cloudinit`;
-    this.volumes.set(volid, 4 * 1024 * 1024);
+    this.checkLvmAllocation(storage, `vm-${vmid}-cloudinit`, 4 * 1024 * 1024);
+    this.setSize(volid, 4 * 1024 * 1024);
     return volid;
+  }
+
+  /** Bytes free on a storage (`avail`; for LVM the volume group's `vg_free`). */
+  freeBytes(storage: string): number {
+    const defined = this.storage(storage);
+    return defined ? Math.max(0, defined.total - this.used(storage)) : 0;
+  }
+
+  /** The thick LVM storage `storage` is, or undefined (a thin pool and files are over-committed, never refused). */
+  private thickLvm(storage: string): (SimStorage & { vgname: string }) | undefined {
+    const defined = this.storage(storage);
+    return defined?.type === 'lvm' && defined.vgname !== undefined ? (defined as SimStorage & { vgname: string }) : undefined;
+  }
+
+  /**
+   * Refuses a new volume that does not fit on an LVM storage, as `alloc_lvm_image` does — its
+   * own check compares `vg_free` in bytes with the size in KiB (RHM-1) — and else as `lvcreate`
+   * does, in whole extents (RHM-2).
+   */
+  private checkLvmAllocation(storage: string, name: string, bytes: number): void {
+    const lvm = this.thickLvm(storage);
+    if (!lvm) return;
+    const free = this.freeBytes(storage);
+    const kib = Math.ceil(bytes / 1024);
+    if (free < kib) throw new DieError(`not enough free space (${free} < ${kib})\n`);
+    const needed = Math.ceil(bytes / LVM_EXTENT);
+    const available = Math.floor(free / LVM_EXTENT);
+    if (needed > available)
+      throw new DieError(
+        `lvcreate '${lvm.vgname}/${name}' error:   Volume group "${lvm.vgname}" has insufficient free space (${available} extents): ${needed} required.\n`,
+      );
+  }
+
+  /**
+   * Grows a volume to `bytes`, refused as `lvextend` refuses a grow an LVM storage has no room
+   * for (RHM-3): the message names the extents the grow needs beyond the volume's own.
+   */
+  grow(volid: string, bytes: number): void {
+    const id = parseVolumeId(volid);
+    const lvm = id ? this.thickLvm(id.storage) : undefined;
+    if (id && lvm) {
+      const needed = Math.ceil(bytes / LVM_EXTENT) - Math.ceil((this.volumes.get(volid) ?? 0) / LVM_EXTENT);
+      const available = Math.floor(this.freeBytes(id.storage) / LVM_EXTENT);
+      if (needed > available)
+        throw new DieError(
+          `error resizing volume '/dev/${lvm.vgname}/${id.volname}':   Insufficient free space: ${needed} extents needed, but only ${available} available\n`,
+        );
+    }
+    this.setSize(volid, bytes);
   }
 
   /** Registers an existing volume (fixtures). */
   register(volid: string, bytes: number): void {
-    this.volumes.set(volid, bytes);
+    this.put(volid, bytes);
   }
 
   has(volid: string): boolean {
@@ -169,18 +247,39 @@ export class VolumeStore {
     return this.volumes.get(volid);
   }
 
+  /** Sets a volume's size (no checks); on a storage with a start usage, the difference counts as used. */
   setSize(volid: string, bytes: number): void {
-    this.volumes.set(volid, bytes);
+    this.count(volid, bytes - (this.volumes.get(volid) ?? 0));
+    this.put(volid, bytes);
   }
 
   free(volid: string): void {
-    this.volumes.delete(volid);
+    this.count(volid, -(this.volumes.get(volid) ?? 0));
+    this.put(volid, undefined);
+  }
+
+  /** Sets (or, with undefined, removes) a volume, keeping its storage's byte count. */
+  private put(volid: string, bytes: number | undefined): void {
+    const before = this.volumes.get(volid) ?? 0;
+    if (bytes === undefined) this.volumes.delete(volid);
+    else this.volumes.set(volid, bytes);
+    // Counted as `images` lists them: a guest's image (`vm-`/`base-<vmid>-…`).
+    const parsed = parseVolumeId(volid);
+    if (parsed && GUEST_IMAGE.test(parsed.volname))
+      this.volumeBytes.set(parsed.storage, (this.volumeBytes.get(parsed.storage) ?? 0) + (bytes ?? 0) - before);
   }
 
   /** Frees every volume owned by a guest (`vm-<vmid>-…`), as destroy does. */
   freeOwnedBy(vmid: number): void {
     const re = new RegExp(`^[^:]+:(?:${vmid}/)?(?:vm|base)-${vmid}-`);
-    for (const volid of [...this.volumes.keys()]) if (re.test(volid)) this.volumes.delete(volid);
+    for (const volid of [...this.volumes.keys()]) if (re.test(volid)) this.free(volid);
+  }
+
+  /** Counts `bytes` more in use on the volume's storage, when that storage's usage is given rather than summed. */
+  private count(volid: string, bytes: number): void {
+    const storage = parseVolumeId(volid)?.storage;
+    if (storage === undefined || this.defined.get(storage)?.used === undefined || bytes === 0) return;
+    this.grown.set(storage, (this.grown.get(storage) ?? 0) + bytes);
   }
 
   /** Guest volumes on a storage, with their owner and size (`list_images`). */
@@ -189,16 +288,17 @@ export class VolumeStore {
     for (const [volid, size] of this.volumes) {
       const parsed = parseVolumeId(volid);
       if (parsed?.storage !== storage) continue;
-      const owner = /^(?:\d+\/)?(?:vm|base)-(\d+)-/.exec(parsed.volname);
+      const owner = GUEST_IMAGE.exec(parsed.volname);
       if (owner) out.push({ volid, vmid: Number(owner[1]), size });
     }
     return out;
   }
 
-  /** Bytes the guest volumes on a storage take. */
+  /** Bytes in use on a storage: its start usage and what was allocated since, else what its volumes and files take. */
   used(storage: string): number {
-    let total = 0;
-    for (const image of this.images(storage)) total += image.size;
+    const start = this.defined.get(storage)?.used;
+    if (start !== undefined) return start + (this.grown.get(storage) ?? 0);
+    let total = this.volumeBytes.get(storage) ?? 0;
     for (const file of this.files) if (parseVolumeId(file.volid)?.storage === storage) total += file.size;
     return total;
   }
@@ -232,7 +332,7 @@ export class VolumeStore {
       const isVolumeKey =
         type === 'qemu' ? /^(ide|sata|scsi|virtio)\d+$|^efidisk0$|^tpmstate0$/.test(key) : key === 'rootfs' || /^mp\d+$/.test(key);
       if (/^unused\d+$/.test(key)) {
-        if (parseVolumeId(value)) this.volumes.set(value, this.volumes.get(value) ?? 0);
+        if (parseVolumeId(value)) this.put(value, this.volumes.get(value) ?? 0);
         continue;
       }
       if (!isVolumeKey) continue;
@@ -242,7 +342,7 @@ export class VolumeStore {
       if (!volid || !id || parseAllocation(volid) || parsed?.media === 'cdrom') continue;
       // A lenient cluster learns the storages its guests use, so listings show them.
       this.storage(id.storage);
-      this.volumes.set(volid, parseSize(parsed?.size ?? '') ?? 0);
+      this.put(volid, parseSize(parsed?.size ?? '') ?? 0);
     }
   }
 }

@@ -45,9 +45,9 @@ export function volumeSize(ctx: RequestContext, volid: string, drive: DriveParts
   return ctx.sim.volumes.size(volid) ?? parseSize(drive.data.size ?? '0') ?? 0;
 }
 
-/** The end of a grow: the volume gets its new size, and the drive's `size` says so in the config. */
+/** The end of a grow: the volume gets its new size (if its storage has room), and the drive's `size` says so in the config. */
 export function growVolume(ctx: RequestContext, guest: Guest, key: string, drive: DriveParts, volid: string, target: number): void {
-  ctx.sim.volumes.setSize(volid, target);
+  ctx.sim.volumes.grow(volid, target);
   drive.data.size = formatSize(target);
   guest.main.set(key, printPropertyString(drive.format, drive.data));
   guest.commit();

@@ -35,7 +35,7 @@ export function convertToTemplate(ctx: RequestContext, guest: Guest): void {
     const id = parseVolumeId(volid);
     if (!id || !/^(?:\d+\/)?vm-\d+-/.test(id.volname)) continue;
     const base = `${id.storage}:${id.volname.replace(/^((?:\d+\/)?)vm-/, '$1base-')}`;
-    ctx.sim.volumes.register(base, ctx.sim.volumes.size(volid) ?? 0);
+    ctx.sim.volumes.setSize(base, ctx.sim.volumes.size(volid) ?? 0);
     ctx.sim.volumes.free(volid);
     drive[flavour.volumeProperty] = base;
     guest.main.set(key, printPropertyString(format, drive));

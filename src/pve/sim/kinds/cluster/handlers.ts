@@ -175,8 +175,10 @@ export function getClusterResources(ctx: RequestContext): HandlerResult {
     // Proxmox takes the storages in hash order, the simulator in `storage.cfg`'s.
     for (const id of ctx.sim.volumes.storageIds()) {
       if (!hasPrivilege(ctx.principal, `/storage/${id}`, 'Datastore.Audit')) continue;
+      const storage = ctx.sim.volumes.storage(id) as SimStorage;
       for (const node of ctx.sim.nodes) {
-        const storage = ctx.sim.volumes.storage(id) as SimStorage;
+        // `storage_check_enabled`: no entry on a node the storage is not enabled on (RHM-4).
+        if (storage.nodes && !storage.nodes.has(node)) continue;
         parts.push(
           JSON.stringify({
             id: `storage/${node}/${id}`,
