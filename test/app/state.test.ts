@@ -39,20 +39,20 @@ describe('newest heads', () => {
   });
 });
 
-describe('enqueueing a plan with its head', () => {
-  const planJob = (deliveryId: string, head: string): PlanJobData => ({
-    kind: 'plan',
-    installationId: 1,
-    repo: { id: 1, owner: 'acme', name: 'estate' },
-    deliveryId,
-    pr: 2,
-    headSha: sha(head),
-    baseSha: sha('f'),
-    baseRef: 'main',
-    draft: false,
-    reason: 'synchronize',
-  });
+const planJob = (deliveryId: string, head: string): PlanJobData => ({
+  kind: 'plan',
+  installationId: 1,
+  repo: { id: 1, owner: 'acme', name: 'estate' },
+  deliveryId,
+  pr: 2,
+  headSha: sha(head),
+  baseSha: sha('f'),
+  baseRef: 'main',
+  draft: false,
+  reason: 'synchronize',
+});
 
+describe('enqueueing a plan with its head', () => {
   it('records the head and adds the job in one pipeline; an older head delivered late leaves no job, a job there before stays', async () => {
     const queue = new Queue('plan', { connection: redis, prefix: `${prefix}:q` });
     try {
@@ -75,6 +75,44 @@ describe('enqueueing a plan with its head', () => {
       expect(await queue.getJob('plan-d4')).toBeUndefined();
     } finally {
       await queue.close();
+    }
+  });
+});
+
+describe('enqueueing under a burst', () => {
+  it("sends the commands of the deliveries answered in one turn to Redis in one write, in order", async () => {
+    const connection = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 3 });
+    const queue = new Queue('plan', { connection, prefix: `${prefix}:q` });
+    try {
+      const heads = new NewestHeads(connection, prefix);
+      const producer = new PlanQueueProducer(queue, heads);
+      // Connected and its scripts loaded: what is counted is the burst's own writes.
+      await producer.enqueueIfNewest(planJob('warm', 'a'), '2030-01-01T00:00:00Z');
+      const socket = connection.stream as unknown as { _write: (...args: unknown[]) => void; _writev?: (...args: unknown[]) => void };
+      let writes = 0;
+      const write = socket._write.bind(socket);
+      const writev = socket._writev?.bind(socket);
+      socket._write = (...args) => {
+        writes += 1;
+        write(...args);
+      };
+      if (writev) {
+        socket._writev = (...args) => {
+          writes += 1;
+          writev(...args);
+        };
+      }
+      // 20 deliveries of 20 pull requests at once: two commands each, one write for them all.
+      const ids = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => producer.enqueueIfNewest({ ...planJob(`b${i}`, 'b'), pr: 100 + i }, '2030-01-01T00:00:01Z')),
+      );
+      expect(writes).toBe(1);
+      expect(ids).toEqual(Array.from({ length: 20 }, (_, i) => `plan-b${i}`));
+      for (let i = 0; i < 20; i++) expect(await heads.get(1, 100 + i)).toBe(sha('b'));
+      expect((await queue.getJobs(['waiting'])).length).toBe(21);
+    } finally {
+      await queue.close();
+      connection.disconnect();
     }
   });
 });
