@@ -13,27 +13,13 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { appEnvironment } from './harness.js';
+import { imageEntrypoint, imageInstructions, imageNodeFlags } from './image-command.js';
 import { startClusters, type TestClusters } from './clusters.js';
 import { GitHubDouble } from './github-double.js';
 import { startAppProcess, type WorkerProcess } from './worker-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'src/bin.ts');
-
-/** The instructions of the Dockerfile's last stage (the image), continuation lines joined. */
-async function imageInstructions(): Promise<{ op: string; args: string }[]> {
-  const text = (await readFile(join(ROOT, 'Dockerfile'), 'utf8')).replace(/\\\n\s*/g, ' ');
-  const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
-  const last =
-    lines
-      .map((l, i) => (/^FROM /.test(l) ? i : -1))
-      .filter((i) => i >= 0)
-      .pop() ?? 0;
-  return lines.slice(last).map((line) => {
-    const [op = '', ...rest] = line.trim().split(/\s+/);
-    return { op, args: rest.join(' ') };
-  });
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: compose files are free-form YAML
 async function compose(): Promise<any> {
@@ -51,10 +37,12 @@ afterEach(async () => {
 
 describe('the image', () => {
   it('runs `pve-gitops serve` as the unprivileged user node, health-checked on /healthz', async () => {
-    const image = await imageInstructions();
+    const image = imageInstructions();
     const last = (op: string): string | undefined => image.filter((i) => i.op === op).pop()?.args;
     expect(last('USER')).toBe('node');
-    expect(JSON.parse(last('ENTRYPOINT') ?? '')).toEqual(['node', 'dist/bin.js']);
+    expect(imageEntrypoint()).toEqual(['node', ...imageNodeFlags(), 'dist/bin.js']);
+    // The young generation a burst of webhooks needs (README "Running it").
+    expect(imageNodeFlags()).toEqual(['--max-semi-space-size=64']);
     expect(JSON.parse(last('CMD') ?? '')).toEqual(['serve']);
     expect(last('HEALTHCHECK')).toContain('/healthz');
     // dist/ is what `npm ci` builds (the prepare script) in the build stage.
@@ -102,6 +90,8 @@ describe('the image', () => {
         REDIS_URL: inject('redisUrl'),
         PRIVATE_KEY_PATH: keyFile,
         PORT: '0',
+        // The flags the image's ENTRYPOINT gives node: NODE_OPTIONS takes them.
+        NODE_OPTIONS: imageNodeFlags().join(' '),
       };
       const started = await startAppProcess(service.command, env);
       processes.push(started);

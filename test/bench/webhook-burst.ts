@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { pullRequestEvent, signBody, type TestRepo } from '../app/deliveries.js';
 import type { GitHubDouble } from '../app/github-double.js';
 import { appEnvironment } from '../app/harness.js';
+import { imageNodeFlags } from '../app/image-command.js';
 import { spawnApp } from '../app/processes.js';
 import { median, percentile } from './bench-kit.js';
 
@@ -101,7 +102,8 @@ async function bareProbot(github: GitHubDouble): Promise<Target> {
 }
 
 async function pveGitopsWeb(github: GitHubDouble, redisUrl: string): Promise<Target> {
-  const { env, webhookSecret } = appEnvironment(github, redisUrl, { LOG_LEVEL: 'info' });
+  // Run as the image runs it: with the node flags of its ENTRYPOINT.
+  const { env, webhookSecret } = appEnvironment(github, redisUrl, { LOG_LEVEL: 'info', NODE_OPTIONS: imageNodeFlags().join(' ') });
   const web = await spawnApp('web', env);
   return { url: web.url, secret: webhookSecret, pid: web.child.pid, stop: () => web.stop() };
 }
@@ -159,8 +161,11 @@ export async function compareWebhookBursts(
   const app = await pveGitopsWeb(github, redisUrl);
   const bare = await bareProbot(github);
   try {
-    // Warm-up: connections, JIT, BullMQ's script loading are not what is measured.
-    for (const target of [app, bare]) for (let i = 0; i < 3; i++) await burstOf(target, 20, 1);
+    // Warm-up: connections, JIT, BullMQ's script loading are not what is measured. Three bursts
+    // of the measured size each, alternating: after three of 20 the JIT was still compiling the
+    // App's larger path (BullMQ, ioredis) through the first measured rounds, which then fell
+    // from about 2× to 1.5× bare Probot's CPU as a long-running web process's do.
+    for (let i = 0; i < 3; i++) for (const target of [app, bare]) await burstOf(target, options.burst, 1 + i * options.burst);
     const appRounds: BurstFigures[] = [];
     const bareRounds: BurstFigures[] = [];
     const ratios: number[] = [];
