@@ -80,7 +80,7 @@ describe('enqueueing a plan with its head', () => {
 });
 
 describe('enqueueing under a burst', () => {
-  it("sends the commands of the deliveries answered in one turn to Redis in one write, in order", async () => {
+  it('sends the commands of the deliveries answered in one turn to Redis in one write, in order', async () => {
     const connection = new Redis(inject('redisUrl'), { maxRetriesPerRequest: 3 });
     const queue = new Queue('plan', { connection, prefix: `${prefix}:q` });
     try {
