@@ -29,7 +29,7 @@ import { severityRank } from './impact.js';
 import { type GuestPlanInput, planGuest, toError } from './plan-guest.js';
 import type { ListedGuest, ObservedGuest } from '../model.js';
 import { clustersWithChangedObjects, planObjects } from './plan-objects.js';
-import { copiesOfOneGuest } from '../spec/loaded-copies.js';
+import { sameLoadedCopies } from '../spec/loaded-copies.js';
 
 /**
  * Which guests a plan covers. A pull request plans what it adds, changes or removes — every guest
@@ -94,25 +94,48 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
   // A changed document of another kind (a pool) brings its cluster into the plan.
   for (const name of clustersWithChangedObjects(head, base, sameSpec)) scope.clusters.add(name);
 
-  const baseGuests = new Map(base.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
-  const headGuests = new Map(head.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
-  const add = (key: string, cluster: string): void => {
-    scope.guests.add(key);
+  // By cluster, then VMID: no `cluster/vmid` text is built for the thousands of guests a change
+  // leaves alone, and the copies' origins are looked up once per set (`sameLoadedCopies`).
+  const baseGuests = guestsByClusterVmid(base.guests);
+  const headGuests = guestsByClusterVmid(head.guests);
+  const copies = sameLoadedCopies(base, head);
+  const add = (cluster: string, vmid: number): void => {
+    scope.guests.add(guestKeyText(cluster, vmid));
     scope.clusters.add(cluster);
   };
-  for (const [key, g] of headGuests) {
-    const b = baseGuests.get(key);
-    // A guest of a file the change left as it was is the same spec by construction: no deep look.
-    if (changedClusters.has(g.cluster) || !((b !== undefined && copiesOfOneGuest(b, base, g, head)) || sameSpec(b, g))) add(key, g.cluster);
+  for (const [cluster, guests] of headGuests) {
+    const changed = changedClusters.has(cluster);
+    const before = baseGuests.get(cluster);
+    for (const [vmid, g] of guests) {
+      const b = before?.get(vmid);
+      // A guest of a file the change left as it was is the same spec by construction: no deep look.
+      if (changed || !((b !== undefined && copies(b, g)) || sameSpec(b, g))) add(cluster, vmid);
+    }
   }
-  for (const [key, g] of baseGuests) {
-    if (!headGuests.has(key) || changedClusters.has(g.cluster)) add(key, g.cluster);
+  for (const [cluster, guests] of baseGuests) {
+    const changed = changedClusters.has(cluster);
+    const after = headGuests.get(cluster);
+    for (const vmid of guests.keys()) if (changed || !after?.has(vmid)) add(cluster, vmid);
   }
   for (const name of changedClusters) {
     scope.clusters.add(name);
     if (headClusters.has(name)) scope.fullClusters.add(name);
   }
   return scope;
+}
+
+/** `guests` by cluster, then VMID (a later guest with the same key in place of an earlier one). */
+function guestsByClusterVmid(guests: readonly GuestSpec[]): Map<string, Map<number, GuestSpec>> {
+  const byCluster = new Map<string, Map<number, GuestSpec>>();
+  for (const g of guests) {
+    let ofCluster = byCluster.get(g.cluster);
+    if (!ofCluster) {
+      ofCluster = new Map();
+      byCluster.set(g.cluster, ofCluster);
+    }
+    ofCluster.set(g.vmid, g);
+  }
+  return byCluster;
 }
 
 /** Inputs of a whole plan. */
