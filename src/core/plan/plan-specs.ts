@@ -45,6 +45,36 @@ export interface PlanScope {
   clusters: Set<string>;
 }
 
+const NO_VMIDS: ReadonlySet<number> = new Set();
+
+/** Per scope, the VMIDs of its guests by cluster (see {@link scopedVmids}). */
+const vmidsOfScope = new WeakMap<PlanScope, Map<string, Set<number>>>();
+
+/**
+ * The VMIDs of `cluster`'s guests in `scope`, read from its keys once per scope: the passes over
+ * an estate's guests and listing test a number instead of building a `cluster/vmid` text for each
+ * of thousands of guests a change leaves alone. For a scope as {@link planScope} returns it.
+ */
+export function scopedVmids(scope: PlanScope, cluster: string): ReadonlySet<number> {
+  let byCluster = vmidsOfScope.get(scope);
+  if (!byCluster) {
+    byCluster = new Map();
+    for (const key of scope.guests) {
+      // `cluster/vmid` (guestKeyText): the VMID is the digits after the last slash.
+      const slash = key.lastIndexOf('/');
+      const name = key.slice(0, slash);
+      let vmids = byCluster.get(name);
+      if (!vmids) {
+        vmids = new Set();
+        byCluster.set(name, vmids);
+      }
+      vmids.add(Number(key.slice(slash + 1)));
+    }
+    vmidsOfScope.set(scope, byCluster);
+  }
+  return byCluster.get(cluster) ?? NO_VMIDS;
+}
+
 /** Fields that say where a spec was written, not what it says. */
 const POSITION_FIELDS = new Set(['source', 'keySources']);
 
@@ -369,12 +399,13 @@ export function planSpecs(input: PlanInput): Plan {
     const { lower, upper } = clusterSpec.vmids;
     const inRange = (vmid: number): boolean => vmid >= lower && vmid < upper;
     const vmids = new Set<number>();
-    for (const g of headGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
-    for (const g of baseGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
+    const inScope = scopedVmids(scope, clusterName);
+    for (const g of headGuests) if (inScope.has(g.vmid)) vmids.add(g.vmid);
+    for (const g of baseGuests) if (inScope.has(g.vmid)) vmids.add(g.vmid);
     if (scope.fullClusters.has(clusterName)) {
       for (const l of seen.listing) if (inRange(l.vmid) && hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
     }
-    const clashes = identityClashes(headGuests, baseGuests, vmids, seen, clusterSpec.ownerTag);
+    const clashes = identityClashes(headGuests, baseByVmid, vmids, seen, listed, clusterSpec.ownerTag);
     const allowed = new Set(input.access?.[clusterName]?.allowHostAccess ?? []);
 
     for (const vmid of [...vmids].sort((a, b) => a - b)) {
@@ -450,19 +481,25 @@ function guestName(spec: GuestSpec): string {
  */
 function identityClashes(
   headGuests: readonly GuestSpec[],
-  baseGuests: readonly GuestSpec[],
+  baseByVmid: ReadonlyMap<number, GuestSpec>,
   vmids: ReadonlySet<number>,
   seen: ObservedCluster,
+  listed: ReadonlyMap<number, ListedGuest>,
   ownerTag: string,
 ): Map<number, string> {
   const clashes = new Map<number, string>();
-  const headByName = new Map<string, GuestSpec>();
-  for (const g of headGuests) {
-    headByName.set(g.name, g);
-    headByName.set(guestName(g), g);
-  }
-  const baseByVmid = new Map(baseGuests.map((g) => [g.vmid, g]));
-  const listed = new Map(seen.listing.map((l) => [l.vmid, l]));
+  // Built when a name is first looked up: most plans look none up, and it holds the whole estate.
+  let byName: Map<string, GuestSpec> | undefined;
+  const headByName = (name: string): GuestSpec | undefined => {
+    if (!byName) {
+      byName = new Map();
+      for (const g of headGuests) {
+        byName.set(g.name, g);
+        byName.set(guestName(g), g);
+      }
+    }
+    return byName.get(name);
+  };
   for (const spec of headGuests) {
     if (!vmids.has(spec.vmid)) continue;
     const nameKey = flavourOf(spec.type).nameKey;
@@ -470,7 +507,7 @@ function identityClashes(
     let why = '';
     const before = baseByVmid.get(spec.vmid);
     if (before && before.name !== spec.name) {
-      const moved = headByName.get(before.name);
+      const moved = headByName(before.name);
       if (moved && moved !== spec && moved.vmid !== spec.vmid) {
         other = moved;
         why = `the base branch gives VMID ${spec.vmid} to '${before.name}'`;
@@ -480,7 +517,7 @@ function identityClashes(
     const liveName = observed ? observed.current[nameKey] : listed.get(spec.vmid)?.name;
     const owned = hasOwnerTag(observed?.current.tags ?? listed.get(spec.vmid)?.tags, ownerTag);
     if (!other && owned && liveName !== undefined && liveName !== guestName(spec) && !spec.ignore.includes(nameKey)) {
-      const holder = headByName.get(liveName);
+      const holder = headByName(liveName);
       if (holder && holder !== spec && holder.vmid !== spec.vmid) {
         other = holder;
         why = `guest ${spec.vmid} on the cluster is '${liveName}'`;
