@@ -55,13 +55,8 @@ export async function loadForPlan(
   if (baseDir === undefined) {
     return { head: await loadSpecDir(specs, io), base: undefined, connect: plain(), discard: async () => undefined };
   }
-  // Read together: each is hundreds of small reads on the thread pool, which the other's can fill.
-  // A failure is the head's first, as when they were read one after the other.
-  const [headRead, baseRead] = await Promise.allSettled([readSpecDir(specs, io), readSpecDir(baseDir, io)]);
-  if (headRead.status === 'rejected') throw headRead.reason;
-  if (baseRead.status === 'rejected') throw baseRead.reason;
-  const headFiles = headRead.value;
-  const baseFiles = baseRead.value;
+  const headFiles = await readSpecDir(specs, io);
+  const baseFiles = await readSpecDir(baseDir, io);
   const changed =
     headFiles.refused || baseFiles.refused
       ? undefined
