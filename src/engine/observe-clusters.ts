@@ -3,16 +3,15 @@
  * listing, one read per guest in scope, the checks that tell a hidden guest from a missing one,
  * and each other kind's observe where it has something on the cluster. Never writes.
  */
-import type { ClusterSpec, ListedGuest, ObservedCluster, ObservedGuest, ObservedState, SpecSet } from '../core/model.js';
+import type { ClusterSpec, GuestSpec, ListedGuest, ObservedCluster, ObservedGuest, ObservedState, SpecSet } from '../core/model.js';
 import { hasOwnerTag } from '../core/plan/desired-config.js';
-import type { PlanScope } from '../core/plan/plan-specs.js';
-import { guestKeyText } from '../core/kinds/resource-key.js';
+import { type PlanScope, scopedVmids } from '../core/plan/plan-specs.js';
 import type { ClusterReader } from '../core/ports.js';
 import { GuestNotFoundError } from '../core/port-errors.js';
 import { Semaphore } from '../util/semaphore.js';
 import { errorMessage } from '../util/error-message.js';
 import { OBJECT_KINDS } from '../core/kinds/registry.js';
-import { kindConcerns } from '../core/plan/plan-objects.js';
+import { kindsConcerned } from '../core/plan/plan-objects.js';
 import { snapshotPolicy } from '../core/plan/plan-snapshot.js';
 
 /** Options of {@link observeClusters}. */
@@ -84,8 +83,9 @@ export async function observeClusters(
       // Guests in scope that do not exist yet will be created on their spec's node: the node list
       // (one request) lets the plan check it, and is read only when there are creates.
       const listedVmids = new Set(cluster.listing.map((l) => l.vmid));
+      const inScope = scopedVmids(scope, name);
       const creates = specs.head.guests.some(
-        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid)),
+        (g) => g.cluster === name && g.state === 'present' && !listedVmids.has(g.vmid) && inScope.has(g.vmid),
       );
       if (creates) {
         try {
@@ -95,31 +95,33 @@ export async function observeClusters(
         }
       }
       const clusterSpec = clusterSpecs.get(name);
-      const storages = options.driftReport ? undefined : readStorageTypes(reader, cluster, specs.head, scope, clusterSpec, listedVmids);
+      const storages = options.driftReport ? undefined : readStorageTypes(reader, cluster, specs.head, inScope, clusterSpec, listedVmids);
       const ownerTag = clusterSpec?.ownerTag;
       // Orphans are looked for only inside the document's own VMID range (the planner's rule).
       const inRange = (vmid: number): boolean =>
         clusterSpec !== undefined && vmid >= clusterSpec.vmids.lower && vmid < clusterSpec.vmids.upper;
       const wanted = cluster.listing.filter(
         (l) =>
-          scope.guests.has(guestKeyText(name, l.vmid)) ||
+          inScope.has(l.vmid) ||
           (scope.fullClusters.has(name) && ownerTag !== undefined && inRange(l.vmid) && hasOwnerTag(l.tags, ownerTag)),
       );
       // The templates that clones name (by VMID or name) are read too: their config is what a
       // clone starts from (core/plan/plan-clone.ts).
       const sources = new Set(
         specs.head.guests
-          .filter((g) => g.cluster === name && g.clone && g.state === 'present' && scope.guests.has(guestKeyText(name, g.vmid)))
+          .filter((g) => g.cluster === name && g.clone && g.state === 'present' && inScope.has(g.vmid))
           .map((g) => g.clone?.template),
       );
-      for (const l of cluster.listing) {
-        if (!wanted.includes(l) && (sources.has(String(l.vmid)) || (l.name !== undefined && sources.has(l.name)))) wanted.push(l);
-      }
-      // A template named in a clone that no listed name matches may be one the listing shows
-      // without its name (it lags behind new guests): the nameless ones are read to find it.
-      const listedNames = new Set(cluster.listing.map((l) => l.name));
-      if ([...sources].some((s) => s !== undefined && !/^\d+$/.test(s) && !listedNames.has(s))) {
-        for (const l of cluster.listing) if (l.name === undefined && !wanted.includes(l)) wanted.push(l);
+      if (sources.size > 0) {
+        for (const l of cluster.listing) {
+          if (!wanted.includes(l) && (sources.has(String(l.vmid)) || (l.name !== undefined && sources.has(l.name)))) wanted.push(l);
+        }
+        // A template named in a clone that no listed name matches may be one the listing shows
+        // without its name (it lags behind new guests): the nameless ones are read to find it.
+        const listedNames = new Set(cluster.listing.map((l) => l.name));
+        if ([...sources].some((s) => s !== undefined && !/^\d+$/.test(s) && !listedNames.has(s))) {
+          for (const l of cluster.listing) if (l.name === undefined && !wanted.includes(l)) wanted.push(l);
+        }
       }
       const limit = options.concurrency === undefined ? undefined : new Semaphore(options.concurrency);
       const bounded = (fn: () => Promise<void>): Promise<void> => (limit ? limit.run(fn) : fn());
@@ -130,9 +132,12 @@ export async function observeClusters(
       // The listing's power state comes from pvestatd and lags up to 10 s behind a start or stop.
       // Where it would make the plan change the power of a guest, ask the node instead (one more
       // request, only for those guests), so a plan right after an apply shows no phantom start.
-      const powerOf = new Map(
-        specs.head.guests.filter((g) => g.cluster === name && g.state === 'present' && g.power !== 'ignore').map((g) => [g.vmid, g.power]),
-      );
+      // Only the guests read are asked about: not a map of the whole estate for a 10-guest change.
+      const wantedVmids = new Set(wanted.map((l) => l.vmid));
+      const powerOf = new Map<number, GuestSpec['power']>();
+      for (const g of specs.head.guests) {
+        if (g.cluster === name && g.state === 'present' && g.power !== 'ignore' && wantedVmids.has(g.vmid)) powerOf.set(g.vmid, g.power);
+      }
       const needsLiveStatus = (l: ListedGuest): boolean => {
         const power = powerOf.get(l.vmid);
         return power !== undefined && l.status !== power;
@@ -143,7 +148,7 @@ export async function observeClusters(
       // that is gone (docs/identity-and-privileges.md).
       const unlisted = new Set<number>();
       for (const g of [...specs.head.guests, ...(specs.base?.guests ?? [])]) {
-        if (g.cluster === name && !listedVmids.has(g.vmid) && scope.guests.has(guestKeyText(name, g.vmid))) unlisted.add(g.vmid);
+        if (g.cluster === name && !listedVmids.has(g.vmid) && inScope.has(g.vmid)) unlisted.add(g.vmid);
       }
       cluster.unlisted = {};
       await Promise.all(
@@ -188,17 +193,13 @@ function readStorageTypes(
   reader: ClusterReader,
   cluster: ObservedCluster,
   head: SpecSet,
-  scope: PlanScope,
+  inScope: ReadonlySet<number>,
   clusterSpec: ClusterSpec | undefined,
   listed: ReadonlySet<number>,
 ): Promise<void> | undefined {
   if (!reader.storageTypes) return undefined;
   const snapshotted = head.guests.some(
-    (g) =>
-      g.cluster === cluster.name &&
-      listed.has(g.vmid) &&
-      scope.guests.has(guestKeyText(cluster.name, g.vmid)) &&
-      snapshotPolicy(g, clusterSpec) !== 'never',
+    (g) => g.cluster === cluster.name && listed.has(g.vmid) && inScope.has(g.vmid) && snapshotPolicy(g, clusterSpec) !== 'never',
   );
   if (!snapshotted) return undefined;
   return reader.storageTypes().then(
@@ -225,7 +226,7 @@ async function observeObjects(
   const ofCluster = <T extends { cluster: string }>(list: readonly T[] | undefined): T[] =>
     (list ?? []).filter((x) => x.cluster === cluster);
   await Promise.all(
-    OBJECT_KINDS.filter((kind) => kindConcerns(kind, cluster, [specs.head, specs.base])).map(async (kind) => {
+    kindsConcerned(OBJECT_KINDS, cluster, [specs.head, specs.base]).map(async (kind) => {
       const port = reader.kindPort?.(kind.name);
       if (port === undefined) {
         (into.objectErrors ??= {})[kind.name] = `the connection has no ${kind.name} adapter`;

@@ -56,10 +56,17 @@ export function documentNameList(): string {
   return names.length === 1 ? (names[0] as string) : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
 }
 
-/** Keys other kinds add to guest documents, with the kind that owns each. */
 // biome-ignore lint/suspicious/noExplicitAny: see OBJECT_KINDS.
-export function guestKeys(): { key: GuestKey; kind: ObjectKind<any, any> }[] {
-  return OBJECT_KINDS.flatMap((kind) => (kind.guestKeys ?? []).map((key) => ({ key, kind })));
+let guestKeyList: readonly { key: GuestKey; kind: ObjectKind<any, any> }[] | undefined;
+
+/**
+ * Keys other kinds add to guest documents, with the kind that owns each. Built once: loading asks
+ * for them once per guest document.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see OBJECT_KINDS.
+export function guestKeys(): readonly { key: GuestKey; kind: ObjectKind<any, any> }[] {
+  guestKeyList ??= OBJECT_KINDS.flatMap((kind) => (kind.guestKeys ?? []).map((key) => ({ key, kind })));
+  return guestKeyList;
 }
 
 /** The apply phase of a kind by name (the guest's for `guest`). */

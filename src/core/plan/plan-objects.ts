@@ -25,17 +25,27 @@ function referringKeys(kind: AnyKind): string[] {
   ];
 }
 
-/** Whether the kind has anything on `cluster` in these spec sets: documents, or keys on guests. */
-export function kindConcerns(kind: AnyKind, cluster: string, sets: readonly (SpecSet | undefined)[]): boolean {
-  // Worked out once, not once per guest: a plan asks this of every guest of the estate.
-  let keys: string[] | undefined;
-  const refersTo = (refs: Readonly<Record<string, unknown>>): boolean =>
-    (keys ??= referringKeys(kind)).some((key) => Object.hasOwn(refs, key));
-  return sets.some(
-    (set) =>
-      (set?.objects ?? []).some((o) => o.kind === kind.name && o.cluster === cluster) ||
-      (set?.guests ?? []).some((g) => g.cluster === cluster && g.refs !== undefined && refersTo(g.refs)),
-  );
+/**
+ * The kinds (of `kinds`) that have anything on `cluster` in these spec sets: documents, or keys on
+ * guests. One pass over each set's guests for all kinds: a plan asks this of every cluster it covers,
+ * and a set holds the whole estate.
+ */
+export function kindsConcerned(kinds: readonly AnyKind[], cluster: string, sets: readonly (SpecSet | undefined)[]): AnyKind[] {
+  const pending = new Set(kinds);
+  const keys = new Map(kinds.map((kind) => [kind, referringKeys(kind)]));
+  for (const set of sets) {
+    for (const o of set?.objects ?? []) {
+      if (o.cluster !== cluster) continue;
+      for (const kind of pending) if (o.kind === kind.name) pending.delete(kind);
+    }
+    for (const g of set?.guests ?? []) {
+      if (pending.size === 0) break;
+      if (g.cluster !== cluster || g.refs === undefined) continue;
+      const refs = g.refs;
+      for (const kind of pending) if (keys.get(kind)?.some((key) => Object.hasOwn(refs, key))) pending.delete(kind);
+    }
+  }
+  return kinds.filter((kind) => !pending.has(kind));
 }
 
 /**
@@ -69,8 +79,7 @@ export function planObjects(input: PlanObjectsInput): { items: ObjectPlan[]; err
   for (const cluster of input.clusters) {
     const seen = input.observed.clusters[cluster];
     if (!seen) continue;
-    for (const kind of OBJECT_KINDS) {
-      if (!kindConcerns(kind, cluster, [input.head, input.base])) continue;
+    for (const kind of kindsConcerned(OBJECT_KINDS, cluster, [input.head, input.base])) {
       const failed = seen.objectErrors?.[kind.name];
       if (failed !== undefined) {
         errors.push({ cluster, message: `${kind.name} objects of cluster '${cluster}' could not be read: ${failed}` });

@@ -29,13 +29,20 @@ export function planOrderAndRestarts(
   headGuests: readonly GuestSpec[],
   clusters: ReadonlyMap<string, ClusterSpec>,
 ): void {
-  const byName = new Map<string, GuestSpec>();
-  for (const spec of headGuests) byName.set(`${spec.cluster}/${spec.name}`, spec);
+  // Built at the first dependsOn: a plan of a few guests without one needs no map of the estate.
+  let byName: Map<string, GuestSpec> | undefined;
+  const named = (key: string): GuestSpec | undefined => {
+    if (!byName) {
+      byName = new Map();
+      for (const spec of headGuests) byName.set(`${spec.cluster}/${spec.name}`, spec);
+    }
+    return byName.get(key);
+  };
   for (const plan of guests) {
     const spec = plan.target.spec;
     if (!spec) continue;
     const after = (spec.dependsOn ?? [])
-      .map((name) => byName.get(`${spec.cluster}/${name}`))
+      .map((name) => named(`${spec.cluster}/${name}`))
       .filter((dep): dep is GuestSpec => dep !== undefined)
       .map((dep) => guestKeyText(dep.cluster, dep.vmid));
     if (after.length > 0) plan.after = after;

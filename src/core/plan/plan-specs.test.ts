@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeClusterSpec, makeObservedVm, makeVmSpec } from '../../../test/helpers/factories.js';
 import type { GuestSpec, ObservedCluster, ObservedGuest, SpecSet } from '../model.js';
-import { GuestPrePlans, planHasChanges, planHasErrors, planScope, planSpecs } from './plan-specs.js';
+import { GuestPrePlans, planHasChanges, planHasErrors, planScope, planSpecs, scopedVmids } from './plan-specs.js';
 
 const cluster = makeClusterSpec({ nodes: ['pve-01', 'pve-02'] });
 
@@ -26,6 +26,21 @@ function observed(name: string, vmid: number, current: Record<string, string>, t
 }
 
 const specs = (...guests: GuestSpec[]): SpecSet => ({ clusters: [cluster], guests });
+
+describe('scopedVmids', () => {
+  it('answers the VMIDs in scope of each cluster, as numbers, and none for a cluster out of scope', () => {
+    const other = makeClusterSpec({ name: 'lab-2', vmids: { lower: 200_000, upper: 300_000 } });
+    const base: SpecSet = { clusters: [cluster, other], guests: [guest('a', 100001), { ...guest('z', 200001), cluster: 'lab-2' }] };
+    const head: SpecSet = {
+      clusters: [cluster, other],
+      guests: [guest('a', 100001, { cores: '4' }), guest('b', 100002), { ...guest('z', 200001), cluster: 'lab-2' }],
+    };
+    const scope = planScope(head, base);
+    expect([...scopedVmids(scope, 'lab')].sort()).toEqual([100001, 100002]);
+    expect(scopedVmids(scope, 'lab-2').size).toBe(0);
+    expect(scopedVmids(scope, 'elsewhere').size).toBe(0);
+  });
+});
 
 describe('planScope', () => {
   it('covers everything without a base', () => {

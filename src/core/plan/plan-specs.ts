@@ -29,7 +29,7 @@ import { severityRank } from './impact.js';
 import { type GuestPlanInput, planGuest, toError } from './plan-guest.js';
 import type { ListedGuest, ObservedGuest } from '../model.js';
 import { clustersWithChangedObjects, planObjects } from './plan-objects.js';
-import { copiesOfOneGuest } from '../spec/loaded-copies.js';
+import { sameLoadedCopies } from '../spec/loaded-copies.js';
 
 /**
  * Which guests a plan covers. A pull request plans what it adds, changes or removes — every guest
@@ -43,6 +43,36 @@ export interface PlanScope {
   fullClusters: Set<string>;
   /** Clusters touched at all. */
   clusters: Set<string>;
+}
+
+const NO_VMIDS: ReadonlySet<number> = new Set();
+
+/** Per scope, the VMIDs of its guests by cluster (see {@link scopedVmids}). */
+const vmidsOfScope = new WeakMap<PlanScope, Map<string, Set<number>>>();
+
+/**
+ * The VMIDs of `cluster`'s guests in `scope`, read from its keys once per scope: the passes over
+ * an estate's guests and listing test a number instead of building a `cluster/vmid` text for each
+ * of thousands of guests a change leaves alone. For a scope as {@link planScope} returns it.
+ */
+export function scopedVmids(scope: PlanScope, cluster: string): ReadonlySet<number> {
+  let byCluster = vmidsOfScope.get(scope);
+  if (!byCluster) {
+    byCluster = new Map();
+    for (const key of scope.guests) {
+      // `cluster/vmid` (guestKeyText): the VMID is the digits after the last slash.
+      const slash = key.lastIndexOf('/');
+      const name = key.slice(0, slash);
+      let vmids = byCluster.get(name);
+      if (!vmids) {
+        vmids = new Set();
+        byCluster.set(name, vmids);
+      }
+      vmids.add(Number(key.slice(slash + 1)));
+    }
+    vmidsOfScope.set(scope, byCluster);
+  }
+  return byCluster.get(cluster) ?? NO_VMIDS;
 }
 
 /** Fields that say where a spec was written, not what it says. */
@@ -94,25 +124,48 @@ export function planScope(head: SpecSet, base?: SpecSet): PlanScope {
   // A changed document of another kind (a pool) brings its cluster into the plan.
   for (const name of clustersWithChangedObjects(head, base, sameSpec)) scope.clusters.add(name);
 
-  const baseGuests = new Map(base.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
-  const headGuests = new Map(head.guests.map((g) => [guestKeyText(g.cluster, g.vmid), g]));
-  const add = (key: string, cluster: string): void => {
-    scope.guests.add(key);
+  // By cluster, then VMID: no `cluster/vmid` text is built for the thousands of guests a change
+  // leaves alone, and the copies' origins are looked up once per set (`sameLoadedCopies`).
+  const baseGuests = guestsByClusterVmid(base.guests);
+  const headGuests = guestsByClusterVmid(head.guests);
+  const copies = sameLoadedCopies(base, head);
+  const add = (cluster: string, vmid: number): void => {
+    scope.guests.add(guestKeyText(cluster, vmid));
     scope.clusters.add(cluster);
   };
-  for (const [key, g] of headGuests) {
-    const b = baseGuests.get(key);
-    // A guest of a file the change left as it was is the same spec by construction: no deep look.
-    if (changedClusters.has(g.cluster) || !((b !== undefined && copiesOfOneGuest(b, base, g, head)) || sameSpec(b, g))) add(key, g.cluster);
+  for (const [cluster, guests] of headGuests) {
+    const changed = changedClusters.has(cluster);
+    const before = baseGuests.get(cluster);
+    for (const [vmid, g] of guests) {
+      const b = before?.get(vmid);
+      // A guest of a file the change left as it was is the same spec by construction: no deep look.
+      if (changed || !((b !== undefined && copies(b, g)) || sameSpec(b, g))) add(cluster, vmid);
+    }
   }
-  for (const [key, g] of baseGuests) {
-    if (!headGuests.has(key) || changedClusters.has(g.cluster)) add(key, g.cluster);
+  for (const [cluster, guests] of baseGuests) {
+    const changed = changedClusters.has(cluster);
+    const after = headGuests.get(cluster);
+    for (const vmid of guests.keys()) if (changed || !after?.has(vmid)) add(cluster, vmid);
   }
   for (const name of changedClusters) {
     scope.clusters.add(name);
     if (headClusters.has(name)) scope.fullClusters.add(name);
   }
   return scope;
+}
+
+/** `guests` by cluster, then VMID (a later guest with the same key in place of an earlier one). */
+function guestsByClusterVmid(guests: readonly GuestSpec[]): Map<string, Map<number, GuestSpec>> {
+  const byCluster = new Map<string, Map<number, GuestSpec>>();
+  for (const g of guests) {
+    let ofCluster = byCluster.get(g.cluster);
+    if (!ofCluster) {
+      ofCluster = new Map();
+      byCluster.set(g.cluster, ofCluster);
+    }
+    ofCluster.set(g.vmid, g);
+  }
+  return byCluster;
 }
 
 /** Inputs of a whole plan. */
@@ -346,12 +399,13 @@ export function planSpecs(input: PlanInput): Plan {
     const { lower, upper } = clusterSpec.vmids;
     const inRange = (vmid: number): boolean => vmid >= lower && vmid < upper;
     const vmids = new Set<number>();
-    for (const g of headGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
-    for (const g of baseGuests) if (scope.guests.has(guestKeyText(clusterName, g.vmid))) vmids.add(g.vmid);
+    const inScope = scopedVmids(scope, clusterName);
+    for (const g of headGuests) if (inScope.has(g.vmid)) vmids.add(g.vmid);
+    for (const g of baseGuests) if (inScope.has(g.vmid)) vmids.add(g.vmid);
     if (scope.fullClusters.has(clusterName)) {
       for (const l of seen.listing) if (inRange(l.vmid) && hasOwnerTag(l.tags, clusterSpec.ownerTag)) vmids.add(l.vmid);
     }
-    const clashes = identityClashes(headGuests, baseGuests, vmids, seen, clusterSpec.ownerTag);
+    const clashes = identityClashes(headGuests, baseByVmid, vmids, seen, listed, clusterSpec.ownerTag);
     const allowed = new Set(input.access?.[clusterName]?.allowHostAccess ?? []);
 
     for (const vmid of [...vmids].sort((a, b) => a - b)) {
@@ -427,19 +481,25 @@ function guestName(spec: GuestSpec): string {
  */
 function identityClashes(
   headGuests: readonly GuestSpec[],
-  baseGuests: readonly GuestSpec[],
+  baseByVmid: ReadonlyMap<number, GuestSpec>,
   vmids: ReadonlySet<number>,
   seen: ObservedCluster,
+  listed: ReadonlyMap<number, ListedGuest>,
   ownerTag: string,
 ): Map<number, string> {
   const clashes = new Map<number, string>();
-  const headByName = new Map<string, GuestSpec>();
-  for (const g of headGuests) {
-    headByName.set(g.name, g);
-    headByName.set(guestName(g), g);
-  }
-  const baseByVmid = new Map(baseGuests.map((g) => [g.vmid, g]));
-  const listed = new Map(seen.listing.map((l) => [l.vmid, l]));
+  // Built when a name is first looked up: most plans look none up, and it holds the whole estate.
+  let byName: Map<string, GuestSpec> | undefined;
+  const headByName = (name: string): GuestSpec | undefined => {
+    if (!byName) {
+      byName = new Map();
+      for (const g of headGuests) {
+        byName.set(g.name, g);
+        byName.set(guestName(g), g);
+      }
+    }
+    return byName.get(name);
+  };
   for (const spec of headGuests) {
     if (!vmids.has(spec.vmid)) continue;
     const nameKey = flavourOf(spec.type).nameKey;
@@ -447,7 +507,7 @@ function identityClashes(
     let why = '';
     const before = baseByVmid.get(spec.vmid);
     if (before && before.name !== spec.name) {
-      const moved = headByName.get(before.name);
+      const moved = headByName(before.name);
       if (moved && moved !== spec && moved.vmid !== spec.vmid) {
         other = moved;
         why = `the base branch gives VMID ${spec.vmid} to '${before.name}'`;
@@ -457,7 +517,7 @@ function identityClashes(
     const liveName = observed ? observed.current[nameKey] : listed.get(spec.vmid)?.name;
     const owned = hasOwnerTag(observed?.current.tags ?? listed.get(spec.vmid)?.tags, ownerTag);
     if (!other && owned && liveName !== undefined && liveName !== guestName(spec) && !spec.ignore.includes(nameKey)) {
-      const holder = headByName.get(liveName);
+      const holder = headByName(liveName);
       if (holder && holder !== spec && holder.vmid !== spec.vmid) {
         other = holder;
         why = `guest ${spec.vmid} on the cluster is '${liveName}'`;

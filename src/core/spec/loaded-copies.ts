@@ -28,6 +28,19 @@ export function recordCopies(set: SpecSet, origins: ReadonlyMap<object, object>)
  * same VMID: then they are the same spec. False for sets built otherwise.
  */
 export function copiesOfOneGuest(a: GuestSpec, aSet: SpecSet, b: GuestSpec, bSet: SpecSet): boolean {
-  const origin = originsOf.get(aSet)?.get(a);
-  return origin !== undefined && origin === originsOf.get(bSet)?.get(b) && a.vmid === b.vmid && a.vmidDerived === b.vmidDerived;
+  return sameLoadedCopies(aSet, bSet)(a, b);
+}
+
+/**
+ * {@link copiesOfOneGuest} for many guests of the same two sets: the sets' origins are looked up
+ * once, not twice per guest compared.
+ */
+export function sameLoadedCopies(aSet: SpecSet, bSet: SpecSet): (a: GuestSpec, b: GuestSpec) => boolean {
+  const aOrigins = originsOf.get(aSet);
+  const bOrigins = originsOf.get(bSet);
+  if (!aOrigins || !bOrigins) return () => false;
+  return (a, b) => {
+    const origin = aOrigins.get(a);
+    return origin !== undefined && origin === bOrigins.get(b) && a.vmid === b.vmid && a.vmidDerived === b.vmidDerived;
+  };
 }

@@ -26,7 +26,9 @@ export function utf8Length(text: string): number {
 /** Decodes a file: bytes as strict UTF-8 (a leading BOM dropped); text must be well-formed UTF-16. */
 export function decodeSpecFile(file: SpecFileInput): DecodedSpec {
   if ('text' in file) {
-    const lone = firstLoneSurrogate(file.text);
+    // Native, and free for text in Latin-1 (V8 stores it one byte a character, with no surrogate
+    // at all): every text read from disk comes here once more after its strict decoding.
+    const lone = file.text.isWellFormed() ? -1 : firstLoneSurrogate(file.text);
     return lone < 0
       ? { ok: true, text: file.text }
       : { ok: false, ...lineCol(file.text, lone), message: 'text is not valid Unicode (a lone surrogate)' };
