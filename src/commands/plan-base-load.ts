@@ -10,6 +10,7 @@
  * of a cluster's plan (only a comment changed), or the specs are invalid, that cluster's listing
  * was read for nothing.
  */
+import { within } from '../util/within.js';
 import { Writable } from 'node:stream';
 import type { ListedGuest } from '../core/model.js';
 import { changedFileClusters } from '../core/spec/changed-file-clusters.js';
@@ -50,10 +51,9 @@ export async function loadForPlan(
   io: CommandIO,
   clustersFile: string | undefined,
 ): Promise<PlanLoad> {
-  const plain = (early?: EarlyListings): ((names: string[]) => Promise<OpenClusters>) =>
-    early ? (names) => early.adopt(names) : (names) => connect(names, 'read', io, clustersFile);
+  const opened = (names: string[]): Promise<OpenClusters> => connect(names, 'read', io, clustersFile);
   if (baseDir === undefined) {
-    return { head: await loadSpecDir(specs, io), base: undefined, connect: plain(), discard: async () => undefined };
+    return { head: await loadSpecDir(specs, io), base: undefined, connect: opened, discard: async () => undefined };
   }
   const headFiles = await readSpecDir(specs, io);
   const baseFiles = await readSpecDir(baseDir, io);
@@ -67,7 +67,7 @@ export async function loadForPlan(
     const cache = createSpecParseCache();
     const head = await loadSpecDir(specs, io, cache, headFiles);
     const base = await loadSpecDir(baseDir, io, cache, baseFiles);
-    return { head, base, connect: plain(early), discard: async () => early?.discard() };
+    return { head, base, connect: early ? (names) => early.adopt(names) : opened, discard: async () => early?.discard() };
   } catch (error) {
     await early?.discard();
     throw error;
@@ -92,10 +92,7 @@ interface EarlyListings {
  */
 async function requestListings(names: string[], io: CommandIO, clustersFile: string | undefined): Promise<EarlyListings> {
   const held = new HeldOutput();
-  const opened = await connect(names, 'read', { ...io, stderr: held }, clustersFile).then(
-    (open) => open,
-    () => undefined,
-  );
+  const opened = await connect(names, 'read', { ...io, stderr: held }, clustersFile).catch(() => undefined);
   const listings = new Map<string, Promise<ListedGuest[]>>();
   if (opened) {
     await Promise.all(
@@ -110,14 +107,7 @@ async function requestListings(names: string[], io: CommandIO, clustersFile: str
         listings.set(name, listing);
         // Bounded: a cluster that does not answer the connection (its retries take minutes) must
         // not hold up the loading of a change that may not even need it.
-        let timer: NodeJS.Timeout | undefined;
-        const bound = new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, MAX_SEND_WAIT_MS);
-        });
-        return Promise.race([watch.sent, listing.then(noop, noop), bound]).finally(() => {
-          clearTimeout(timer);
-          watch.stop();
-        });
+        return within(Promise.race([watch.sent, listing.then(noop, noop)]), MAX_SEND_WAIT_MS).finally(() => watch.stop());
       }),
     );
   }

@@ -10,6 +10,7 @@
  * is making sure one guest never has two writers. It does not plan (the core does, `planGuest`)
  * and it does not talk HTTP (it writes through the {@link ClusterWriter} port).
  */
+import { endsOnlyByResume } from '../core/guest-locks.js';
 import { type ApplyStep, type GuestApplyResult, isWritingStep } from '../core/apply-result.js';
 import type { GuestPlan, ListedGuest, ObservedGuest, Operation, PlannedRestart } from '../core/model.js';
 import { compareWithReviewed } from '../core/plan/compare-reviewed.js';
@@ -402,7 +403,7 @@ class GuestJob {
         if (finish) return finish;
       }
       const lock = observed?.current.lock;
-      if (lock === 'suspended' || lock === 'suspending') {
+      if (lock !== undefined && endsOnlyByResume(lock)) {
         // A hibernated VM keeps this lock until someone resumes it: waiting cannot help.
         return new Finish('failed', `locked (${lock}): the VM is hibernated; resume it, then apply again`);
       }

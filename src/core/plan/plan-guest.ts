@@ -74,8 +74,6 @@ interface KeyDifference {
 interface Comparison {
   spec: GuestSpec;
   observed: ObservedGuest;
-  /** The base spec, when it decides which of a clone's keys the spec owns (`cloneOwns`). */
-  previous: GuestSpec | undefined;
   effective: Record<string, string>;
   differences: KeyDifference[];
 }
@@ -99,13 +97,14 @@ function compareGuest(spec: GuestSpec, ownerTag: string, observed: ObservedGuest
     if (want === undefined && have === undefined) continue;
     differences.push({ key, want, have });
   }
-  return { spec, observed, previous, effective, differences };
+  return { spec, observed, effective, differences };
 }
 
 /**
  * The comparison of `spec` with `observed` under `previous`: the draft's own when it was made from
- * the same spec and read and owns the same keys — a clone's ownership is the same without a base
- * as with itself as the base (`cloneOwns`) — else a new one.
+ * the same spec and read, else a new one. Drift compares the base spec without a base, so the
+ * draft's is reused only when `spec` is the base spec, and `previous` is then that spec or none:
+ * a clone owns the same keys without a base as with itself as the base (`cloneOwns`).
  */
 function comparisonFor(
   draft: Draft,
@@ -115,9 +114,7 @@ function comparisonFor(
   previous: GuestSpec | undefined,
 ): Comparison {
   const compared = draft.compared;
-  const sameOwnership = (a: GuestSpec | undefined, b: GuestSpec | undefined): boolean =>
-    a === b || !spec.clone || ((a === undefined || a === spec) && (b === undefined || b === spec));
-  if (compared && compared.spec === spec && compared.observed === observed && sameOwnership(compared.previous, previous)) return compared;
+  if (compared && compared.spec === spec && compared.observed === observed) return compared;
   return compareGuest(spec, ownerTag, observed, previous);
 }
 

@@ -6,6 +6,7 @@
  * (`ClusterReader.readFacts`), serving the copy the sandbox's (`RehearsalSandbox` in
  * `core/ports.ts`). What the copy leaves out is in docs/rehearsal.md.
  */
+import { endsOnlyByResume } from '../guest-locks.js';
 import type { GuestType } from '../guest-flavours.js';
 import type { ObservedCluster, Operation, Plan } from '../model.js';
 import { buildKindsCopy, type KindsCopy, partGuests, touchedObjects } from './kinds-copy.js';
@@ -63,9 +64,17 @@ export interface GuestCopy {
  * a snapshot's, …; `apply-guest.ts`): undefined without one, and for a hibernated VM's
  * `suspended`/`suspending`, which only a resume ends, so the apply refuses at once.
  */
-export function waitedOutLock(guest: GuestCopy): string | undefined {
+function waitedOutLock(guest: GuestCopy): string | undefined {
   const lock = guest.current.lock;
-  return lock === undefined || lock === 'suspended' || lock === 'suspending' ? undefined : lock;
+  return lock === undefined || endsOnlyByResume(lock) ? undefined : lock;
+}
+
+/** The locks the guests of `copy` held when the plan was made and the apply waits out: VMID and lock. */
+export function waitedOutLocks(copy: { guests: readonly GuestCopy[] }): [vmid: number, lock: string][] {
+  return copy.guests.flatMap((guest) => {
+    const lock = waitedOutLock(guest);
+    return lock === undefined ? [] : [[guest.vmid, lock] as [number, string]];
+  });
 }
 
 /** The copy of one cluster. */

@@ -16,7 +16,7 @@ import { type SpecFileInput, utf8Length } from './spec-text.js';
  * Most bytes of changed text parsed for the guess: a change larger than this is a large plan whose
  * reading dominates anyway, and its files are not parsed twice.
  */
-export const MAX_CHANGED_BYTES = 1024 * 1024;
+const MAX_CHANGED_BYTES = 1024 * 1024;
 
 /**
  * The names of the clusters named by documents of files that differ between `head` and `base`

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { planScope } from '../plan/plan-specs.js';
 import type { GuestSpec, SpecSet } from '../model.js';
 import { loadSpecs, type SpecFile } from './load-specs.js';
-import { copiesOfOneGuest } from './loaded-copies.js';
+import { sameLoadedCopies } from './loaded-copies.js';
 import { createSpecParseCache } from './parse-cache.js';
 
 const CLUSTER = 'kind: Cluster\nname: lab\nvmids: { lower: 1000, upper: 2000 }\nnodes: [pve-01]\n';
@@ -29,10 +29,10 @@ function loadBoth(head: SpecFile[], shared = true): { base: SpecSet; head: SpecS
 const named = (set: SpecSet, name: string): GuestSpec => set.guests.find((g) => g.name === name) as GuestSpec;
 /** Whether the base's and the head's guest `name` are copies of one loaded guest. */
 const oneGuest = (sets: { base: SpecSet; head: SpecSet }, name: string): boolean =>
-  copiesOfOneGuest(named(sets.base, name), sets.base, named(sets.head, name), sets.head);
+  sameLoadedCopies(sets.base, sets.head)(named(sets.base, name), named(sets.head, name));
 const edited = (path: string, text: string): SpecFile[] => BASE.map((f) => (f.path === path ? { path, text } : f));
 
-describe('copiesOfOneGuest', () => {
+describe('sameLoadedCopies', () => {
   it('holds for a guest of a file whose bytes are the same in base and head, and not for one of a changed file', () => {
     const sets = loadBoth(edited('a.yaml', `${vm('a-1', 2048, 1001)}---\n${vm('a-2', 1024, 1002)}`));
     expect(oneGuest(sets, 'b-1')).toBe(true);
@@ -42,7 +42,7 @@ describe('copiesOfOneGuest', () => {
     expect(oneGuest(sets, 'a-1')).toBe(false);
     // A set built from the loaded guests is not a loaded set.
     const b1 = named(sets.head, 'b-1');
-    expect(copiesOfOneGuest(named(sets.base, 'b-1'), sets.base, b1, { clusters: [], guests: [b1] })).toBe(false);
+    expect(sameLoadedCopies(sets.base, { clusters: [], guests: [b1] })(named(sets.base, 'b-1'), b1)).toBe(false);
   });
 
   it('does not hold for the same document when its derived VMID differs between the loads', () => {

@@ -24,16 +24,9 @@ export function recordCopies(set: SpecSet, origins: ReadonlyMap<object, object>)
 }
 
 /**
- * Whether `a` of the loaded set `aSet` and `b` of `bSet` are copies of one loaded guest with the
- * same VMID: then they are the same spec. False for sets built otherwise.
- */
-export function copiesOfOneGuest(a: GuestSpec, aSet: SpecSet, b: GuestSpec, bSet: SpecSet): boolean {
-  return sameLoadedCopies(aSet, bSet)(a, b);
-}
-
-/**
- * {@link copiesOfOneGuest} for many guests of the same two sets: the sets' origins are looked up
- * once, not twice per guest compared.
+ * Whether a guest of the loaded set `aSet` and one of `bSet` are copies of one loaded guest with
+ * the same VMID: then they are the same spec. False for sets built otherwise. The sets' origins are
+ * looked up once, not twice per guest compared.
  */
 export function sameLoadedCopies(aSet: SpecSet, bSet: SpecSet): (a: GuestSpec, b: GuestSpec) => boolean {
   const aOrigins = originsOf.get(aSet);

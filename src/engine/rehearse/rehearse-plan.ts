@@ -9,7 +9,7 @@
 import type { HostAccessRule } from '../../core/key-rules.js';
 import type { ObservedState, Plan } from '../../core/model.js';
 import type { ClusterReader, OpenSandbox } from '../../core/ports.js';
-import { buildClusterCopy, type ClusterCopy, touchedNodes, waitedOutLock } from '../../core/rehearse/copy.js';
+import { buildClusterCopy, type ClusterCopy, touchedNodes, waitedOutLocks } from '../../core/rehearse/copy.js';
 import { factsOptions } from '../../core/rehearse/kinds-copy.js';
 import { type Rehearsal, rehearsalOf } from '../../core/rehearse/outcome.js';
 import { errorMessage } from '../../util/error-message.js';
@@ -69,11 +69,7 @@ export async function rehearsePlan(input: RehearseInput): Promise<Rehearsal> {
   if (plan.guests.length === 0 && plan.objects.length === 0)
     return rehearsalOf(plan, emptyResult(), { skipped, requests, ms: now() - started });
   const locked: Record<string, string> = {};
-  for (const copy of copies)
-    for (const guest of copy.guests) {
-      const lock = waitedOutLock(guest);
-      if (lock !== undefined) locked[`${copy.cluster}/${guest.vmid}`] = lock;
-    }
+  for (const copy of copies) for (const [vmid, lock] of waitedOutLocks(copy)) locked[`${copy.cluster}/${vmid}`] = lock;
   const sandbox = await input.openSandbox(copies);
   try {
     const result = await executePlan(plan, sandbox.writers, {

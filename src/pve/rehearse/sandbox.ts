@@ -8,7 +8,7 @@
  */
 import type { FirewallState } from '../../core/kinds/firewall/state.js';
 import type { OpenSandbox, RehearsalSandbox } from '../../core/ports.js';
-import { type ClusterCopy, type GuestCopy, waitedOutLock } from '../../core/rehearse/copy.js';
+import { type ClusterCopy, type GuestCopy, waitedOutLocks } from '../../core/rehearse/copy.js';
 import type { KindsCopy } from '../../core/rehearse/kinds-copy.js';
 import { PveClient } from '../client.js';
 import { PveClusterAdapter } from '../cluster-adapter.js';
@@ -122,10 +122,7 @@ export const openRehearsalSandbox: OpenSandbox = async (copies: readonly Cluster
     for (const copy of copies) {
       const sim = await startSimulator({ port: 0, taskMs: 0, fixture: fixtureOf(copy) });
       running.push(sim);
-      for (const guest of copy.guests) {
-        const lock = waitedOutLock(guest);
-        if (lock !== undefined) planned.push(() => sim.sim.endPlannedLock(guest.vmid, lock));
-      }
+      for (const [vmid, lock] of waitedOutLocks(copy)) planned.push(() => sim.sim.endPlannedLock(vmid, lock));
       seedObjects(sim.sim, copy.objects, copy.facts);
       const client = new PveClient({ cluster: copy.cluster, url: sim.url, token: sim.token, retries: 0 });
       clients.push(client);

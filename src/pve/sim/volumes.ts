@@ -186,7 +186,7 @@ export class VolumeStore {
   }
 
   /** Bytes free on a storage (`avail`; for LVM the volume group's `vg_free`). */
-  freeBytes(storage: string): number {
+  private freeBytes(storage: string): number {
     const defined = this.storage(storage);
     return defined ? Math.max(0, defined.total - this.used(storage)) : 0;
   }

@@ -283,7 +283,7 @@ export function createGuestProcessor(deps: GuestWorkerDeps): (job: Job, token?: 
     if ((await takeTicket(run, previous)) === 'finished')
       return wakeNextAfterFinished(run, (await deps.store.result(runId, item)) ?? previous);
     // Its turn: inside an apply window (or a `--now` run), else parked with its ticket until one opens.
-    await awaitWindow(windowJob(run), previous, await windowsOf(run, isGuestProgress(previous)), now);
+    await awaitWindow(windowJob(run), previous, now ? undefined : await windowsOf(run, isGuestProgress(previous)), now);
     const lock = await takeLock(run);
     try {
       if (isGuestProgress(previous)) return await applyUnderLock(run, previous, lock, repo);

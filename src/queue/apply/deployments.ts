@@ -25,7 +25,7 @@ import type { ApplyRun, ApplyStore } from './apply-store.js';
 const DEPLOYMENTS_TTL_S = 7 * 86_400;
 
 /** How long an installation that refused deployments (403) is left alone. */
-export const DEPLOYMENTS_DENIED_TTL_S = 3600;
+const DEPLOYMENTS_DENIED_TTL_S = 3600;
 
 type DeploymentState = 'in_progress' | 'success' | 'failure';
 
@@ -119,15 +119,15 @@ export async function syncDeployments(
   log: Logger,
 ): Promise<RunDeployments> {
   const key = deploymentsKey(store, run.id);
-  const kept = await redis.hgetall(key);
+  const kept = new Map(Object.entries(await redis.hgetall(key)).map(([cluster, text]) => [cluster, JSON.parse(text) as KeptDeployment]));
   const known: RunDeployments = {};
-  for (const [cluster, text] of Object.entries(kept)) known[cluster] = (JSON.parse(text) as KeptDeployment).id;
+  for (const [cluster, { id }] of kept) known[cluster] = id;
   if (await denied(redis, store.statePrefix, run.installationId)) return known;
   const owner = run.repo.owner;
   const repo = run.repo.name;
   try {
     for (const [cluster, { state, description }] of clusterStates(view)) {
-      let deployment: KeptDeployment | undefined = kept[cluster] ? (JSON.parse(kept[cluster]) as KeptDeployment) : undefined;
+      let deployment = kept.get(cluster);
       if (!deployment) {
         const { data } = await octokit.rest.repos.createDeployment({
           owner,
