@@ -5,17 +5,7 @@
  * Proxmox would refuse a step.
  */
 import type { Annotation, CheckResult } from './check-runs.js';
-import {
-  anyRefused,
-  noteLine,
-  notes,
-  objectRefusalLine,
-  objectRefusals,
-  refusalLine,
-  refusals,
-  rehearsalHeadline,
-  type Rehearsal,
-} from '../core/rehearse/outcome.js';
+import { anyRefused, objectRefusals, refusals, rehearsalHeadline, rehearsalItems, type Rehearsal } from '../core/rehearse/outcome.js';
 import { REHEARSAL_CAVEAT, withRehearsalRendered } from '../core/rehearse/render.js';
 import { escapeText } from '../core/render/markdown-format.js';
 import type { GuestSpec, SourceRef } from '../core/model.js';
@@ -65,15 +55,13 @@ export function withRehearsalCheck(
     ),
     ...objects.flatMap((o) => annotate(o.source, `${o.cluster}/${o.label}: rehearsal refused ${o.step ?? 'the apply'}`, o.error)),
   ];
+  const marks = { refused: '❌ ', note: '', skipped: '⚠️ ' } as const;
   const lines = [
     `**${rehearsalHeadline(rehearsal)}**`,
-    ...refused.map((g) => `- ❌ ${escapeText(refusalLine(g))}`),
-    ...objects.map((o) => `- ❌ ${escapeText(objectRefusalLine(o))}`),
-    ...notes(rehearsal).map((g) => `- ${escapeText(noteLine(g))}`),
+    ...rehearsalItems(rehearsal).map(({ mark, text }) => `- ${marks[mark]}${escapeText(text)}`),
+    '',
+    `_${REHEARSAL_CAVEAT}_`,
   ];
-  for (const [cluster, why] of Object.entries(rehearsal.skipped))
-    lines.push(`- ⚠️ ${escapeText(`cluster ${cluster} not rehearsed: ${why}`)}`);
-  lines.push('', `_${REHEARSAL_CAVEAT}_`);
   const failing = anyRefused(rehearsal) && mode === 'fail' && result.conclusion === 'success';
   return {
     ...result,

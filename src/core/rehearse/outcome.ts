@@ -138,6 +138,25 @@ export function noteLine(guest: RehearsedGuest): string {
   return `${guest.cluster}/${guest.name} (${guest.vmid}): ${guest.note ?? ''}`;
 }
 
+/** One line of a rehearsal's report after its headline: a refusal, a note for the reviewer, or a cluster not rehearsed. */
+export interface RehearsalItem {
+  mark: 'refused' | 'note' | 'skipped';
+  text: string;
+}
+
+/** The lines of a rehearsal's report after its headline, in the order every rendering lists them. */
+export function rehearsalItems(rehearsal: Rehearsal): RehearsalItem[] {
+  return [
+    ...refusals(rehearsal).map((g) => ({ mark: 'refused' as const, text: refusalLine(g) })),
+    ...objectRefusals(rehearsal).map((o) => ({ mark: 'refused' as const, text: objectRefusalLine(o) })),
+    ...notes(rehearsal).map((g) => ({ mark: 'note' as const, text: noteLine(g) })),
+    ...Object.entries(rehearsal.skipped).map(([cluster, why]) => ({
+      mark: 'skipped' as const,
+      text: `cluster ${cluster} not rehearsed: ${why}`,
+    })),
+  ];
+}
+
 /** Whether anything was refused, guest or object. */
 export function anyRefused(rehearsal: Rehearsal): boolean {
   return refusals(rehearsal).length > 0 || objectRefusals(rehearsal).length > 0;

@@ -3,17 +3,7 @@
  * that this is a rehearsal on a model, not a guarantee, and point to docs/rehearsal.md.
  */
 import { codeSpan, escapeText, markdownTable } from '../render/markdown-format.js';
-import {
-  anyRefused,
-  noteLine,
-  notes,
-  objectRefusalLine,
-  objectRefusals,
-  refusalLine,
-  refusals,
-  rehearsalHeadline,
-  type Rehearsal,
-} from './outcome.js';
+import { anyRefused, noteLine, notes, objectRefusals, refusals, rehearsalHeadline, rehearsalItems, type Rehearsal } from './outcome.js';
 
 /** What every rendering says about the model. */
 export const REHEARSAL_CAVEAT =
@@ -22,10 +12,7 @@ export const REHEARSAL_CAVEAT =
 /** Terminal lines. */
 export function renderRehearsalText(rehearsal: Rehearsal): string {
   const lines = [rehearsalHeadline(rehearsal)];
-  for (const guest of refusals(rehearsal)) lines.push(`  ✗ ${refusalLine(guest)}`);
-  for (const object of objectRefusals(rehearsal)) lines.push(`  ✗ ${objectRefusalLine(object)}`);
-  for (const guest of notes(rehearsal)) lines.push(`  - ${noteLine(guest)}`);
-  for (const [cluster, why] of Object.entries(rehearsal.skipped)) lines.push(`  - cluster ${cluster} not rehearsed: ${why}`);
+  for (const { mark, text } of rehearsalItems(rehearsal)) lines.push(`  ${mark === 'refused' ? '✗' : '-'} ${text}`);
   lines.push(`  (${REHEARSAL_CAVEAT})`);
   return `${lines.join('\n')}\n`;
 }
