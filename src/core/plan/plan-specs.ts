@@ -6,7 +6,7 @@
  */
 import { compareText } from '../compare-text.js';
 import { envPrefix } from '../cluster-name.js';
-import { guestKeyText } from '../kinds/resource-key.js';
+import { guestKeyText, parseKeyText } from '../kinds/resource-key.js';
 import { planObjectWindows, planOrderAndRestarts } from './plan-order.js';
 import { planSnapshots } from './plan-snapshot.js';
 import { flavourOf } from '../guest-flavours.js';
@@ -59,16 +59,15 @@ export function scopedVmids(scope: PlanScope, cluster: string): ReadonlySet<numb
   let byCluster = vmidsOfScope.get(scope);
   if (!byCluster) {
     byCluster = new Map();
-    for (const key of scope.guests) {
-      // `cluster/vmid` (guestKeyText): the VMID is the digits after the last slash.
-      const slash = key.lastIndexOf('/');
-      const name = key.slice(0, slash);
-      let vmids = byCluster.get(name);
+    for (const text of scope.guests) {
+      const key = parseKeyText(text);
+      if (key === undefined) continue;
+      let vmids = byCluster.get(key.cluster);
       if (!vmids) {
         vmids = new Set();
-        byCluster.set(name, vmids);
+        byCluster.set(key.cluster, vmids);
       }
-      vmids.add(Number(key.slice(slash + 1)));
+      vmids.add(Number(key.id));
     }
     vmidsOfScope.set(scope, byCluster);
   }
