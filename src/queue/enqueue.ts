@@ -115,7 +115,7 @@ export class PlanQueueProducer implements JobProducer {
     // Both commands are written before either answer is awaited (addJob sends its script at once).
     const [outcome] = await Promise.all([recorded, added.addJob(client as unknown as Parameters<Job['addJob']>[0])]);
     if (outcome === RECORDED) {
-      // What `Queue.add` tells its listeners (the deliveries metric counts an enqueue by it).
+      // What `Queue.add` tells its listeners.
       this.queue.emit('waiting', added);
       return jobId;
     }

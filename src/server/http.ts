@@ -1,5 +1,5 @@
 /**
- * The App's HTTP side on node:http: Probot's webhook middleware at the webhook path, and the
+ * The App's HTTP side on node:http: the webhook handler at the webhook path, and the
  * health endpoints. `GET /healthz` answers 200 while the process serves (liveness); `GET /readyz`
  * answers 200 only while the process can do its work — Redis reachable and, for workers, the
  * workers running — and 503 with the reasons otherwise (readiness: a load balancer stops sending
@@ -20,8 +20,8 @@ export type HttpRoute = (req: IncomingMessage, res: ServerResponse) => void | Pr
 /** Options of {@link createHttpServer}. */
 interface HttpServerOptions {
   /**
-   * Probot's node middleware behind the webhook gate; absent in a worker-only process. Resolves
-   * true when it answered.
+   * The webhook gate, then Probot's handlers (`web-role.ts`); absent in a worker-only process.
+   * Resolves true when it answered.
    */
   webhooks?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
   webhookPath: string;

@@ -1,10 +1,11 @@
 /**
- * What a webhook delivery must pass before Probot's middleware sees it. The middleware reads the
+ * What a webhook delivery must pass before Probot's handlers see it. Probot's middleware reads the
  * whole body into memory before it checks the signature, with no bound: an unsigned 300 MB body
  * sent chunked (no Content-Length to refuse it by) took the App from 110 to 2,250 MB. Here the
  * headers are checked before a byte of the body is read, the body is read only up to GitHub's
  * payload cap, and its signature is checked before anything parses it. A refusal is reported by
- * its size and reason, never its body (docs/github-app.md, "Webhooks").
+ * its size and reason, never its body (docs/github-app.md, "Webhooks"). An admitted delivery is
+ * handed on verified (`web-role.ts`), not through the middleware, which would check it again.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -37,12 +38,22 @@ interface WebhookGateOptions {
   onRefused?: (refusal: WebhookRefusal) => void;
 }
 
+/** A delivery the gate admitted: its headers are there and its body's signature matched. */
+export interface AdmittedDelivery {
+  /** `X-GitHub-Delivery`. */
+  id: string;
+  /** `X-GitHub-Event`. */
+  name: string;
+  /** The body as sent, decoded as UTF-8, not yet parsed. */
+  body: string;
+}
+
 /**
- * Checks a request to the webhook path; resolves true when the delivery is admitted (its body is
- * then on the request, where Probot's middleware takes it instead of reading the stream), false
- * when the gate answered it (or the sender went away).
+ * Checks a request to the webhook path; resolves the delivery when it is admitted (the body read
+ * and its signature checked: nothing need check it again), `answered` when the gate answered it
+ * (or the sender went away), `not-a-delivery` for a method other than POST, which carries none.
  */
-type WebhookGate = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+type WebhookGate = (req: IncomingMessage, res: ServerResponse) => Promise<AdmittedDelivery | 'answered' | 'not-a-delivery'>;
 
 // Probot's middleware checks these too, but only after it has read the body.
 const JSON_TYPE = /^\s*(application\/json)\s*(?:;|$)/u;
@@ -105,10 +116,10 @@ export function createWebhookGate(options: WebhookGateOptions): WebhookGate {
   const secret = options.secret;
   return async (req, res) => {
     // Other methods carry no delivery: the middleware answers them without reading a body.
-    if (req.method !== 'POST') return true;
+    if (req.method !== 'POST') return 'not-a-delivery';
     const declared = header(req, 'content-length');
     const declaredBytes = declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined;
-    const refuse = (status: WebhookRefusal['status'], reason: string, bytesRead: number, error = reason): false => {
+    const refuse = (status: WebhookRefusal['status'], reason: string, bytesRead: number, error = reason): 'answered' => {
       // Anything unread is dropped with the connection; a body read whole can keep it.
       answer(res, status, error, !req.complete);
       if (!req.complete) res.once('finish', () => req.destroy());
@@ -122,30 +133,33 @@ export function createWebhookGate(options: WebhookGateOptions): WebhookGate {
         ...(event !== undefined ? { event } : {}),
         ...(delivery !== undefined ? { delivery } : {}),
       });
-      return false;
+      return 'answered';
     };
 
     const contentType = header(req, 'content-type');
     if (contentType === undefined || !JSON_TYPE.test(contentType)) {
       return refuse(415, 'content type is not application/json', 0, 'Unsupported "Content-Type" header value. Must be "application/json"');
     }
-    const missing = REQUIRED_HEADERS.filter((name) => header(req, name) === undefined);
-    if (missing.length > 0) return refuse(400, `Required headers missing: ${missing.join(', ')}`, 0);
-    const signature = SIGNATURE.exec(header(req, 'x-hub-signature-256') ?? '');
+    const name = header(req, 'x-github-event');
+    const id = header(req, 'x-github-delivery');
+    const signatureHeader = header(req, 'x-hub-signature-256');
+    if (name === undefined || id === undefined || signatureHeader === undefined) {
+      const missing = REQUIRED_HEADERS.filter((required) => header(req, required) === undefined);
+      return refuse(400, `Required headers missing: ${missing.join(', ')}`, 0);
+    }
+    const signature = SIGNATURE.exec(signatureHeader);
     if (!signature?.[1]) return refuse(400, 'the signature header is not sha256=<64 hex digits>', 0, SIGNATURE_MISMATCH);
     if (declaredBytes !== undefined && declaredBytes > maxBytes) {
       return refuse(413, `body larger than ${maxBytes} bytes`, 0, `payload larger than ${maxBytes} bytes`);
     }
 
     const read = await readBody(req, maxBytes);
-    if ('aborted' in read) return false;
+    if ('aborted' in read) return 'answered';
     if ('over' in read) return refuse(413, `body larger than ${maxBytes} bytes`, read.over, `payload larger than ${maxBytes} bytes`);
     const expected = createHmac('sha256', secret).update(read.body).digest();
     if (!timingSafeEqual(expected, Buffer.from(signature[1], 'hex'))) {
       return refuse(400, 'signature does not match', read.body.length, SIGNATURE_MISMATCH);
     }
-    // Probot's middleware takes a string body instead of reading the (now consumed) stream.
-    (req as IncomingMessage & { body?: string }).body = read.body.toString('utf8');
-    return true;
+    return { id, name, body: read.body.toString('utf8') };
   };
 }

@@ -22,6 +22,8 @@ interface AppDeps {
   drift?: DriftProducer;
   /** Merge-to-apply's producer: a merge into the default branch enqueues its apply (`src/queue/apply/apply-run.ts`). */
   applies?: MergeProducer;
+  /** Told of each delivery that added a job or changed the drift schedules (the deliveries metric's outcome). */
+  enqueued?: (deliveryId: string) => void;
 }
 
 /** Adds the job that applies a merged pull request; throws when Redis cannot take it. */
@@ -74,6 +76,7 @@ async function onPullRequest(deps: AppDeps, context: Context<(typeof PLAN_EVENTS
     context.log.info(log, 'a newer head of this pull request is known: not planned');
     return;
   }
+  deps.enqueued?.(context.id);
   context.log.info({ ...log, jobId }, 'plan enqueued');
 }
 
@@ -92,6 +95,7 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
     headSha: pr.head.sha,
     ...(pr.merged === true && pr.merge_commit_sha ? { mergeSha: pr.merge_commit_sha } : {}),
   });
+  deps.enqueued?.(context.id);
   // Only a merge into the default branch is applied: the specs on it are the desired state.
   if (!deps.applies || pr.merged !== true || !pr.merge_commit_sha || !pr.merged_at) return;
   if (pr.base.ref !== payload.repository.default_branch) return;
@@ -107,6 +111,7 @@ async function onPullRequestClosed(deps: AppDeps, context: Context<'pull_request
     mergeSha: pr.merge_commit_sha,
     mergedAt: pr.merged_at,
   });
+  deps.enqueued?.(context.id);
   context.log.info({ pr: pr.number, merge: pr.merge_commit_sha, jobId }, 'apply of the merge enqueued');
 }
 
@@ -132,6 +137,7 @@ async function onIssueComment(deps: AppDeps, context: Context<'issue_comment.cre
     command: command.name,
     args: command.args,
   });
+  deps.enqueued?.(context.id);
   context.log.info({ pr: payload.issue.number, command: command.name, jobId }, 'command enqueued');
 }
 
@@ -153,6 +159,7 @@ async function onCheckRunRerequested(deps: AppDeps, context: Context<'check_run.
     checkRunId: run.id,
     headSha: run.head_sha,
   });
+  deps.enqueued?.(context.id);
 }
 
 /** Repositories of an installation payload, as the drift schedules take them. */
@@ -183,6 +190,7 @@ async function onInstallation(deps: AppDeps, context: Context<'installation' | '
     else if (p.action === 'unsuspend') await drift.requestSync();
     else return;
   }
+  deps.enqueued?.(context.id);
   context.log.info({ installation: id, action: payload.action }, 'drift schedules updated');
 }
 
