@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { makeGuestPlan, makePlan } from '../helpers/factories.js';
-import { PlanQueueProducer } from '../../src/queue/enqueue.js';
+import { PLAN_JOB_OPTIONS, PlanQueueProducer } from '../../src/queue/enqueue.js';
 import { NewestHeads } from '../../src/queue/newest-head.js';
 import type { PlanJobData } from '../../src/queue/schema.js';
 import { PlanStore } from '../../src/queue/plan/plan-store.js';
@@ -75,6 +75,28 @@ describe('enqueueing a plan with its head', () => {
       expect(await queue.getJob('plan-d4')).toBeUndefined();
     } finally {
       await queue.close();
+    }
+  });
+  it('stores the job as Queue.add stores it, but for the time it was added', async () => {
+    const queue = new Queue('plan', { connection: redis, prefix: `${prefix}:q` });
+    const other = new Queue('plan', { connection: redis, prefix: `${prefix}:added` });
+    try {
+      const job = planJob('d1', 'a');
+      const producer = new PlanQueueProducer(queue, new NewestHeads(redis, prefix));
+      expect(await producer.enqueueIfNewest(job, '2030-01-01T00:00:01Z')).toBe('plan-d1');
+      await other.add('plan', job, { ...PLAN_JOB_OPTIONS, jobId: 'plan-d1' });
+      const stored = async (q: Queue): Promise<Record<string, string>> => {
+        const { timestamp, ...fields } = await redis.hgetall(q.toKey('plan-d1'));
+        expect(Number(timestamp)).toBeGreaterThan(0);
+        return fields;
+      };
+      expect(await stored(queue)).toEqual(await stored(other));
+      const [mine, theirs] = await Promise.all([queue.getJob('plan-d1'), other.getJob('plan-d1')]);
+      expect(mine?.opts).toEqual(theirs?.opts);
+      expect(mine?.data).toEqual(job);
+    } finally {
+      await queue.close();
+      await other.close();
     }
   });
 });
