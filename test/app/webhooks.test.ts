@@ -61,6 +61,26 @@ describe('webhooks', () => {
     github.verify();
   });
 
+  it('answers a signed body that is not JSON 400, as Probot does, and a GET of the webhook path 404', async () => {
+    const body = '{"action": "opened"';
+    const result = await fetch(`${app.url}/api/github/webhooks`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'pull_request',
+        'x-github-delivery': 'c0ffee00-0000-0000-0000-000000000001',
+        'x-hub-signature-256': signBody(app.webhookSecret, body),
+      },
+      body,
+    });
+    expect(result.status).toBe(400);
+    expect(await result.json()).toEqual({ error: 'SyntaxError: Invalid JSON' });
+    const get = await fetch(`${app.url}/api/github/webhooks`);
+    expect(get.status).toBe(404);
+    expect(await get.json()).toEqual({ error: 'Unknown route: GET /api/github/webhooks' });
+    expect(await app.jobs()).toEqual([]);
+  });
+
   it('refuses a delivery without a signature (400) and enqueues nothing', async () => {
     const payload = pullRequestEvent({ action: 'opened', installationId, repo, number: 7, headSha: sha(), baseSha: sha() });
     const result = await app.deliver({ event: 'pull_request', payload, secret: null });
