@@ -95,7 +95,7 @@ interface DeliveryScope {
  * The deliveries being answered, by delivery id, for the deliveries metric's outcome: the App's
  * handlers say which delivery enqueued. (This was an AsyncLocalStorage around each request; on
  * Node 20 that turns on promise hooks for every promise of the process, Probot's and BullMQ's
- * included — under a burst of 200 deliveries, more CPU than the whole newest-head record.)
+ * included: in a profile of 3,600 deliveries 135 ms of CPU, most of the head's record's 172 ms.)
  */
 class DeliveriesAnswering {
   private readonly scopes = new Map<string, DeliveryScope>();
@@ -131,7 +131,7 @@ function answer(res: ServerResponse, status: number, body: string, type: string)
 /**
  * What Probot's middleware does with a delivery once `verifyAndReceive` found its signature good,
  * for a delivery the gate has verified: the middleware would compute the same HMAC over the same
- * 20-odd kB again (a fifth of the CPU a delivery cost beyond bare Probot's). Answers as the
+ * 20-odd kB again (a sixth of the CPU a delivery cost beyond bare Probot's). Answers as the
  * middleware does: `ok` (200) when the handlers are done; `still processing` (202) when they take
  * longer than its timeout; a body that is not JSON 400 `SyntaxError: Invalid JSON`; a handler's
  * error its `status` or 500, as JSON `{ error }`, the error logged by Probot's logger.
