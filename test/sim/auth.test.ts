@@ -89,3 +89,17 @@ describe('root-only options for tokens (docs/proxmox-api.md#token-privilege-sepa
     expect(skip.body?.errors).toEqual({ skiplock: 'Only root may use this option.' });
   });
 });
+
+describe('a token replaced while the simulator runs', () => {
+  it('authenticates by its new secret only, though its old header was answered before', async () => {
+    expect((await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending', { token: LIMITED })).status).toBe(200);
+    sim.sim.tokens.add({ id: 'limited@pve!plan', secret: 'n3w', role: 'audit', vmids: new Set([100]) });
+    try {
+      const old = await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending', { token: LIMITED });
+      expect([old.status, old.reason]).toEqual([401, 'Authentication failed!']);
+      expect((await api(sim, 'GET', '/nodes/pve-01/qemu/100/pending', { token: 'limited@pve!plan=n3w' })).status).toBe(200);
+    } finally {
+      sim.sim.tokens.add({ id: 'limited@pve!plan', secret: 's3cret', role: 'audit', vmids: new Set([100]) });
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import type { RunningSimulator } from '../../src/pve/sim/index.js';
+import { StatsCollector } from '../../src/pve/sim/stats.js';
 import { api, waitTask, WEB_CONFIG, startGuestSimulator, WEB_GUEST } from './helpers.js';
 
 let sim: RunningSimulator;
@@ -118,5 +119,21 @@ describe('/_sim/requests', () => {
     ]);
     await control('reset-stats', {});
     expect((await control('requests')).json).toEqual([]);
+  });
+});
+
+describe('the request journal', () => {
+  it('keeps the last 1000 requests, oldest first, however many came before', () => {
+    const stats = new StatsCollector();
+    const entry = (n: number) => ({ method: 'GET', path: `/p/${n}`, route: 'GET /p', params: { n: String(n) }, status: 200 });
+    for (let n = 0; n < 2500; n++) {
+      stats.record(entry(n));
+      if (n === 999 || n === 1000 || n === 1998 || n === 1999 || n === 2499) {
+        const journal = stats.requests();
+        expect(journal).toHaveLength(1000);
+        expect(journal[0]).toEqual(entry(n - 999));
+        expect(journal[999]).toEqual(entry(n));
+      }
+    }
   });
 });

@@ -59,10 +59,18 @@ function extractAuthValue(header: string | undefined, key: AuthKey): string | un
   }
 }
 
+/** How many distinct `Authorization` headers {@link TokenRegistry} remembers. */
+const HEADER_CACHE_SIZE = 64;
+
 /** The tokens of one simulator, looked up per request. */
 export class TokenRegistry {
   /** Each token with its principal, split once when it is added rather than per request. */
   private readonly tokens = new Map<string, Principal>();
+  /**
+   * What each `Authorization` header (sent without a cookie) authenticated as: a client sends the
+   * same header on every request. Emptied when a token is added or replaced, and when it is full.
+   */
+  private readonly byHeader = new Map<string, Principal | AuthFailure>();
 
   /** The token with this id (`USER@REALM!TOKENID`), if configured. */
   get(id: string): SimToken | undefined {
@@ -74,6 +82,7 @@ export class TokenRegistry {
     const parts = splitTokenId(token.id);
     if (!parts) throw new Error(`invalid token id '${token.id}' (expected USER@REALM!TOKENID)`);
     this.tokens.set(token.id, { token, ...parts });
+    this.byHeader.clear();
   }
 
   /**
@@ -81,6 +90,17 @@ export class TokenRegistry {
    * valid here (the simulator issues none), so cookie users get `Authentication failed!`.
    */
   authenticate(authorization: string | undefined, cookie: string | undefined): Principal | AuthFailure {
+    if (cookie !== undefined || authorization === undefined) return this.check(authorization, cookie);
+    let result = this.byHeader.get(authorization);
+    if (result === undefined) {
+      result = this.check(authorization, undefined);
+      if (this.byHeader.size >= HEADER_CACHE_SIZE) this.byHeader.clear();
+      this.byHeader.set(authorization, result);
+    }
+    return result;
+  }
+
+  private check(authorization: string | undefined, cookie: string | undefined): Principal | AuthFailure {
     const ticket = extractAuthValue(cookie, 'PVEAuthCookie') ?? extractAuthValue(authorization, 'PVEAuthCookie');
     if (ticket) return 'Authentication failed!';
     const apiToken = extractAuthValue(authorization, 'PVEAPIToken');

@@ -43,22 +43,50 @@ export interface RouteMatch {
   pathParams: Record<string, string>;
 }
 
+/**
+ * The routes of each method and path length, in list order: a request is compared with the dozen
+ * that could match rather than all of them, and the first that matches is the one the whole list
+ * would have given. Built once per list of routes.
+ */
+const BUCKETS = new WeakMap<readonly Route[], Map<string, readonly Route[]>>();
+
+function bucketsOf(routes: readonly Route[]): Map<string, readonly Route[]> {
+  let buckets = BUCKETS.get(routes);
+  if (!buckets) {
+    const built = new Map<string, Route[]>();
+    for (const route of routes) {
+      const key = `${route.method} ${route.segments.length}`;
+      const bucket = built.get(key);
+      if (bucket) bucket.push(route);
+      else built.set(key, [route]);
+    }
+    buckets = built;
+    BUCKETS.set(routes, buckets);
+  }
+  return buckets;
+}
+
+/** Whether every literal segment of the template equals the request's. */
+function literalsMatch(template: readonly string[], segments: readonly string[]): boolean {
+  for (let i = 0; i < template.length; i++) {
+    const pattern = template[i] as string;
+    if (pattern.charCodeAt(0) !== 123 /* { */ && pattern !== segments[i]) return false;
+  }
+  return true;
+}
+
 /** Finds the route for a method and path (relative to `/api2/json`). */
 export function matchRoute(method: string, segments: string[], routes: readonly Route[] = ROUTES): RouteMatch | undefined {
-  for (const candidate of routes) {
-    if (candidate.method !== method || candidate.segments.length !== segments.length) continue;
+  const candidates = bucketsOf(routes).get(`${method} ${segments.length}`);
+  if (!candidates) return undefined;
+  for (const candidate of candidates) {
+    if (!literalsMatch(candidate.segments, segments)) continue;
     const pathParams: Record<string, string> = {};
-    let ok = true;
     for (let i = 0; i < segments.length; i++) {
       const pattern = candidate.segments[i] as string;
-      const actual = segments[i] as string;
-      if (pattern.startsWith('{')) pathParams[pattern.slice(1, -1)] = actual;
-      else if (pattern !== actual) {
-        ok = false;
-        break;
-      }
+      if (pattern.charCodeAt(0) === 123) pathParams[pattern.slice(1, -1)] = segments[i] as string;
     }
-    if (ok) return { route: candidate, pathParams };
+    return { route: candidate, pathParams };
   }
   return undefined;
 }

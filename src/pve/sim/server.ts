@@ -272,6 +272,7 @@ const BASE_HEADERS = {
   'Cache-Control': 'max-age=0',
   Pragma: 'no-cache',
 };
+const JSON_TYPE = 'application/json;charset=UTF-8';
 
 /** First line of a message, safe for a status line. */
 function reasonPhrase(message: string): string {
@@ -279,28 +280,47 @@ function reasonPhrase(message: string): string {
   return first.replace(/[^\x20-\x7e]/g, '?') || 'Error';
 }
 
+/**
+ * `Expires`, the time of the answer to the second (all an HTTP date holds): formatted once a
+ * second rather than for every answer.
+ */
+let expiresSecond = Number.NaN;
+let expiresText = '';
+function expiresNow(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== expiresSecond) {
+    expiresSecond = second;
+    expiresText = new Date(now).toUTCString();
+  }
+  return expiresText;
+}
+
 function sendJson(req: IncomingMessage, res: ServerResponse, status: number, reason: string, body: string): void {
-  const headers: Record<string, string | number> = {
-    ...BASE_HEADERS,
-    Expires: new Date().toUTCString(),
-    'Content-Type': 'application/json;charset=UTF-8',
-  };
-  const acceptsGzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-  const buffer = Buffer.from(body, 'utf8');
+  const expires = expiresNow();
+  const length = Buffer.byteLength(body, 'utf8');
+  const acceptEncoding = req.headers['accept-encoding'];
   // pve-http-server compresses only bodies over 1 KiB and only when the client asks for it.
-  if (acceptsGzip && buffer.length > 1024) {
-    gzip(buffer, { level: 1 }, (err, compressed) => {
+  if (length > 1024 && acceptEncoding !== undefined && /\bgzip\b/.test(String(acceptEncoding))) {
+    gzip(Buffer.from(body, 'utf8'), { level: 1 }, (err, compressed) => {
       if (err) {
         res.destroy(err);
         return;
       }
-      res.writeHead(status, reason, { ...headers, 'Content-Encoding': 'gzip', 'Content-Length': compressed.length });
+      res.writeHead(status, reason, {
+        ...BASE_HEADERS,
+        Expires: expires,
+        'Content-Type': JSON_TYPE,
+        'Content-Encoding': 'gzip',
+        'Content-Length': compressed.length,
+      });
       res.end(compressed);
     });
     return;
   }
-  res.writeHead(status, reason, { ...headers, 'Content-Length': buffer.length });
-  res.end(buffer);
+  res.writeHead(status, reason, { ...BASE_HEADERS, Expires: expires, 'Content-Type': JSON_TYPE, 'Content-Length': length });
+  // A string body goes out with the head as one chunk (node:http joins them), one write to the socket.
+  res.end(body, 'utf8');
 }
 
 function sendResult(req: IncomingMessage, res: ServerResponse, result: HandlerResult): void {
@@ -316,7 +336,7 @@ function sendError(req: IncomingMessage, res: ServerResponse, err: ApiError): vo
 
 /** Errors raised outside the JSON formatter (auth, HTTP layer) carry no body at all. */
 function sendEmpty(res: ServerResponse, status: number, reason: string): void {
-  res.writeHead(status, reasonPhrase(reason), { ...BASE_HEADERS, Expires: new Date().toUTCString() });
+  res.writeHead(status, reasonPhrase(reason), { ...BASE_HEADERS, Expires: expiresNow() });
   res.end();
 }
 

@@ -48,17 +48,26 @@ export class StatsCollector {
     this.byMethod.set(method, (this.byMethod.get(method) ?? 0) + 1);
   }
 
-  /** Records an answered request in the journal (the last 1000 are kept). */
+  /**
+   * Records an answered request in the journal (the last 1000 are kept). The entry's `params`
+   * are kept as given unless a password must be hidden: the server hands over an object it no
+   * longer changes. The journal is trimmed once it holds twice its size, not on every request.
+   */
   record(entry: SimRequestRecord): void {
-    const params: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(entry.params)) params[k] = HIDDEN_PARAMS.has(k) ? '<hidden>' : v;
-    this.journal.push({ ...entry, params });
-    if (this.journal.length > JOURNAL_SIZE) this.journal.splice(0, this.journal.length - JOURNAL_SIZE);
+    let hidden = false;
+    for (const k of Object.keys(entry.params)) if (HIDDEN_PARAMS.has(k)) hidden = true;
+    if (hidden) {
+      const params: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(entry.params)) params[k] = HIDDEN_PARAMS.has(k) ? '<hidden>' : v;
+      entry = { ...entry, params };
+    }
+    this.journal.push(entry);
+    if (this.journal.length >= 2 * JOURNAL_SIZE) this.journal.splice(0, this.journal.length - JOURNAL_SIZE);
   }
 
   /** The journal, oldest first. */
   requests(): SimRequestRecord[] {
-    return [...this.journal];
+    return this.journal.slice(-JOURNAL_SIZE);
   }
 
   /**

@@ -62,8 +62,16 @@ export function getNodes(ctx: RequestContext): HandlerResult {
   };
 }
 
+/**
+ * A guest's listing entry around its uptime, for the guest version and node it was built from,
+ * and the whole entry of the 10 s uptime bucket it was last completed in.
+ */
 interface CachedResource {
   version: number;
+  node: string;
+  /** The entry up to `"uptime":`, and from the comma after the uptime on. */
+  head: string;
+  tail: string;
   bucket: number;
   json: string;
 }
@@ -103,16 +111,23 @@ function rrdView(guest: Guest, lagMs: number, live: { status: 'running' | 'stopp
 /**
  * One `type=vm` entry (`extract_vm_stats` + live `lock`/`tags`). Name and status come through
  * {@link rrdView}: live unless the simulator has an RRD lag set. Entries are cached per guest
- * version and 10 s uptime bucket, which keeps a 10,000-guest listing cheap.
+ * version and 10 s uptime bucket, which keeps a 10,000-guest listing cheap; a new bucket of the
+ * same version only puts the uptime of that moment between the cached parts around it.
  */
 function resourceJson(guest: Guest, lagMs: number): string {
   const bucket = Math.floor(Date.now() / 10_000);
   const cached = resourceCache.get(guest);
-  if (lagMs <= 0 && cached && cached.version === guest.version && cached.bucket === bucket) return cached.json;
+  if (lagMs <= 0 && cached && cached.version === guest.version && cached.node === guest.node) {
+    if (cached.bucket !== bucket) {
+      cached.bucket = bucket;
+      cached.json = `${cached.head}${guest.uptime()}${cached.tail}`;
+    }
+    return cached.json;
+  }
   const s = guest.summary();
   const running = guest.running;
   const rrd = rrdView(guest, lagMs, { status: running ? 'running' : 'stopped', name: s.name });
-  const entry: Record<string, unknown> = {
+  const before: Record<string, unknown> = {
     id: `${guest.type}/${guest.vmid}`,
     vmid: guest.vmid,
     node: guest.node,
@@ -120,7 +135,9 @@ function resourceJson(guest: Guest, lagMs: number): string {
     status: rrd.status,
     ...(rrd.name !== undefined ? { name: rrd.name } : {}),
     template: s.template ? 1 : 0,
-    uptime: guest.uptime(),
+  };
+  const uptime = guest.uptime();
+  const after: Record<string, unknown> = {
     maxcpu: s.cpus,
     cpu: running ? 0.0123 : 0,
     maxmem: s.maxmem,
@@ -135,8 +152,10 @@ function resourceJson(guest: Guest, lagMs: number): string {
     ...(s.lock !== undefined ? { lock: s.lock } : {}),
     ...(s.tags !== undefined ? { tags: s.tags } : {}),
   };
-  const json = JSON.stringify(entry);
-  if (lagMs <= 0) resourceCache.set(guest, { version: guest.version, bucket, json });
+  const head = `${JSON.stringify(before).slice(0, -1)},"uptime":`;
+  const tail = `,${JSON.stringify(after).slice(1)}`;
+  const json = `${head}${uptime}${tail}`;
+  if (lagMs <= 0) resourceCache.set(guest, { version: guest.version, node: guest.node, head, tail, bucket, json });
   return json;
 }
 
