@@ -56,6 +56,9 @@ export async function buildBundle(outdir: string = join(ROOT, 'dist')): Promise<
     format: 'esm',
     target: 'node20',
     sourcemap: true,
+    // Bundled together, two modules' classes of one name are renamed (DelayedError4), and an
+    // error's name is its class's: bullmq and the worker metrics tell a parked job by its name.
+    keepNames: true,
     external: EXTERNAL,
     metafile: true,
     logLevel: 'warning',

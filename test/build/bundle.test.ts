@@ -153,6 +153,24 @@ describe('the bundle', () => {
     for (const name of EXTERNAL) expect(bundled.filter((input) => input.startsWith(`${name}/`))).toEqual([]);
   });
 
+  it('keeps the names of classes it renames, which errors carry and the App reads', async () => {
+    // Bundled together, two modules' classes of one name are renamed (`var DelayedError4 = class`),
+    // and an error's name is its class's: the worker metrics tell bullmq's DelayedError (a job
+    // parked, not failed) by its name.
+    const unnamed: string[] = [];
+    let delayedError = false;
+    for (const { name, text } of await bundleFiles()) {
+      for (const m of text.matchAll(
+        /\b(?:var|let|const) ([A-Za-z_$][\w$]*?\d+) = class\b[^{]*\{\s*static \{\s*__name\(this, "([^"]+)"\)|\b(?:var|let|const) ([A-Za-z_$][\w$]*?\d+) = class\b/g,
+      )) {
+        if (m[3] !== undefined) unnamed.push(`${name}: ${m[3]}`);
+        if (m[2] === 'DelayedError') delayedError = true;
+      }
+    }
+    expect(unnamed).toEqual([]);
+    expect(delayedError).toBe(true);
+  });
+
   it('serves the simulator compose runs, from the fixture under dist/ it names', async () => {
     const compose = parse(await readFile(join(ROOT, 'compose.yaml'), 'utf8'), { merge: true });
     const args = (compose.services.sim.command as string[]).map((arg, i, all) =>
