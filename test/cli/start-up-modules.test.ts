@@ -21,6 +21,9 @@ const SRC = pathToFileURL(join(ROOT, 'src/')).href;
 /** Modules only the rehearsal needs. */
 const REHEARSAL_ONLY = ['pve/sim/', 'pve/rehearse/sandbox', 'engine/rehearse/', 'core/rehearse/', 'engine/execute-plan'];
 
+/** Modules only `serve` needs. */
+const SERVE_ONLY = ['server/', 'webhooks/', 'commands/serve'];
+
 let dir: string;
 let clusters: CliClusters<'lab'>;
 let image: ImageDir;
@@ -106,6 +109,8 @@ describe.each([
     expect(modules).toEqual(expect.arrayContaining(['commands/plan.ts', 'engine/run-plan.ts', 'pve/client.ts']));
     // ... and none of the rehearsal's.
     expect(modules.filter((m) => REHEARSAL_ONLY.some((prefix) => m.startsWith(prefix)))).toEqual([]);
+    // Nor anything of the App (`serve`: Probot, BullMQ, its HTTP server).
+    expect(modules.filter((m) => SERVE_ONLY.some((prefix) => m.startsWith(prefix)))).toEqual([]);
   });
 
   it('loads them when --rehearse asks for the rehearsal', async () => {
