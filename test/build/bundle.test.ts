@@ -21,7 +21,11 @@ import { appEnvironment } from '../app/harness.js';
 import { startClusters } from '../app/clusters.js';
 import { GitHubDouble } from '../app/github-double.js';
 import { imageNodeFlags } from '../app/image-command.js';
-import { startAppProcess } from '../app/worker-process.js';
+import { deliver, pullRequestEvent } from '../app/deliveries.js';
+import { expectArchive, expectCheckRun, expectNewComment } from '../app/plan-flow.js';
+import { clusterDoc, newSha, vmDoc } from '../app/spec-repo.js';
+import { startAppProcess, type WorkerProcess } from '../app/worker-process.js';
+import { at } from '../app/world.js';
 import { imageDir, type ImageDir, ROOT } from './image-dir.js';
 
 let image: ImageDir;
@@ -191,27 +195,53 @@ describe('the bundle', () => {
     }
   });
 
-  it('serves as the web and the worker role, ready, and stops cleanly on SIGTERM', async () => {
+  it('serves as the web and the worker role: a pull request is planned and commented, then both stop cleanly on SIGTERM', async () => {
     const github = await GitHubDouble.start();
     const clusters = await startClusters({ lab: {} });
+    const started: WorkerProcess[] = [];
     try {
-      const { env } = appEnvironment(github, inject('redisUrl'), {
+      const { env, webhookSecret } = appEnvironment(github, inject('redisUrl'), {
         ...clusters.env,
         LOG_LEVEL: 'info',
         NODE_OPTIONS: imageNodeFlags().join(' '),
       });
-      for (const role of ['web', 'worker']) {
-        const app = await startAppProcess(['serve', '--role', role], env, { bin: image.bin, cwd: image.app });
-        try {
-          expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
-          expect(await (await fetch(`${app.url}/readyz`)).text()).toBe('ready\n');
-        } finally {
-          await app.signal('SIGTERM');
-        }
+      const [web, worker] = [
+        await startAppProcess(['serve', '--role', 'web'], env, { bin: image.bin, cwd: image.app }),
+        await startAppProcess(['serve', '--role', 'worker'], env, { bin: image.bin, cwd: image.app }),
+      ];
+      started.push(web, worker);
+      for (const app of started) {
+        expect((await fetch(`${app.url}/healthz`)).status).toBe(200);
+        expect(await (await fetch(`${app.url}/readyz`)).text()).toBe('ready\n');
+      }
+      // Probot's webhook check, BullMQ's scripts in Redis, the worker's spec-loading thread, the
+      // Proxmox client, the comment: the App's whole path, bundled.
+      const repo = { id: 4_343_434, owner: 'acme', name: 'estate' };
+      const [baseSha, headSha] = [newSha(), newSha()];
+      const base = { 'cluster.yaml': clusterDoc() };
+      await expectArchive(github, repo, baseSha, base);
+      await expectArchive(github, repo, headSha, { ...base, 'web.yaml': vmDoc('web-01', 100101) });
+      const check = expectCheckRun(github, repo, { headSha, pr: 1, id: 2001 });
+      const comment = expectNewComment(github, repo, 1, 2101);
+      const delivered = await deliver(web.url, {
+        event: 'pull_request',
+        secret: webhookSecret,
+        payload: pullRequestEvent({ action: 'opened', installationId: 77, repo, number: 1, headSha, baseSha, updatedAt: at(1) }),
+      });
+      expect(delivered.status).toBe(200);
+      await worker.until((line) => line.msg === 'plan posted');
+      expect((await check.result()).conclusion).toBe('success');
+      expect(await comment.body()).toContain('**1 to create**');
+      github.verify();
+      for (const app of started) {
+        await app.signal('SIGTERM');
         expect(await app.exited).toEqual({ code: 0, signal: null });
-        expect(app.lines.filter((line) => line.level >= 40)).toEqual([]);
+        // No warning but the test clusters' plain http: one would be, for example, the spec load
+        // falling back to the main thread.
+        expect(app.lines.filter((line) => line.level >= 40 && line.msg !== 'insecure cluster connection')).toEqual([]);
       }
     } finally {
+      for (const app of started) await app.signal('SIGKILL');
       await clusters.close();
       await github.close();
     }
