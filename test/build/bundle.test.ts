@@ -21,11 +21,8 @@ import { appEnvironment } from '../app/harness.js';
 import { startClusters } from '../app/clusters.js';
 import { GitHubDouble } from '../app/github-double.js';
 import { imageNodeFlags } from '../app/image-command.js';
-import { deliver, pullRequestEvent } from '../app/deliveries.js';
-import { expectArchive, expectCheckRun, expectNewComment } from '../app/plan-flow.js';
-import { clusterDoc, newSha, vmDoc } from '../app/spec-repo.js';
+import { openPullRequestAddingOneVm } from '../app/plan-flow.js';
 import { startAppProcess, type WorkerProcess } from '../app/worker-process.js';
-import { at } from '../app/world.js';
 import { imageDir, type ImageDir, ROOT } from './image-dir.js';
 
 let image: ImageDir;
@@ -217,18 +214,8 @@ describe('the bundle', () => {
       // Probot's webhook check, BullMQ's scripts in Redis, the worker's spec-loading thread, the
       // Proxmox client, the comment: the App's whole path, bundled.
       const repo = { id: 4_343_434, owner: 'acme', name: 'estate' };
-      const [baseSha, headSha] = [newSha(), newSha()];
-      const base = { 'cluster.yaml': clusterDoc() };
-      await expectArchive(github, repo, baseSha, base);
-      await expectArchive(github, repo, headSha, { ...base, 'web.yaml': vmDoc('web-01', 100101) });
-      const check = expectCheckRun(github, repo, { headSha, pr: 1, id: 2001 });
-      const comment = expectNewComment(github, repo, 1, 2101);
-      const delivered = await deliver(web.url, {
-        event: 'pull_request',
-        secret: webhookSecret,
-        payload: pullRequestEvent({ action: 'opened', installationId: 77, repo, number: 1, headSha, baseSha, updatedAt: at(1) }),
-      });
-      expect(delivered.status).toBe(200);
+      const { delivery, check, comment } = await openPullRequestAddingOneVm(github, repo, web.url, webhookSecret);
+      expect(delivery.status).toBe(200);
       await worker.until((line) => line.msg === 'plan posted');
       expect((await check.result()).conclusion).toBe('success');
       expect(await comment.body()).toContain('**1 to create**');
