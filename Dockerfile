@@ -1,8 +1,11 @@
 # syntax=docker/dockerfile:1
-# Build stage: install everything (prepare builds dist/), then drop dev dependencies.
+# Build stage: install everything (prepare typechecks and bundles dist/, scripts/build.ts), then
+# drop dev dependencies. The bundle still requires a few packages from node_modules at run time
+# (undici's parts, ioredis, msgpackr, pino: scripts/build.ts says why), so the image keeps them.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm ci --no-audit --no-fund \
  && npm prune --omit=dev --no-audit --no-fund

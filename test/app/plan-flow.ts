@@ -10,8 +10,9 @@ async function sentBody(handle: ExpectationHandle): Promise<string> {
   const [request] = await handle.done;
   return String((request?.body as { body?: string } | undefined)?.body);
 }
-import type { TestRepo } from './deliveries.js';
-import { type RepoFiles, tarball } from './spec-repo.js';
+import { type DeliveryResult, deliver, pullRequestEvent, type TestRepo } from './deliveries.js';
+import { clusterDoc, newSha, type RepoFiles, tarball, vmDoc } from './spec-repo.js';
+import { at } from './world.js';
 
 /** Serves the repository at `sha` as GitHub's tarball, once; with `hold`, only once it resolves. */
 export async function expectArchive(
@@ -144,4 +145,29 @@ export function expectAcceptedCommand(github: GitHubDouble, repo: TestRepo, auth
     body: { content: 'eyes' },
     reply: { status: 201, json: {} },
   });
+}
+
+/**
+ * Opens pull request 1 of `repo`, adding VM `web-01` to a cluster's specs, delivered to the web
+ * process at `webUrl`: with the archives of both commits, the check run and the comment its plan
+ * asks of GitHub expected.
+ */
+export async function openPullRequestAddingOneVm(
+  github: GitHubDouble,
+  repo: TestRepo,
+  webUrl: string,
+  webhookSecret: string,
+): Promise<{ delivery: DeliveryResult; check: CheckRunExpectation; comment: { body(): Promise<string> } }> {
+  const [baseSha, headSha] = [newSha(), newSha()];
+  const base: RepoFiles = { 'cluster.yaml': clusterDoc() };
+  await expectArchive(github, repo, baseSha, base);
+  await expectArchive(github, repo, headSha, { ...base, 'web.yaml': vmDoc('web-01', 100101) });
+  const check = expectCheckRun(github, repo, { headSha, pr: 1, id: 2001 });
+  const comment = expectNewComment(github, repo, 1, 2101);
+  const delivery = await deliver(webUrl, {
+    event: 'pull_request',
+    secret: webhookSecret,
+    payload: pullRequestEvent({ action: 'opened', installationId: 77, repo, number: 1, headSha, baseSha, updatedAt: at(1) }),
+  });
+  return { delivery, check, comment };
 }

@@ -4,7 +4,7 @@ import { startClusters, type TestClusters } from './clusters.js';
 import { deliver, pullRequestEvent } from './deliveries.js';
 import { GitHubDouble } from './github-double.js';
 import { appEnvironment, inspectQueue, type QueueInspector, startTestApp } from './harness.js';
-import { expectArchive, expectCheckRun, expectNewComment } from './plan-flow.js';
+import { expectArchive, expectCheckRun, expectNewComment, openPullRequestAddingOneVm } from './plan-flow.js';
 import { type AppProcess, spawnApp } from './processes.js';
 import { clusterDoc, newSha, type RepoFiles, vmDoc } from './spec-repo.js';
 import { at } from './world.js';
@@ -46,17 +46,7 @@ describe('pve-gitops serve as processes', () => {
     // The worker process answers health checks but takes no webhooks.
     expect((await fetch(`${worker.url}/api/github/webhooks`, { method: 'POST' })).status).toBe(404);
 
-    const baseSha = newSha();
-    const headSha = newSha();
-    await expectArchive(github, repo, baseSha, base);
-    await expectArchive(github, repo, headSha, { ...base, 'web.yaml': vmDoc('web-01', 100101) });
-    const check = expectCheckRun(github, repo, { headSha, pr: 1, id: 2001 });
-    const comment = expectNewComment(github, repo, 1, 2101);
-    const result = await deliver(web.url, {
-      event: 'pull_request',
-      secret: webhookSecret,
-      payload: pullRequestEvent({ action: 'opened', installationId: 77, repo, number: 1, headSha, baseSha, updatedAt: at(1) }),
-    });
+    const { delivery: result, check, comment } = await openPullRequestAddingOneVm(github, repo, web.url, webhookSecret);
     expect(result.status).toBe(200);
     await queue.jobDone('plan', result.deliveryId);
     github.verify();

@@ -32,11 +32,20 @@ export function startWorkerProcess(env: Record<string, string>): Promise<WorkerP
   return startAppProcess(['serve', '--role', 'worker'], env);
 }
 
-/** Starts `pve-gitops <args>` (`serve …`) with `env` and waits until it serves. */
-export async function startAppProcess(args: readonly string[], env: Record<string, string>): Promise<WorkerProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
+/**
+ * Starts `pve-gitops <args>` (`serve …`) with `env` and waits until it serves: from the sources, or
+ * the built `bin` (a `.js` file, run as the image runs it) in `cwd`.
+ */
+export async function startAppProcess(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: { bin?: string; cwd?: string } = {},
+): Promise<WorkerProcess> {
+  const bin = options.bin ?? BIN;
+  const child: ChildProcess = spawn(process.execPath, [...(bin.endsWith('.ts') ? ['--import', 'tsx'] : []), bin, ...args], {
     // Only what the App is configured with, plus what node needs to run.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const lines: LogLine[] = [];
