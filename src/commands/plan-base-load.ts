@@ -59,14 +59,15 @@ export async function loadForPlan(
   }
   const headFiles = await readSpecDir(specs, io);
   const baseFiles = await readSpecDir(baseDir, io);
+  // Shared by both loads (a pull request leaves most files as they were) and the guess of the
+  // changed clusters; once both are loaded its parses are garbage the plan's own work can reuse.
+  const cache = createSpecParseCache();
   const changed =
     headFiles.refused || baseFiles.refused
       ? undefined
-      : changedFileClusters(headFiles.files, baseFiles.files, resolveSpecLimits(specLimits(io)));
+      : changedFileClusters(headFiles.files, baseFiles.files, resolveSpecLimits(specLimits(io)), undefined, cache);
   const early = changed && changed.length > 0 ? await requestListings(changed, io, clustersFile) : undefined;
   try {
-    // Once both are loaded the cache's parses are garbage the plan's own work can reuse.
-    const cache = createSpecParseCache();
     const head = await loadSpecDir(specs, io, cache, headFiles);
     const base = await loadSpecDir(baseDir, io, cache, baseFiles);
     return { head, base, connect: early ? (names) => early.adopt(names) : opened, discard: async () => early?.discard() };
