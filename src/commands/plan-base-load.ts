@@ -8,7 +8,9 @@
  * early stay silent (their notes are held) until the plan uses them; when nothing is planned they
  * are closed unseen. What the early request costs: when a changed file turns out to change nothing
  * of a cluster's plan (only a comment changed), or the specs are invalid, that cluster's listing
- * was read for nothing.
+ * was read for nothing. The cluster's other connections are opened early too (their handshakes
+ * made in the turns loading leaves), so the reads after loading wait for no handshake; unused
+ * when the change reads no guest.
  */
 import { within } from '../util/within.js';
 import { Writable } from 'node:stream';
@@ -57,14 +59,15 @@ export async function loadForPlan(
   }
   const headFiles = await readSpecDir(specs, io);
   const baseFiles = await readSpecDir(baseDir, io);
+  // Shared by both loads (a pull request leaves most files as they were) and the guess of the
+  // changed clusters; once both are loaded its parses are garbage the plan's own work can reuse.
+  const cache = createSpecParseCache();
   const changed =
     headFiles.refused || baseFiles.refused
       ? undefined
-      : changedFileClusters(headFiles.files, baseFiles.files, resolveSpecLimits(specLimits(io)));
+      : changedFileClusters(headFiles.files, baseFiles.files, resolveSpecLimits(specLimits(io)), undefined, cache);
   const early = changed && changed.length > 0 ? await requestListings(changed, io, clustersFile) : undefined;
   try {
-    // Once both are loaded the cache's parses are garbage the plan's own work can reuse.
-    const cache = createSpecParseCache();
     const head = await loadSpecDir(specs, io, cache, headFiles);
     const base = await loadSpecDir(baseDir, io, cache, baseFiles);
     return { head, base, connect: early ? (names) => early.adopt(names) : opened, discard: async () => early?.discard() };
@@ -92,7 +95,9 @@ interface EarlyListings {
  */
 async function requestListings(names: string[], io: CommandIO, clustersFile: string | undefined): Promise<EarlyListings> {
   const held = new HeldOutput();
-  const opened = await connect(names, 'read', { ...io, stderr: held }, clustersFile).catch(() => undefined);
+  // With the connections the reads will use opened ahead too (`src/pve/preconnect.ts`): their
+  // handshakes are made in the turns loading leaves, not after it, before the first read.
+  const opened = await connect(names, 'read', { ...io, stderr: held }, clustersFile, { preconnect: true }).catch(() => undefined);
   const listings = new Map<string, Promise<ListedGuest[]>>();
   if (opened) {
     await Promise.all(

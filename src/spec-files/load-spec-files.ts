@@ -40,6 +40,9 @@ const PARALLEL_THRESHOLD = 512 * 1024;
 /** Most threads worth starting: beyond this the main thread's share of the work dominates. */
 const MAX_PARSERS = 4;
 
+/** Longest stretch of parsing in the main thread between two turns of the event loop. */
+const YIELD_AFTER_MS = 20;
+
 /** Batches each worker holds at once, so it never waits for the main thread to hand out the next one. */
 const IN_FLIGHT = 2;
 
@@ -86,8 +89,16 @@ export async function loadSpecFiles(files: readonly SpecFileInput[], options: Lo
   // Texts in the common subset of YAML are read here in a single pass, in a fraction of the
   // library's time (see common-yaml.ts); only what the library must parse is worth threads.
   const missing: string[] = [];
+  let awake = performance.now();
   for (const [text, cached] of parses) {
     if (cached !== undefined) continue;
+    // Parsing a large repository holds the thread for a second or more: a turn of the event loop
+    // now and then lets what is in flight meanwhile go on (`plan --base` requests its listing and
+    // opens its connections first: an answer left unread stalls in the socket until loading ends).
+    if (performance.now() - awake > YIELD_AFTER_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      awake = performance.now();
+    }
     const parsed = parseCommonYaml(text, prepared.limits);
     if (parsed === undefined) {
       missing.push(text);

@@ -14,7 +14,10 @@ import { SPECS_EXAMPLE } from '../engine/helpers.js';
 import { type CliClusters, startExampleClusters } from './clusters.js';
 import { cli } from './run-cli.js';
 
-/** What happened, in order: each tree's parse starting (`parse head`) and each listing request leaving (`sent lab`). */
+/**
+ * What happened, in order: each tree's parse starting (`parse head`), each listing request leaving
+ * (`sent lab`) and each connection opened (`socket`).
+ */
 const events = vi.hoisted(() => [] as string[]);
 
 vi.mock('../../src/spec-files/load-spec-files.js', async (importOriginal) => {
@@ -40,6 +43,11 @@ const onSent = (message: unknown): void => {
   events.push(`sent ${name?.replace(/^PVE_CLUSTER_(.+)_URL$/, '$1').toLowerCase()}`);
 };
 
+/** Each connection opened (`socket`), among the events. */
+const onSocket = (): void => {
+  events.push('socket');
+};
+
 beforeEach(async () => {
   events.length = 0;
   dir = await mkdtemp(join(tmpdir(), 'pve-gitops-plan-base-'));
@@ -49,10 +57,12 @@ beforeEach(async () => {
   await cp(SPECS_EXAMPLE, base, { recursive: true });
   await cp(SPECS_EXAMPLE, head, { recursive: true });
   subscribe('undici:client:sendHeaders', onSent);
+  subscribe('net.client.socket', onSocket);
 });
 
 afterEach(async () => {
   unsubscribe('undici:client:sendHeaders', onSent);
+  unsubscribe('net.client.socket', onSocket);
   await clusters.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -74,10 +84,22 @@ describe('pve-gitops plan --base', () => {
     expect(run.code).toBe(2);
     const plan = parsePlanJson(run.stdout);
     expect(plan.guests.map((g) => g.name)).toEqual(['web-01']);
-    expect(events).toEqual(['sent lab', 'parse head', 'parse base']);
+    expect(events.filter((event) => event !== 'socket')).toEqual(['sent lab', 'parse head', 'parse base']);
     // The early listing is the plan's listing: read once, and the unchanged cluster not at all.
     expect(listings(clusters.lab)).toBe(1);
     expect(clusters.prod.sim.stats().requests.total).toBe(0);
+  });
+
+  it('opens the connections the reads will use before the trees are parsed, not after', async () => {
+    await edit('lab/web.yaml', '  memory: 4096\n', '  memory: 6144\n');
+    const run = await cli(['plan', '--specs', head, '--base', base, '--format', 'json'], {
+      ...clusters.env,
+      PVE_CLUSTER_LAB_CONCURRENCY: '3',
+    });
+    expect(run.code).toBe(2);
+    // The listing's connection and two more beside it, as many as the cluster's concurrency; the
+    // guest's read goes out on one of them, no handshake after loading.
+    expect(events.filter((event) => event !== 'parse base')).toEqual(['socket', 'socket', 'socket', 'sent lab', 'parse head']);
   });
 
   it('plans exactly what a plan without the early listing plans', async () => {

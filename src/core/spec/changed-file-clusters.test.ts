@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { changedFileClusters } from './changed-file-clusters.js';
+import { loadSpecs } from './load-specs.js';
+import { createSpecParseCache } from './parse-cache.js';
 import { resolveSpecLimits } from './spec-limits.js';
 import type { SpecFileInput } from './spec-text.js';
 
@@ -37,5 +39,17 @@ describe('changedFileClusters', () => {
     const head = withFile(BASE, { path: 'lab.yaml', text: guest('a', 'lab', 4096) });
     expect(changedFileClusters(head, BASE, LIMITS, 10)).toBeUndefined();
     expect(changedFileClusters(head, BASE, LIMITS)).toEqual(['lab']);
+  });
+
+  it('leaves its parses of the changed texts in the cache the trees are loaded with', () => {
+    const head = withFile(BASE, { path: 'lab.yaml', text: guest('a', 'lab', 4096) });
+    const cache = createSpecParseCache();
+    expect(changedFileClusters(head, BASE, LIMITS, undefined, cache)).toEqual(['lab']);
+    expect(cache.size).toBe(2);
+    const misses = cache.misses;
+    loadSpecs(head, { cache });
+    loadSpecs(BASE, { cache });
+    // Each tree parses only what is in neither the other tree nor the guess: the two unchanged files.
+    expect(cache.misses - misses).toBe(2);
   });
 });

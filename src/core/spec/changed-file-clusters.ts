@@ -7,6 +7,8 @@
  * does not. The answer is a guess that costs only speed when wrong: the plan's scope is decided
  * later, from the loaded specs, and a cluster missed here is listed then, as before.
  */
+import { cachedParse, cacheParsed, prepareSpecFiles } from './load-specs.js';
+import type { SpecParseCache } from './parse-cache.js';
 import type { ParsedDocument } from './parsed-spec.js';
 import { parseSpecText } from './parse-spec-file.js';
 import type { SpecLimits } from './spec-limits.js';
@@ -21,13 +23,15 @@ const MAX_CHANGED_BYTES = 1024 * 1024;
 /**
  * The names of the clusters named by documents of files that differ between `head` and `base`
  * (`cluster:` of a guest or another kind's document, `name:` of a Cluster document), sorted; empty
- * when no file differs. Undefined when the changed text is over `maxBytes`: not guessed.
+ * when no file differs. Undefined when the changed text is over `maxBytes`: not guessed. With
+ * `cache`, the one the trees are then loaded with, each changed text is parsed once for both.
  */
 export function changedFileClusters(
   head: readonly SpecFileInput[],
   base: readonly SpecFileInput[],
   limits: SpecLimits,
   maxBytes = MAX_CHANGED_BYTES,
+  cache?: SpecParseCache,
 ): string[] | undefined {
   const changed = [...changedTexts(head, base), ...changedTexts(base, head)];
   let bytes = 0;
@@ -36,8 +40,15 @@ export function changedFileClusters(
     if (bytes > maxBytes) return undefined;
   }
   const names = new Set<string>();
+  // Loading parses these texts under the same limits: the cache's entries are the parses it makes.
+  const prepared = prepareSpecFiles([], { limits, ...(cache ? { cache } : {}) });
   for (const text of changed) {
-    for (const doc of parseSpecText(text, limits).documents) {
+    let parsed = cachedParse(text, prepared, cache);
+    if (parsed === undefined) {
+      parsed = parseSpecText(text, limits);
+      cacheParsed(text, parsed, prepared, cache);
+    }
+    for (const doc of parsed.documents) {
       const name = clusterOf(doc);
       if (name !== undefined) names.add(name);
     }
