@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clusterFirewall } from '../../src/pve/sim/kinds/firewall/state.js';
 import { haConfig } from '../../src/pve/sim/kinds/ha/state.js';
@@ -250,6 +251,36 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     }),
   }),
+  'API-6': async () => {
+    const id = 'ops@pve!rotated';
+    sim.sim.tokens.add({ id, secret: 'first', role: 'audit' });
+    expect((await call('GET', '/version', undefined, `${id}=first`)).status).toBe(200);
+    sim.sim.tokens.add({ id, secret: 'second', role: 'audit' });
+    return http('GET', '/version', undefined, `${id}=first`);
+  },
+  'API-7': async () => {
+    // The headers only: a compressed body is not JSON to read.
+    const headersOf = async (path: string): Promise<Record<string, string | string[] | undefined>> => {
+      const res = await request(`${sim.url}/api2/json${path}`, {
+        headers: { authorization: `PVEAPIToken=${sim.token}`, 'accept-encoding': 'gzip' },
+      });
+      await res.body.dump();
+      expect(res.statusCode).toBe(200);
+      return res.headers;
+    };
+    const large = { headers: await headersOf('/cluster/resources') };
+    const small = { headers: await headersOf('/version') };
+    const { expires, date } = large.headers;
+    return {
+      data: {
+        cacheControl: large.headers['cache-control'],
+        pragma: large.headers.pragma,
+        expiresAtAnswer: Math.abs(Date.parse(String(expires)) - Date.parse(String(date))) <= 1000,
+        over1KiB: large.headers['content-encoding'] ?? 'none',
+        under1KiB: small.headers['content-encoding'] ?? 'none',
+      },
+    };
+  },
   'VER-1': async () => ({ data: await data('/version') }),
 
   'NOD-1': async () => ({ data: await data('/nodes') }),
@@ -269,6 +300,12 @@ const SCENARIOS: Record<string, () => Promise<Observed>> = {
   },
   'RES-4': async () => ({ data: await data('/cluster/resources?type=storage', LIMITED) }),
   'RES-5': () => http('GET', '/cluster/resources?type=pool'),
+  'RES-6': async () => {
+    const listed = arr(await data('/cluster/resources?type=vm'));
+    const uptime = (vmid: number): unknown => listed.find((l) => l.vmid === vmid)?.uptime;
+    const running = uptime(100);
+    return { data: { running: Number.isInteger(running) && (running as number) >= 0 ? 'whole seconds' : running, stopped: uptime(101) } };
+  },
   'NXT-1': () => http('GET', '/cluster/nextid?vmid=100'),
   'NXT-2': async () => ({ data: await data('/cluster/nextid') }),
 
