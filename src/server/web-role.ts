@@ -47,12 +47,7 @@ export async function startWebRole({ config, logger, metrics, probot, redis, clo
   const answering = new DeliveriesAnswering();
   const store = new DriftStore(redis, statePrefix(prefix));
   const scheduler = new DriftScheduler(driftQueue, config.driftIntervalMs, (id) => store.forget(id));
-  const drift: DriftProducer = {
-    schedule: (repos) => scheduler.schedule(repos),
-    unschedule: (ids) => scheduler.unschedule(ids),
-    unscheduleInstallation: (id) => scheduler.unscheduleInstallation(id),
-    requestSync: () => scheduler.requestSync(),
-  };
+  const drift: DriftProducer = scheduler;
   const producer = new PlanQueueProducer(queue, new NewestHeads(redis, statePrefix(prefix)));
   const applies = { enqueueMerge: (job: MergeJobData) => enqueueMerge(runQueue, job) };
   const enqueued = (id: string): void => answering.enqueued(id);

@@ -7,10 +7,9 @@
  * does not. The answer is a guess that costs only speed when wrong: the plan's scope is decided
  * later, from the loaded specs, and a cluster missed here is listed then, as before.
  */
-import { cachedParse, cacheParsed, prepareSpecFiles } from './load-specs.js';
+import { parseCached, prepareSpecFiles } from './load-specs.js';
 import type { SpecParseCache } from './parse-cache.js';
 import type { ParsedDocument } from './parsed-spec.js';
-import { parseSpecText } from './parse-spec-file.js';
 import type { SpecLimits } from './spec-limits.js';
 import { type SpecFileInput, utf8Length } from './spec-text.js';
 
@@ -43,12 +42,7 @@ export function changedFileClusters(
   // Loading parses these texts under the same limits: the cache's entries are the parses it makes.
   const prepared = prepareSpecFiles([], { limits, ...(cache ? { cache } : {}) });
   for (const text of changed) {
-    let parsed = cachedParse(text, prepared, cache);
-    if (parsed === undefined) {
-      parsed = parseSpecText(text, limits);
-      cacheParsed(text, parsed, prepared, cache);
-    }
-    for (const doc of parsed.documents) {
+    for (const doc of parseCached(text, prepared, cache).documents) {
       const name = clusterOf(doc);
       if (name !== undefined) names.add(name);
     }

@@ -156,10 +156,10 @@ function validateAll(specs: SpecSet, options: Parameters<typeof validateSpecs>[1
 }
 
 /**
- * The parse of `text`, from `cache` when it holds one made under the same limits. Exported for
- * `loadSpecFiles`, which parses the misses on threads and stores them with {@link cacheParsed}.
+ * The parse of `text`, from `cache` when it holds one made under the same limits, which it then
+ * holds. (`loadSpecFiles` parses its misses on threads and stores them with {@link cacheParsed}.)
  */
-function parseCached(text: string, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): ParsedSpecText {
+export function parseCached(text: string, prepared: PreparedSpecFiles, cache: SpecParseCache | undefined): ParsedSpecText {
   const cached = cachedParse(text, prepared, cache);
   if (cached) return cached;
   const parsed = parseSpecText(text, prepared.limits);
